@@ -1,0 +1,140 @@
+"""The bundled PyTorch -> MLIR compiler and its reference backend.
+
+    from compiler import compile_module
+    compiled = compile_module(model, (x,), backend="tosa")
+    compiled(x)                           # runs on MLIR's ExecutionEngine
+    compiled.snapshots.texts["backend"]   # the IR each stage was given
+
+A library: it knows nothing of tests.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+from torch_mlir import ir
+
+from compiler import pipelines
+from compiler.frontends import fx
+from compiler.refbackend import TORCH_DTYPE_OF_MLIR, RefBackendProgram, compile_linalg
+from compiler.stages import Snapshots, StageError, module_text, new_context, parse_module, run_stage
+
+__all__ = [
+    "CompiledModule",
+    "Snapshots",
+    "StageError",
+    "compile_module",
+    "compile_torch_backend_ir",
+    "fx_to_torch_backend_ir",
+    "result_dtypes",
+]
+
+
+def result_dtypes(module: ir.Module | str, entry: str = "main") -> list[torch.dtype]:
+    """The torch dtypes of `entry`'s results, read from its torch-dialect signature."""
+    text = module if isinstance(module, str) else module_text(module)
+    match = re.search(rf"func\.func @{entry}\(.*?\)\s*->\s*(\(.*?\)|[^{{]+?)\s*(attributes|\{{)", text, re.S)
+    if match is None:
+        raise StageError("import", f"no function @{entry} with results in the module")
+    results = match[1].strip()
+    dtypes = []
+    for type_text in pytree.tree_leaves(_split_types(results)):
+        tensor = re.fullmatch(r"!torch\.vtensor<(?:\[[^\]]*\]|\*),\s*(.+)>", type_text)
+        if tensor is None or tensor[1] not in TORCH_DTYPE_OF_MLIR:
+            raise StageError(
+                "import",
+                f"result type {type_text} of @{entry} is not a tensor the reference backend returns",
+            )
+        dtypes.append(TORCH_DTYPE_OF_MLIR[tensor[1]])
+    return dtypes
+
+
+def _split_types(results: str) -> list[str]:
+    if results.startswith("(") and results.endswith(")"):
+        results = results[1:-1]
+    # `<` nests too inside `!torch.vtensor<[3,4],f32>`.
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(results):
+        depth += ch in "<[(" and 1 or 0
+        depth -= ch in ">])" and 1 or 0
+        if ch == "," and depth == 0:
+            parts.append(results[start:i].strip())
+            start = i + 1
+    if results[start:].strip():
+        parts.append(results[start:].strip())
+    return parts
+
+
+def fx_to_torch_backend_ir(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    *,
+    snapshots: Snapshots | None = None,
+) -> tuple[str, Any]:
+    """capture -> import -> torch-backend. Returns (torch backend IR text, output pytree spec)."""
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    program = fx.capture(module, example_inputs, dynamic_dims)
+    raw = fx.import_program(program)
+    run_stage(raw, "torch-backend", pipelines.FX_TO_TORCH_BACKEND, snapshots)
+    return module_text(raw), program.call_spec.out_spec
+
+
+def compile_torch_backend_ir(
+    torch_backend_ir: str,
+    backend: str,
+    *,
+    snapshots: Snapshots | None = None,
+    opt_level: int = 0,
+) -> RefBackendProgram:
+    """torch backend IR -> backend IR -> linalg -> LLVM -> loaded program."""
+    try:
+        to_backend, to_linalg = pipelines.BACKENDS[backend]
+    except KeyError:
+        raise ValueError(f"unknown backend {backend!r}; known: {', '.join(pipelines.BACKENDS)}") from None
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    dtypes = result_dtypes(torch_backend_ir)
+    module = parse_module(torch_backend_ir, new_context())
+    run_stage(module, "backend", to_backend, snapshots)
+    if to_linalg:
+        # Backend IR -> linalg is part of lowering for TOSA and StableHLO.
+        run_stage(module, "lower", to_linalg, snapshots)
+        snapshots.texts["backend-to-linalg"] = snapshots.texts.pop("lower")
+    return compile_linalg(module, dtypes, snapshots=snapshots, opt_level=opt_level)
+
+
+@dataclass
+class CompiledModule:
+    """A module compiled for one backend: callable like the module, with every stage's IR."""
+
+    backend: str
+    program: RefBackendProgram
+    out_spec: Any
+    snapshots: Snapshots = field(default_factory=Snapshots)
+
+    def __call__(self, *inputs: Any) -> Any:
+        tensors = [x for x in pytree.tree_leaves(inputs) if isinstance(x, torch.Tensor)]
+        flat = self.program(*tensors)
+        return pytree.tree_unflatten(flat, self.out_spec) if self.out_spec is not None else flat
+
+    def close(self) -> None:
+        self.program.close()
+
+
+def compile_module(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    backend: str = "linalg",
+    *,
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    opt_level: int = 0,
+) -> CompiledModule:
+    """Compile `module.forward` for `backend` ("linalg", "tosa" or "stablehlo")."""
+    snapshots = Snapshots()
+    torch_ir, out_spec = fx_to_torch_backend_ir(module, example_inputs, dynamic_dims, snapshots=snapshots)
+    program = compile_torch_backend_ir(torch_ir, backend, snapshots=snapshots, opt_level=opt_level)
+    return CompiledModule(backend, program, out_spec, snapshots)

@@ -1,0 +1,97 @@
+"""Every pass pipeline the compiler runs, as data.
+
+A pipeline is a list of pass entries, each a string the MLIR pass parser accepts at
+module level. `as_text` wraps one in `builtin.module(...)`; the stage runner can run
+the list whole or one entry at a time, which is how failures are localized.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+Pipeline = tuple[str, ...]
+
+
+def as_text(pipeline: Sequence[str]) -> str:
+    """The textual form `PassManager.parse` takes."""
+    return "builtin.module(" + ",".join(pipeline) + ")"
+
+
+# FX (torch.export) import -> torch backend contract.
+FX_TO_TORCH_BACKEND: Pipeline = (
+    "func.func(torch-match-quantized-custom-ops)",
+    "torchdynamo-export-to-torch-backend-pipeline{extra-library=}",
+)
+
+# TorchScript / JIT IR import (LTC, torchscript) -> torch backend contract.
+JIT_TO_TORCH_BACKEND: Pipeline = (
+    "torch-function-to-torch-backend-pipeline{extra-library=}",
+)
+
+TORCH_BACKEND_TO_LINALG: Pipeline = (
+    "torch-backend-to-linalg-on-tensors-backend-pipeline{allow-non-finites=true}",
+)
+TORCH_BACKEND_TO_TOSA: Pipeline = ("torch-backend-to-tosa-backend-pipeline",)
+TORCH_BACKEND_TO_STABLEHLO: Pipeline = (
+    "torch-backend-to-stablehlo-backend-pipeline{allow-non-finites=true}",
+)
+
+# Backend IR -> linalg-on-tensors, the input of the reference backend.
+# The conversions alone, as upstream's TOSA config runs them: `tosa-to-linalg-pipeline`
+# also validates against the TOSA 1.0 level, which rejects every dynamic dim.
+TOSA_TO_LINALG: Pipeline = (
+    "func.func(tosa-to-linalg-named)",
+    "func.func(canonicalize)",
+    "func.func(tosa-to-linalg)",
+    "func.func(tosa-to-tensor)",
+    "func.func(tosa-to-arith)",
+)
+STABLEHLO_TO_LINALG: Pipeline = (
+    "func.func(stablehlo-aggressive-simplification)",
+    "stablehlo-legalize-to-linalg",
+    "canonicalize",
+)
+
+# linalg-on-tensors -> LLVM dialect, ready for the ExecutionEngine.
+LINALG_TO_LLVM: Pipeline = (
+    "func.func(linalg-generalize-named-ops)",
+    "func.func(linalg-fuse-elementwise-ops)",
+    "convert-shape-to-std",
+    "func.func(refback-generalize-tensor-pad)",
+    "func.func(refback-generalize-tensor-concat)",
+    "func.func(tm-tensor-bufferize)",
+    "one-shot-bufferize{copy-before-write bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map}",
+    "refback-mlprogram-bufferize",
+    "func.func(buffer-deallocation-pipeline)",
+    "inline",
+    "refback-munge-calling-conventions",
+    "func.func(tm-tensor-to-loops)",
+    "func.func(refback-munge-memref-copy)",
+    "func.func(convert-linalg-to-loops)",
+    "func.func(lower-affine)",
+    "convert-scf-to-cf",
+    "func.func(refback-expand-ops-for-llvm)",
+    "func.func(arith-expand)",
+    "func.func(convert-math-to-llvm)",
+    "convert-math-to-libm",
+    "expand-strided-metadata",
+    "finalize-memref-to-llvm",
+    "lower-affine",
+    "convert-bufferization-to-memref",
+    "finalize-memref-to-llvm",
+    "func.func(convert-arith-to-llvm)",
+    "convert-vector-to-llvm",
+    "convert-func-to-llvm",
+    "convert-cf-to-llvm",
+    "convert-complex-to-llvm",
+    "reconcile-unrealized-casts",
+)
+
+
+# backend name -> (torch backend -> backend IR, backend IR -> linalg)
+BACKENDS: dict[str, tuple[Pipeline, Pipeline]] = {
+    "linalg": (TORCH_BACKEND_TO_LINALG, ()),
+    "tosa": (TORCH_BACKEND_TO_TOSA, TOSA_TO_LINALG),
+    "stablehlo": (TORCH_BACKEND_TO_STABLEHLO, STABLEHLO_TO_LINALG),
+}

@@ -1,0 +1,268 @@
+"""The reference backend: linalg-on-tensors -> LLVM -> MLIR's ExecutionEngine.
+
+After `refback-munge-calling-conventions` every argument is an unranked memref and
+the results come back through one external callback,
+`refbackend_consume_func_return_<types>`, which we register with the engine. Tensors
+are marshalled by the table `DTYPES`; a dtype not in it is refused with a clear error
+rather than read back as wrong values. bf16 has no memref calling convention upstream,
+so bf16 arguments and results cross the boundary as i16 bit patterns
+(`bf16_boundary_as_i16`).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+from torch_mlir import ir
+from torch_mlir.dialects import arith
+from torch_mlir.execution_engine import ExecutionEngine
+
+from compiler.pipelines import LINALG_TO_LLVM
+from compiler.stages import Snapshots, StageError, run_stage
+
+
+@dataclass(frozen=True)
+class DType:
+    """How one torch dtype crosses the memref boundary."""
+
+    numpy: np.dtype  # storage dtype of the raw buffer
+    mlir: str  # element type in torch-dialect spelling (`!torch.vtensor<[..], X>`)
+
+
+DTYPES: dict[torch.dtype, DType] = {
+    torch.float32: DType(np.dtype(np.float32), "f32"),
+    torch.float64: DType(np.dtype(np.float64), "f64"),
+    torch.float16: DType(np.dtype(np.float16), "f16"),
+    torch.bfloat16: DType(np.dtype(np.int16), "bf16"),  # bit pattern
+    torch.bool: DType(np.dtype(np.bool_), "i1"),
+    torch.int8: DType(np.dtype(np.int8), "si8"),
+    torch.uint8: DType(np.dtype(np.uint8), "ui8"),
+    torch.int16: DType(np.dtype(np.int16), "si16"),
+    torch.int32: DType(np.dtype(np.int32), "si32"),
+    torch.int64: DType(np.dtype(np.int64), "si64"),
+    torch.complex64: DType(np.dtype(np.complex64), "complex<f32>"),
+    torch.complex128: DType(np.dtype(np.complex128), "complex<f64>"),
+}
+TORCH_DTYPE_OF_MLIR = {d.mlir: t for t, d in DTYPES.items()}
+
+
+class UnsupportedDType(TypeError):
+    pass
+
+
+def dtype_spec(dtype: torch.dtype) -> DType:
+    try:
+        return DTYPES[dtype]
+    except KeyError:
+        supported = ", ".join(str(d).removeprefix("torch.") for d in DTYPES)
+        raise UnsupportedDType(
+            f"the reference backend cannot pass {dtype} tensors (supported: {supported})"
+        ) from None
+
+
+# --- memref descriptors ----------------------------------------------------------
+
+
+class UnrankedMemRef(ctypes.Structure):
+    _fields_ = [("rank", ctypes.c_int64), ("descriptor", ctypes.c_void_p)]
+
+
+_RANKED_CACHE: dict[int, type] = {}
+
+
+def ranked_memref_type(rank: int) -> type:
+    """ctypes struct of a ranked memref descriptor (pointer fields as void*)."""
+    if rank not in _RANKED_CACHE:
+        fields = [
+            ("allocated", ctypes.c_void_p),
+            ("aligned", ctypes.c_void_p),
+            ("offset", ctypes.c_int64),
+        ]
+        if rank:
+            fields += [("shape", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
+        _RANKED_CACHE[rank] = type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
+    return _RANKED_CACHE[rank]
+
+
+def to_storage_array(tensor: torch.Tensor) -> np.ndarray:
+    """The tensor's data as a C-contiguous numpy array of its storage dtype."""
+    spec = dtype_spec(tensor.dtype)
+    tensor = tensor.detach().cpu().contiguous()
+    if tensor.dtype == torch.bfloat16:
+        tensor = tensor.view(torch.int16)
+    return np.ascontiguousarray(tensor.numpy()).view(spec.numpy)
+
+
+def from_storage_array(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+    tensor = torch.from_numpy(np.require(array, requirements="C"))
+    return tensor.view(torch.bfloat16) if dtype == torch.bfloat16 else tensor
+
+
+def memref_argument(array: np.ndarray) -> tuple[object, list]:
+    """A `**UnrankedMemRef` for `array`, and the objects that must outlive the call."""
+    descriptor = ranked_memref_type(array.ndim)()
+    descriptor.allocated = descriptor.aligned = array.ctypes.data
+    descriptor.offset = 0
+    if array.ndim:
+        descriptor.shape[:] = array.shape
+        descriptor.strides[:] = [s // array.itemsize for s in array.strides]
+    unranked = UnrankedMemRef(array.ndim, ctypes.cast(ctypes.pointer(descriptor), ctypes.c_void_p))
+    pointer = ctypes.pointer(unranked)
+    return ctypes.pointer(pointer), [array, descriptor, unranked, pointer]
+
+
+def read_memref(unranked: UnrankedMemRef, dtype: torch.dtype) -> torch.Tensor:
+    """Copy a returned memref (a view of JIT-owned memory) into a new tensor."""
+    storage = dtype_spec(dtype).numpy
+    rank = unranked.rank
+    descriptor = ctypes.cast(unranked.descriptor, ctypes.POINTER(ranked_memref_type(rank))).contents
+    shape = tuple(descriptor.shape) if rank else ()
+    strides = tuple(descriptor.strides) if rank else ()
+    if any(n == 0 for n in shape):
+        return from_storage_array(np.empty(shape, storage), dtype)
+    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+    address = descriptor.aligned + descriptor.offset * storage.itemsize
+    raw = (ctypes.c_byte * (extent * storage.itemsize)).from_address(address)
+    flat = np.frombuffer(raw, dtype=storage)
+    view = np.lib.stride_tricks.as_strided(
+        flat, shape=shape, strides=[s * storage.itemsize for s in strides]
+    )
+    return from_storage_array(view.copy(), dtype)
+
+
+# --- the boundary rewrite for bf16 -------------------------------------------------
+
+
+def bf16_boundary_as_i16(module: ir.Module) -> None:
+    """Make every bf16 tensor argument and result of every function an i16 bit pattern.
+
+    The body is unchanged: `arith.bitcast` converts at entry and before return.
+    """
+    with module.context, ir.Location.unknown():
+        bf16, i16 = ir.BF16Type.get(), ir.IntegerType.get_signless(16)
+
+        def as_i16(t: ir.Type) -> ir.Type | None:
+            if isinstance(t, ir.RankedTensorType) and t.element_type == bf16:
+                return ir.RankedTensorType.get(t.shape, i16)
+            return None
+
+        for op in module.body.operations:
+            if op.operation.name != "func.func" or not op.regions[0].blocks:
+                continue
+            entry = op.regions[0].blocks[0]
+            function_type = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+            inputs, results = list(function_type.inputs), list(function_type.results)
+            for i, argument in enumerate(entry.arguments):
+                new_type = as_i16(argument.type)
+                if new_type is None:
+                    continue
+                old_type = argument.type
+                argument.set_type(new_type)
+                with ir.InsertionPoint.at_block_begin(entry):
+                    cast = arith.BitcastOp(old_type, argument)
+                argument.replace_all_uses_except(cast.result, cast.operation)
+                inputs[i] = new_type
+            for block in op.regions[0].blocks:
+                terminator = block.operations[len(block.operations) - 1]
+                if terminator.operation.name != "func.return":
+                    continue
+                for i, value in enumerate(terminator.operands):
+                    new_type = as_i16(value.type)
+                    if new_type is None:
+                        continue
+                    with ir.InsertionPoint(terminator):
+                        terminator.operands[i] = arith.BitcastOp(new_type, value).result
+                    results[i] = new_type
+            op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
+
+
+# --- compile and run ---------------------------------------------------------------
+
+LOWER_PIPELINE = ("func.func(convert-elementwise-to-linalg)",) + LINALG_TO_LLVM
+
+
+def lower_to_llvm(module: ir.Module, snapshots: Snapshots | None = None) -> ir.Module:
+    """linalg-on-tensors -> LLVM dialect (stage `lower`), in place."""
+    bf16_boundary_as_i16(module)
+    return run_stage(module, "lower", LOWER_PIPELINE, snapshots)
+
+
+def _return_callback_name(module: ir.Module) -> str | None:
+    for op in module.body.operations:
+        name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""
+        if name.startswith("refbackend_consume_func_return_"):
+            return name
+    return None
+
+
+class RefBackendProgram:
+    """A lowered module loaded into an ExecutionEngine, callable with torch tensors."""
+
+    def __init__(
+        self,
+        llvm_module: ir.Module,
+        result_dtypes: Sequence[torch.dtype],
+        *,
+        entry: str = "main",
+        opt_level: int = 0,
+    ):
+        for dtype in result_dtypes:
+            dtype_spec(dtype)
+        self.entry = entry
+        self.result_dtypes = list(result_dtypes)
+        callback_name = _return_callback_name(llvm_module)
+        self._results: list[torch.Tensor] = []
+        self._callback = None
+        if callback_name is not None:
+            prototype = ctypes.CFUNCTYPE(
+                None, *[ctypes.POINTER(UnrankedMemRef)] * len(self.result_dtypes)
+            )
+            self._callback = prototype(self._consume)
+        self._engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
+        if self._callback is not None:
+            self._engine.register_runtime(callback_name, self._callback)
+
+    def _consume(self, *memrefs) -> None:
+        self._results = [read_memref(m.contents, d) for m, d in zip(memrefs, self.result_dtypes)]
+
+    def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
+        if self._engine is None:
+            raise RuntimeError("this program was closed")
+        arguments, keep_alive = [], []
+        for tensor in tensors:
+            pointer, owners = memref_argument(to_storage_array(tensor))
+            arguments.append(pointer)
+            keep_alive.extend(owners)
+        self._results = []
+        try:
+            self._engine.invoke(self.entry, *arguments)
+        except Exception as error:
+            raise StageError("execute", f"{type(error).__name__}: {error}") from error
+        results, self._results = self._results, []
+        return results
+
+    def close(self) -> None:
+        """Release the JIT-compiled code now rather than at garbage collection."""
+        self._engine = None
+        self._callback = None
+
+
+def compile_linalg(
+    linalg_module: ir.Module,
+    result_dtypes: Sequence[torch.dtype],
+    *,
+    snapshots: Snapshots | None = None,
+    opt_level: int = 0,
+) -> RefBackendProgram:
+    """linalg-on-tensors module -> callable program (stages `lower`, then JIT)."""
+    lower_to_llvm(linalg_module, snapshots)
+    try:
+        return RefBackendProgram(linalg_module, result_dtypes, opt_level=opt_level)
+    except StageError:
+        raise
+    except Exception as error:
+        raise StageError("lower", f"ExecutionEngine: {type(error).__name__}: {error}") from error

@@ -1,0 +1,199 @@
+"""Run pass pipelines as named stages, keeping the IR each stage was given.
+
+A stage is one arrow of the flow (`import`, `torch-backend`, `backend`, `lower`,
+`execute`, ...). Before a stage runs, its input IR is recorded in `Snapshots`, and,
+when the snapshots have a directory, written to disk at once: if the next stage takes
+the process down, the IR that crashed it is already saved.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from torch_mlir import ir, passmanager
+import torch_mlir.dialects.torch as torch_dialect  # registers torch and refback passes
+from torch_mlir._mlir_libs import _stablehlo
+
+_stablehlo.register_stablehlo_passes()
+
+from compiler.pipelines import as_text
+
+# The stages of the flow, in order. `crash` and `timeout` name how a stage ended.
+STAGES = ("capture", "import", "torch-backend", "backend", "lower", "execute", "compare")
+
+
+class StageError(Exception):
+    """A stage failed. Carries what a person needs to see and a reducer to replay."""
+
+    def __init__(
+        self,
+        stage: str,
+        message: str,
+        *,
+        failing_pass: str | None = None,
+        diagnostics: Sequence[str] = (),
+        input_ir: str | None = None,
+    ):
+        super().__init__(f"[{stage}] {message}")
+        self.stage = stage
+        self.message = message
+        self.failing_pass = failing_pass
+        self.diagnostics = list(diagnostics)
+        # IR just before the failing pass (or the stage input when not localized).
+        self.input_ir = input_ir
+
+
+@dataclass
+class Snapshots:
+    """The IR each stage was given, in memory and optionally on disk."""
+
+    directory: Path | None = None
+    texts: dict[str, str] = field(default_factory=dict)
+
+    def record(self, stage: str, module: ir.Module | str) -> str:
+        text = module if isinstance(module, str) else module_text(module)
+        self.texts[stage] = text
+        if self.directory is not None:
+            write_atomic(self.path_of(stage), text)
+        return text
+
+    def path_of(self, stage: str) -> Path:
+        assert self.directory is not None
+        index = STAGES.index(stage) if stage in STAGES else len(STAGES)
+        return self.directory / f"{index}-{stage}.mlir"
+
+    def last_stage(self) -> str | None:
+        return next(reversed(self.texts), None)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def new_context() -> ir.Context:
+    """A context with the torch dialect, single-threaded.
+
+    Single-threaded keeps pass order deterministic and makes forking a worker safe
+    (no MLIR thread pool holding locks at fork time).
+    """
+    context = ir.Context()
+    torch_dialect.register_dialect(context)
+    _stablehlo.register_dialect(context)
+    context.enable_multithreading(False)
+    return context
+
+
+def module_text(module: ir.Module) -> str:
+    # Never elide constants: an elided reproducer lies about what it contains.
+    return module.operation.get_asm(enable_debug_info=False)
+
+
+def parse_module(text: str, context: ir.Context | None = None) -> ir.Module:
+    context = context or new_context()
+    with context:
+        return ir.Module.parse(text)
+
+
+def format_diagnostics(error: ir.MLIRError) -> list[str]:
+    lines = []
+    for diagnostic in error.error_diagnostics:
+        lines.append(f"{diagnostic.location}: {diagnostic.message}")
+        lines.extend(f"  note: {note.location}: {note.message}" for note in diagnostic.notes)
+    return lines or [str(error)]
+
+
+def expand_pipeline(pipeline: Sequence[str], context: ir.Context) -> list[str]:
+    """The flat list of passes a pipeline runs, one module-level entry per pass.
+
+    Registered pipelines (e.g. `torch-backend-to-tosa-backend-pipeline`) are expanded
+    by the pass manager itself; nested `func.func(a, b)` becomes `func.func(a)`,
+    `func.func(b)` so each pass can be run, and blamed, alone.
+    """
+    with context:
+        expanded = str(passmanager.PassManager.parse(as_text(pipeline)))
+    inner = expanded[len("builtin.module(") : -1]
+    passes: list[str] = []
+    for entry in split_top_level(inner):
+        match = re.fullmatch(r"(func\.func)\((.*)\)", entry, re.S)
+        if match:
+            passes.extend(f"{match[1]}({p})" for p in split_top_level(match[2]))
+        else:
+            passes.append(entry)
+    return passes
+
+
+def split_top_level(text: str) -> list[str]:
+    """Split a pass list on the commas not nested in (), {} or []."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    if tail:
+        parts.append(tail)
+    return parts
+
+
+def run_pipeline(module: ir.Module, pipeline: Sequence[str]) -> None:
+    """Run a pipeline in place; raises ir.MLIRError on failure."""
+    with module.context:
+        passmanager.PassManager.parse(as_text(pipeline)).run(module.operation)
+
+
+def localize(ir_text: str, pipeline: Sequence[str]) -> tuple[str | None, str, list[str]]:
+    """Run `pipeline` pass by pass on `ir_text`; find the first pass that fails.
+
+    Returns (failing pass, IR just before it, its diagnostics). When no single pass
+    fails (the whole pipeline failed only in combination), the pass is None and the
+    IR is the input.
+    """
+    context = new_context()
+    module = parse_module(ir_text, context)
+    for pass_entry in expand_pipeline(pipeline, context):
+        before = module_text(module)
+        try:
+            run_pipeline(module, [pass_entry])
+        except ir.MLIRError as error:
+            return pass_entry, before, format_diagnostics(error)
+    return None, ir_text, []
+
+
+def run_stage(
+    module: ir.Module,
+    stage: str,
+    pipeline: Sequence[str],
+    snapshots: Snapshots | None = None,
+) -> ir.Module:
+    """Run one named stage in place, recording its input first.
+
+    On failure raises StageError with the failing pass and the IR just before it.
+    """
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    input_ir = snapshots.record(stage, module)
+    if not pipeline:
+        return module
+    try:
+        run_pipeline(module, pipeline)
+    except ir.MLIRError as error:
+        diagnostics = format_diagnostics(error)
+        failing_pass, before, pass_diagnostics = localize(input_ir, pipeline)
+        raise StageError(
+            stage,
+            (pass_diagnostics or diagnostics)[0],
+            failing_pass=failing_pass,
+            diagnostics=pass_diagnostics or diagnostics,
+            input_ir=before,
+        ) from None
+    return module

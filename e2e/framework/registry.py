@@ -1,0 +1,215 @@
+"""The test registry: every e2e test, by a unique name.
+
+Two ways to write a test. The torch-mlir e2e form, accepted unchanged:
+
+    class MmModule(torch.nn.Module):
+        @export
+        @annotate_args([None, ([-1, -1], torch.float32, True), ([-1, -1], torch.float32, True)])
+        def forward(self, lhs, rhs):
+            return torch.mm(lhs, rhs)
+
+    @register_test_case(module_factory=lambda: MmModule())
+    def MmModule_basic(module, tu: TestUtils):
+        module.forward(tu.rand(4, 4), tu.rand(4, 4))
+
+and the short form, inputs beside the module, variants by parametrization:
+
+    @e2e_test(inputs=lambda tu: [tu.rand(3, 4)], dynamic=True,
+              params={"Sin": dict(fn=torch.sin), "Cos": dict(fn=torch.cos)})
+    class Unary(torch.nn.Module):
+        def __init__(self, fn): ...
+
+which registers `Unary_Sin` and `Unary_Cos`. `op_test` wraps a plain function.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+from e2e.framework.testutils import TestUtils
+
+# An argument annotation as upstream writes it: (shape with -1 for dynamic dims, dtype,
+# value semantics). The first entry of a method's list stands for `self` and is None.
+ArgAnnotation = tuple[list[int], torch.dtype, bool] | tuple[list[int], torch.dtype]
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol: float
+
+
+@dataclass(frozen=True)
+class Test:
+    """One registered e2e test."""
+
+    name: str
+    module_factory: Callable[[], torch.nn.Module]
+    # Calls methods of the (traced) module with inputs made by a seeded TestUtils.
+    program_invoker: Callable[[Any, TestUtils], None]
+    # Overrides the dtype table in compare.py for this test.
+    tolerance: Tolerance | None = None
+    source: str = ""  # "file.py:line", for error messages
+
+    def arg_shapes(self, module: torch.nn.Module, method: str = "forward") -> list[list[int] | None] | None:
+        """Per-argument shapes (-1 = dynamic) from `annotate_args`, without `self`."""
+        annotations = getattr(getattr(type(module), method, None), "_e2e_arg_annotations", None)
+        if annotations is None:
+            return None
+        return [None if a is None else list(a[0]) for a in annotations[1:]]
+
+
+class RegistryError(ValueError):
+    pass
+
+
+GLOBAL_TEST_REGISTRY: dict[str, Test] = {}
+
+
+def register(test: Test) -> Test:
+    if test.name in GLOBAL_TEST_REGISTRY:
+        previous = GLOBAL_TEST_REGISTRY[test.name]
+        raise RegistryError(
+            f"duplicate e2e test name {test.name!r} ({test.source}; first registered at {previous.source})"
+        )
+    GLOBAL_TEST_REGISTRY[test.name] = test
+    return test
+
+
+def _source_of(obj: Any) -> str:
+    try:
+        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
+    except (TypeError, OSError):
+        return repr(obj)
+
+
+# --- the torch-mlir e2e form ---------------------------------------------------------
+
+
+def register_test_case(module_factory: Callable[[], torch.nn.Module], *, tolerance: Tolerance | None = None):
+    """Register the decorated invoker as a test named after the function."""
+
+    def decorator(invoker: Callable[[Any, TestUtils], None]):
+        register(Test(invoker.__name__, module_factory, invoker, tolerance, _source_of(invoker)))
+        return invoker
+
+    return decorator
+
+
+def annotate_args(annotations: Sequence[ArgAnnotation | None]):
+    """Shapes (-1 for dynamic dims) and dtypes of a method's arguments; entry 0 is `self`."""
+
+    def decorator(method):
+        method._e2e_arg_annotations = list(annotations)
+        return method
+
+    return decorator
+
+
+def export(method):
+    """Marks a method as part of the compiled program (kept for upstream compatibility)."""
+    method._e2e_export = True
+    return method
+
+
+# --- the short form ------------------------------------------------------------------
+
+InputsFn = Callable[..., Sequence[Any]]
+
+
+def e2e_test(
+    inputs: InputsFn,
+    *,
+    name: str | None = None,
+    dynamic: bool | Sequence[Sequence[int] | None] = False,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    tolerance: Tolerance | None = None,
+):
+    """Register an nn.Module class as one test, or one test per entry of `params`.
+
+    `inputs(tu)` returns the forward arguments; with `params`, `inputs` may also take
+    the variant's keyword arguments (those it names). `dynamic=True` makes every dim
+    of every tensor input dynamic; a list gives per-input shapes with -1 for dynamic.
+    Names: `name` (default: the class name), plus `_<variant>` per params entry.
+    """
+
+    def decorator(cls: type[torch.nn.Module]):
+        base = name or cls.__name__
+        variants = params.items() if params else [(None, {})]
+        for variant, kwargs in variants:
+            test_name = f"{base}_{variant}" if variant else base
+            register(
+                Test(
+                    test_name,
+                    _factory(cls, dict(kwargs), inputs, dynamic),
+                    _invoker(inputs, dict(kwargs)),
+                    tolerance,
+                    _source_of(cls),
+                )
+            )
+        return cls
+
+    return decorator
+
+
+def op_test(
+    name: str,
+    fn: Callable[..., Any],
+    inputs: InputsFn,
+    *,
+    dynamic: bool | Sequence[Sequence[int] | None] = False,
+    tolerance: Tolerance | None = None,
+) -> Test:
+    """Register a test of a plain function of tensors (wrapped in a module)."""
+    module_cls = type(name, (FunctionModule,), {})
+    factory = _factory(module_cls, {"fn": fn}, inputs, dynamic)
+    return register(Test(name, factory, _invoker(inputs, {}), tolerance, _source_of(inputs)))
+
+
+class FunctionModule(torch.nn.Module):
+    def __init__(self, fn: Callable[..., Any]):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        return self.fn(*args)
+
+
+def _call_inputs(inputs: InputsFn, tu: TestUtils, kwargs: Mapping[str, Any]) -> list[Any]:
+    wanted = inspect.signature(inputs).parameters
+    return list(inputs(tu, **{k: v for k, v in kwargs.items() if k in wanted}))
+
+
+def _invoker(inputs: InputsFn, kwargs: Mapping[str, Any]):
+    def invoke(module, tu: TestUtils) -> None:
+        module.forward(*_call_inputs(inputs, tu, kwargs))
+
+    return invoke
+
+
+def _factory(cls, kwargs: Mapping[str, Any], inputs: InputsFn, dynamic):
+    """A factory whose instances carry `dynamic` as an annotation of their forward."""
+    if dynamic is False:
+        return lambda: cls(**kwargs)
+    if dynamic is True:
+        example = _call_inputs(inputs, TestUtils(seed=0), kwargs)
+        shapes = [[-1] * x.dim() if isinstance(x, torch.Tensor) else None for x in example]
+    else:
+        shapes = [None if s is None else list(s) for s in dynamic]
+    annotations = [None] + [None if s is None else (s, None, True) for s in shapes]
+    annotated = type(cls.__name__, (cls,), {"forward": annotate_args(annotations)(_forward_of(cls))})
+    annotated.__module__ = cls.__module__
+    return lambda: annotated(**kwargs)
+
+
+def _forward_of(cls):
+    forward = cls.forward
+
+    def annotated_forward(self, *args, **kwargs):
+        return forward(self, *args, **kwargs)
+
+    return annotated_forward
