@@ -74,11 +74,17 @@ def fx_to_torch_backend_ir(
     example_inputs: Sequence[object],
     dynamic_dims: Sequence[Sequence[int] | None] | None = None,
     *,
+    method: str = "forward",
     snapshots: Snapshots | None = None,
 ) -> tuple[str, Any]:
-    """capture -> import -> torch-backend. Returns (torch backend IR text, output pytree spec)."""
+    """capture -> import -> torch-backend of `module.<method>`.
+
+    Returns (torch backend IR text, output pytree spec).
+    """
     snapshots = snapshots if snapshots is not None else Snapshots()
-    program = fx.capture(module, example_inputs, dynamic_dims)
+    snapshots.enter("capture")
+    program = fx.capture(module, example_inputs, dynamic_dims, method)
+    snapshots.enter("import")
     raw = fx.import_program(program)
     run_stage(raw, "torch-backend", pipelines.FX_TO_TORCH_BACKEND, snapshots)
     return module_text(raw), program.call_spec.out_spec

@@ -63,7 +63,8 @@ LINALG_TO_LLVM: Pipeline = (
     "one-shot-bufferize{copy-before-write bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map}",
     "refback-mlprogram-bufferize",
-    "func.func(buffer-deallocation-pipeline)",
+    # Module level: lowering a multi-buffer `bufferization.dealloc` inserts a helper function.
+    "buffer-deallocation-pipeline",
     "inline",
     "refback-munge-calling-conventions",
     "func.func(tm-tensor-to-loops)",

@@ -46,6 +46,18 @@ class StageError(Exception):
         # IR just before the failing pass (or the stage input when not localized).
         self.input_ir = input_ir
 
+    def __reduce__(self):  # picklable across the fork boundary
+        return (
+            _rebuild_stage_error,
+            (self.stage, self.message, self.failing_pass, self.diagnostics, self.input_ir),
+        )
+
+
+def _rebuild_stage_error(stage, message, failing_pass, diagnostics, input_ir) -> StageError:
+    return StageError(
+        stage, message, failing_pass=failing_pass, diagnostics=diagnostics, input_ir=input_ir
+    )
+
 
 @dataclass
 class Snapshots:
@@ -54,11 +66,21 @@ class Snapshots:
     directory: Path | None = None
     texts: dict[str, str] = field(default_factory=dict)
 
+    current: str | None = None
+
+    def enter(self, stage: str) -> None:
+        """Mark `stage` as running (on disk too), so a crash can be blamed on it."""
+        self.current = stage
+        if self.directory is not None:
+            write_atomic(self.directory / "current-stage", stage)
+
     def record(self, stage: str, module: ir.Module | str) -> str:
+        """Keep the IR `stage` is given, and enter it."""
         text = module if isinstance(module, str) else module_text(module)
         self.texts[stage] = text
         if self.directory is not None:
             write_atomic(self.path_of(stage), text)
+        self.enter(stage)
         return text
 
     def path_of(self, stage: str) -> Path:
