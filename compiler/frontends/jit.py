@@ -139,6 +139,8 @@ def _type_body(jit_type: torch._C.JitType) -> str:
         return f"optional<{_type_body(jit_type.getElementType())}>"
     if kind == "TupleType":
         return "tuple<" + ", ".join(_type_body(t) for t in jit_type.elements()) + ">"
+    if kind == "UnionType":
+        return "union<" + ", ".join(_type_body(t) for t in jit_type.containedTypes()) + ">"
     if kind == "DictType":
         return f"dict<{_type_body(jit_type.getKeyType())}, {_type_body(jit_type.getValueType())}>"
     raise StageError("import", f"JIT type {jit_type} ({kind}) has no torch-dialect equivalent")
@@ -173,7 +175,9 @@ def _string_literal(text: str) -> str:
 
 def _float_literal(value: float) -> str:
     if math.isfinite(value):
-        return repr(float(value))
+        text = repr(float(value))  # MLIR wants a '.' in a float literal: 1e-05 -> 1.0e-05
+        mantissa, e, exponent = text.partition("e")
+        return (mantissa if "." in mantissa else mantissa + ".0") + e + exponent
     return "0x" + struct.pack(">d", value).hex().upper()  # nan/inf as bit patterns
 
 
@@ -360,7 +364,7 @@ class _Emitter:
     def generic(self, node: torch._C.Node) -> None:
         qualified = _qualified_op_name(node)  # "aten::add.Tensor"
         namespace, _, rest = qualified.partition("::")
-        dialect_name = f"torch.{namespace}.{rest}"
+        dialect_name = _view_of_copy(f"torch.{namespace}.{rest}")
         operands = [self.use(v) for v in node.inputs()]
         result_types = [mlir_type(v.type()) for v in node.outputs()]
         attributes = ""
@@ -379,6 +383,9 @@ class _Emitter:
             self.objects[value.unique()] = python_value
             return
         ssa = self.python_constant(python_value, value.type(), location=value.debugName())
+        wanted = mlir_type(value.type())
+        if self.types[ssa] != wanted and not wanted.startswith("!torch.tensor"):
+            ssa = self.cast_to(ssa, wanted)  # e.g. None as an Optional[int]
         self.bind(value, ssa)
         if isinstance(python_value, torch.Tensor):
             self.constant_tensors[value.unique()] = python_value
@@ -460,9 +467,14 @@ class _Emitter:
                 self.resource_of_tensor[key] = name
                 self.keep_alive.append(tensor)
             attribute = f"dense_resource<{self.resource_of_tensor[key]}> : {builtin_type}"
-        literal_type = f"!torch.tensor<[{','.join(map(str, shape))}],{_element_type(dtype)}>"
-        literal = self.op("torch.tensor.literal", [], [literal_type], attributes=f"value = {attribute}", location=location)[0]
-        return self.cast_to(literal, "!torch.tensor")
+        # A value-semantics literal copied to a tensor: what value-semantics maximization expects.
+        dims = ",".join(map(str, shape))
+        literal = self.op(
+            "torch.vtensor.literal", [], [f"!torch.vtensor<[{dims}],{_element_type(dtype)}>"],
+            attributes=f"value = {attribute}", location=location,
+        )[0]
+        copied = self.op("torch.copy.to_tensor", [literal], [f"!torch.tensor<[{dims}],{_element_type(dtype)}>"])[0]
+        return self.cast_to(copied, "!torch.tensor")
 
 
 # --- node handlers -----------------------------------------------------------------------
@@ -477,14 +489,29 @@ def _qualified_op_name(node: torch._C.Node) -> str:
     return node.kind()
 
 
+def _view_of_copy(dialect_name: str) -> str:
+    """LTC's functional `*_copy` ops as the view ops they copy (`torch.aten.t_copy` -> `torch.aten.t`).
+
+    Shape and dtype inference know the view ops; the graph is functional, so the
+    views cannot alias a mutation.
+    """
+    base, dot, overload = dialect_name.partition(".aten.")[2].partition(".")
+    if not base.endswith("_copy") or base in ("_to_copy", "lift_fresh_copy"):
+        return dialect_name
+    view = "torch.aten." + base.removesuffix("_copy") + (f".{overload}" if dot else "")
+    return view if view in torch_dialect_ops() else dialect_name
+
+
 def _constant(emitter: _Emitter, node: torch._C.Node) -> None:
     output = node.output()
     kind = output.type().kind()
     if kind == "TensorType":
         ssa = emitter.tensor_literal(node.t("value"), location=output.debugName())
         emitter.constant_tensors[output.unique()] = node.t("value")
-    elif kind == "FunctionType" or kind == "ClassType":
-        raise StageError("import", f"prim::Constant of type {output.type()} is not supported")
+    elif kind in ("FunctionType", "ClassType", "InterfaceType"):
+        # Left behind by inlining; an error only if something uses it.
+        emitter.objects[output.unique()] = output.type()
+        return
     else:
         ssa = emitter.python_constant(output.toIValue(), output.type())
         wanted = mlir_type(output.type())
@@ -554,6 +581,16 @@ def _always_true(emitter: _Emitter, condition: torch._C.Value) -> bool:
     return emitter.known.get(emitter.ssa.get(condition.unique(), "")) is True
 
 
+def _unchecked_cast(emitter: _Emitter, node: torch._C.Node) -> None:
+    # Dead code may cast a None constant to the type it refines; give the cast an Optional.
+    operand = emitter.use(node.input())
+    result_type = mlir_type(node.output().type())
+    if emitter.types[operand] == "!torch.none" and result_type != "!torch.none":
+        operand = emitter.cast_to(operand, f"!torch.optional<{result_type.removeprefix('!torch.')}>")
+    result = emitter.op("torch.prim.unchecked_cast", [operand], [result_type], location="prim::unchecked_cast")[0]
+    emitter.bind(node.output(), result)
+
+
 def _scalar_implicit(emitter: _Emitter, node: torch._C.Node) -> None:
     # LTC passes scalars as 0-d device data; fold a known one into a constant number.
     tensor = emitter.constant_tensors.get(node.input().unique())
@@ -569,6 +606,7 @@ _NODE_HANDLERS = {
     "prim::If": _if,
     "prim::Loop": _loop,
     "aten::ScalarImplicit": _scalar_implicit,
+    "prim::unchecked_cast": _unchecked_cast,
 }
 
 # ScalarType codes TorchScript uses for dtypes.

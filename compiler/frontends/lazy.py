@@ -1,0 +1,115 @@
+"""LTC frontend: run the module on the `lazy` device and take the TorchScript graph.
+
+The TorchScript LTC backend records every op on lazy tensors; the graph of the
+forward's outputs is lowered to TorchScript without running it
+(`_get_tensors_backend`). Its inputs are the *device data* the outputs depend on, in
+the order `_get_tensors_ts_device_data_node` reports them (deduplicated by data
+handle): a device datum whose lazy tensor id is one of the user's inputs becomes an
+argument of `@main`; every other one (parameters, buffers, scalars LTC materialized,
+tensors created from Python data) becomes a constant.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from compiler.frontends.jit import ConstantInput, GraphInput, TensorArg
+from compiler.stages import StageError
+
+_INITIALIZED = False
+
+
+def _init_ts_backend() -> None:
+    global _INITIALIZED  # the backend can be initialized once per process
+    if not _INITIALIZED:
+        import torch._lazy
+        import torch._lazy.ts_backend
+
+        torch._lazy.ts_backend.init()
+        _INITIALIZED = True
+
+
+@dataclass
+class LazyCapture:
+    """What the JIT importer needs, and how to call and unflatten the compiled program."""
+
+    graph: torch._C.Graph
+    graph_inputs: list[GraphInput]
+    # For each argument of @main, in order: its index among the flat tensor inputs.
+    argument_indices: list[int]
+    out_spec: pytree.TreeSpec
+
+
+def capture(module: torch.nn.Module, example_inputs: Sequence[object], method: str = "forward") -> LazyCapture:
+    """Stage `capture`: trace `module.<method>(*example_inputs)` on the lazy device."""
+    _init_ts_backend()
+    try:
+        return _capture(module, example_inputs, method)
+    except StageError:
+        raise
+    except Exception as error:
+        raise StageError("capture", f"lazy tensor trace: {type(error).__name__}: {_first_line(error)}") from error
+
+
+def _capture(module: torch.nn.Module, example_inputs: Sequence[object], method: str) -> LazyCapture:
+    lazy_module = copy.deepcopy(module).to("lazy")
+    flat_inputs, in_spec = pytree.tree_flatten(list(example_inputs))
+    lazy_inputs = [x.to("lazy") if isinstance(x, torch.Tensor) else x for x in flat_inputs]
+    # Index among the flat *tensor* inputs (what the compiled program is called with).
+    tensor_index_of_id: dict[int, int] = {}
+    for x in lazy_inputs:
+        if isinstance(x, torch.Tensor):
+            tensor_index_of_id[torch._C._lazy._get_tensor_id(x)] = len(tensor_index_of_id)
+    shapes = [tuple(x.shape) for x in flat_inputs if isinstance(x, torch.Tensor)]
+    dtypes = [x.dtype for x in flat_inputs if isinstance(x, torch.Tensor)]
+
+    outputs = getattr(lazy_module, method)(*pytree.tree_unflatten(lazy_inputs, in_spec))
+    flat_outputs, out_spec = pytree.tree_flatten(outputs)
+    for i, leaf in enumerate(flat_outputs):
+        if not isinstance(leaf, torch.Tensor):
+            raise StageError("capture", f"output leaf {i} is a {type(leaf).__name__}, not a tensor")
+    if not flat_outputs:
+        raise StageError("capture", "the method returns no tensors")
+
+    graph_text = torch._C._lazy._get_tensors_backend(flat_outputs)
+    tensor_ids, values = torch._C._lazy_ts_backend._get_tensors_ts_device_data_node(flat_outputs)
+    graph = torch._C.parse_ir(graph_text)
+    if len(list(graph.inputs())) != len(tensor_ids):
+        raise StageError(
+            "capture",
+            f"the lazy graph has {len(list(graph.inputs()))} inputs but {len(tensor_ids)} device data",
+        )
+    graph_inputs: list[GraphInput] = []
+    argument_indices: list[int] = []
+    for tensor_id, value in zip(tensor_ids, values):
+        index = tensor_index_of_id.get(tensor_id)
+        if index is not None:
+            graph_inputs.append(TensorArg(shapes[index], dtypes[index]))
+            argument_indices.append(index)
+        else:
+            graph_inputs.append(ConstantInput(_device_datum(value)))
+    return LazyCapture(graph, graph_inputs, argument_indices, out_spec)
+
+
+def _device_datum(value: Any) -> torch.Tensor:
+    """A device datum as a CPU tensor; LTC keeps scalars it materialized as Python numbers."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu().clone()
+    if isinstance(value, bool):
+        return torch.tensor(value, dtype=torch.bool)
+    if isinstance(value, int):
+        return torch.tensor(value, dtype=torch.int64)
+    if isinstance(value, float):
+        # A 0-d float32 neither widens float32 tensors nor makes int tensors float64.
+        return torch.tensor(value, dtype=torch.float32)
+    raise StageError("capture", f"a lazy device datum of type {type(value).__name__} is not supported")
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__

@@ -1,0 +1,140 @@
+"""Compile through the JIT IR importer: the `ltc` and `torchscript` frontends.
+
+    from compiler.jit_compile import compile_jit_module
+    compiled = compile_jit_module(model, (x,), frontend="ltc")
+    compiled(x)
+
+Stages: `capture` (lazy trace, or torch.jit.script/trace) -> `import` (JIT IR importer)
+-> `torch-backend` (`JIT_TO_TORCH_BACKEND`); the rest is `compile_torch_backend_ir`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from compiler import compile_torch_backend_ir, pipelines
+from compiler.frontends import jit, lazy, torchscript
+from compiler.refbackend import RefBackendProgram
+from compiler.stages import Snapshots, StageError, module_text, run_stage
+
+__all__ = ["FRONTENDS", "JitCompiledModule", "JitTorchBackendIR", "compile_jit_module", "jit_to_torch_backend_ir"]
+
+FRONTENDS = ("ltc", "torchscript")
+
+
+@dataclass
+class JitTorchBackendIR:
+    """The torch backend IR of a module, and how to call it."""
+
+    torch_backend_ir: str
+    # For each argument of @main, in order: its index among the flat tensor inputs
+    # (`[x for x in pytree.tree_leaves(inputs) if isinstance(x, torch.Tensor)]`).
+    argument_indices: list[int]
+    out_spec: pytree.TreeSpec
+    # The captured TorchScript graph, as text (the input of stage `import`).
+    jit_graph: str
+    # Frontend details: {"capture": "script" | "trace" | "lazy", "fallback_reason": ...}.
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def arguments(self, inputs: Sequence[object]) -> list[torch.Tensor]:
+        tensors = [x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
+        return [tensors[i] for i in self.argument_indices]
+
+
+def jit_to_torch_backend_ir(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    frontend: str = "ltc",
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    *,
+    snapshots: Snapshots | None = None,
+    method: str = "forward",
+) -> JitTorchBackendIR:
+    """capture -> import -> torch-backend for the `ltc` or `torchscript` frontend.
+
+    LTC traces are static: `dynamic_dims` only affects `torchscript` (when scripted).
+    """
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    notes: dict[str, Any] = {}
+    if frontend == "ltc":
+        captured = lazy.capture(module, example_inputs, method)
+        notes["capture"] = "lazy"
+    elif frontend == "torchscript":
+        captured = torchscript.capture(module, example_inputs, dynamic_dims, method)
+        notes["capture"] = captured.method
+        if captured.fallback_reason:
+            notes["fallback_reason"] = captured.fallback_reason
+    else:
+        raise ValueError(f"unknown JIT frontend {frontend!r}; known: {', '.join(FRONTENDS)}")
+
+    imported = jit.import_graph(captured.graph, captured.graph_inputs)
+    expected_results = captured.out_spec.num_leaves
+    results = _result_count(imported.module)
+    if results != expected_results:
+        raise StageError(
+            "import",
+            f"@main returns {results} tensors but the module's output has {expected_results}",
+            input_ir=module_text(imported.module),
+        )
+    try:
+        run_stage(imported.module, "torch-backend", pipelines.JIT_TO_TORCH_BACKEND, snapshots)
+    except StageError as error:
+        if not imported.unknown_ops:
+            raise
+        unknown = ", ".join(imported.unknown_ops)
+        raise StageError(
+            error.stage,
+            f"ops unknown to the torch dialect (imported as torch.operator): {unknown}; {error.message}",
+            failing_pass=error.failing_pass,
+            diagnostics=error.diagnostics,
+            input_ir=error.input_ir,
+        ) from None
+    return JitTorchBackendIR(
+        module_text(imported.module), captured.argument_indices, captured.out_spec, str(captured.graph), notes
+    )
+
+
+def _result_count(module) -> int:
+    for op in module.body.operations:
+        if op.operation.name == "func.func":
+            return len(op.type.results)
+    return 0
+
+
+@dataclass
+class JitCompiledModule:
+    """A module compiled through a JIT frontend: callable like the module."""
+
+    frontend: str
+    backend: str
+    program: RefBackendProgram
+    lowered: JitTorchBackendIR
+    snapshots: Snapshots = field(default_factory=Snapshots)
+
+    def __call__(self, *inputs: Any) -> Any:
+        flat = self.program(*self.lowered.arguments(inputs))
+        return pytree.tree_unflatten(flat, self.lowered.out_spec)
+
+    def close(self) -> None:
+        self.program.close()
+
+
+def compile_jit_module(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    frontend: str = "ltc",
+    backend: str = "linalg",
+    *,
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    snapshots: Snapshots | None = None,
+    opt_level: int = 0,
+) -> JitCompiledModule:
+    """Compile `module.forward` through the `ltc` or `torchscript` frontend for `backend`."""
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    lowered = jit_to_torch_backend_ir(module, example_inputs, frontend, dynamic_dims, snapshots=snapshots)
+    program = compile_torch_backend_ir(lowered.torch_backend_ir, backend, snapshots=snapshots, opt_level=opt_level)
+    return JitCompiledModule(frontend, backend, program, lowered, snapshots)
