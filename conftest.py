@@ -9,21 +9,22 @@ and names the line to delete.
 
 from __future__ import annotations
 
+import functools
 import importlib
-import os
+import importlib.util
+import sys
 import traceback
 from pathlib import Path
 
 import pytest
 
-from e2e.configs import CONFIG_NAMES, XfailError, load_config, load_xfails, xfail_path
+from e2e.configs import CONFIG_NAMES, XFAIL_DIR, XfailError, load_config, load_xfails, xfail_path
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY, RegistryError
 from e2e.framework.report import failure_text, summarize, write_results
 from e2e.framework.result import Result
 from e2e.framework.runner import PreparedCache, run_pair
 
 ROOT = Path(__file__).parent
-SUITE_DIR = ROOT / "e2e" / "test_suite"
 _TESTS_BY_FILE: dict[Path, list[str]] = {}
 _PREPARED = PreparedCache()
 
@@ -37,6 +38,12 @@ def pytest_addoption(parser):
         help=f"configs to run, comma separated or repeated (default: all of {', '.join(CONFIG_NAMES)})",
     )
     group.addoption("--reports-dir", default=str(ROOT / "reports"), help="where results, IR and reproducers go")
+    group.addoption(
+        "--suite-dir",
+        default=str(ROOT / "e2e" / "test_suite"),
+        help="directory whose *.py files register the e2e tests (default: e2e/test_suite)",
+    )
+    group.addoption("--xfail-dir", default=str(XFAIL_DIR), help="directory of the <config>.txt xfail sets")
     group.addoption(
         "--no-isolation",
         action="store_true",
@@ -52,17 +59,36 @@ def selected_configs(config) -> list[str]:
     return names or list(CONFIG_NAMES)
 
 
+def suite_dir(config) -> Path:
+    return Path(config.getoption("suite_dir")).resolve()
+
+
 def import_suite_file(path: Path) -> list[str]:
     """Import one test_suite file; the names of the tests it registered."""
     if path not in _TESTS_BY_FILE:
         before = set(GLOBAL_TEST_REGISTRY)
-        importlib.import_module(f"e2e.test_suite.{path.stem}")
+        if path.parent == ROOT / "e2e" / "test_suite":
+            importlib.import_module(f"e2e.test_suite.{path.stem}")
+        else:  # a suite of the user's own, outside the package
+            spec = importlib.util.spec_from_file_location(f"e2e_user_suite.{path.stem}", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
         _TESTS_BY_FILE[path] = [n for n in GLOBAL_TEST_REGISTRY if n not in before]
     return _TESTS_BY_FILE[path]
 
 
+@functools.cache
+def _suite_files(directory: Path) -> tuple[Path, ...]:
+    return tuple(p for p in sorted(directory.glob("*.py")) if p.name != "__init__.py")
+
+
+def suite_files(config) -> tuple[Path, ...]:
+    return _suite_files(suite_dir(config))
+
+
 def pytest_collect_file(file_path: Path, parent):
-    if file_path.suffix == ".py" and file_path.parent == SUITE_DIR and file_path.name != "__init__.py":
+    if file_path.suffix == ".py" and file_path.resolve() in suite_files(parent.config):
         return E2EFile.from_parent(parent, path=file_path)
     return None
 
@@ -153,25 +179,32 @@ def pytest_collection_modifyitems(session, config, items):
     e2e_items = [i for i in items if isinstance(i, E2EItem)]
     if not e2e_items:
         return
-    for path in sorted(SUITE_DIR.glob("*.py")):
-        if path.name != "__init__.py":
-            try:
-                import_suite_file(path)
-            except Exception:
-                pass  # reported by that file's BrokenFileItem when collected
+    for path in suite_files(config):
+        try:
+            import_suite_file(path)
+        except Exception:
+            pass  # reported by that file's BrokenFileItem when collected
     known = set(GLOBAL_TEST_REGISTRY)
     xfails = {}
+    xfail_dir = Path(config.getoption("xfail_dir"))
     try:
         for name in selected_configs(config):
-            xfails[name] = load_xfails(name, known)
+            xfails[name] = load_xfails(name, known, xfail_dir)
     except XfailError as error:
         raise pytest.UsageError(str(error)) from None
     for item in e2e_items:
         entry = xfails[item.config_name].get(item.test_name)
         if entry is not None:
-            where = f"{xfail_path(item.config_name).relative_to(ROOT)}:{entry.line}"
+            where = f"{_relative(xfail_path(item.config_name, xfail_dir))}:{entry.line}"
             reason = f"{entry.reason} ({where}; if it passes now, delete that line)"
             item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=E2EFailure))
+
+
+def _relative(path: Path) -> Path:
+    try:
+        return path.resolve().relative_to(ROOT)
+    except ValueError:
+        return path
 
 
 @pytest.hookimpl(hookwrapper=True)

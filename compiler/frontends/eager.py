@@ -1,232 +1,142 @@
 """Eager frontend: run an unmodified PyTorch program, compiling every aten op alone.
 
-    from compiler.frontends.eager import EagerSession, to_eager, from_eager, eager_mode
+    from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager
 
     session = EagerSession()
-    model = to_eager(model, session)                 # parameters and buffers wrapped
+    to_eager(model, session)                         # parameters and buffers wrapped
     out = from_eager(model(to_eager(x, session)))    # each aten op compiled and run
     print(session.report.summary())                  # compiled vs fell back, cache hits
 
-    with eager_mode() as session:                    # also catches factory ops
-        out = model(x)
+    with eager_mode(session):                        # factory ops (`arange`) too
+        out = from_eager(model(x))
 
 An `EagerTensor` wraps a real tensor (`elem`). Autograd runs above the dispatcher, so
-the forward ops and the backward ops reach `__torch_dispatch__` as aten ops. For each
-op the session builds a one-node FX graph (tensor arguments become placeholders,
-everything else is baked in), imports it, lowers it to linalg and compiles it with
-the reference backend (`compile_single_op`). Compiled ops are cached by op overload,
-tensor shapes and dtypes, and non-tensor arguments, so a cache hit costs a dict
-lookup and the ExecutionEngine call. An op that fails to compile runs natively and
-is recorded as a `Fallback` (a failure); ops in `NATIVE_BY_DESIGN` (views, metadata,
-allocation, random numbers) run natively and are not failures. In-place and `out=`
-ops are computed by their functional variant and copied into the destination.
+forward and backward ops alike reach `__torch_dispatch__` as aten ops. For each op the
+session compiles a single-op program (`eager_ops.compile_single_op`: one-node FX graph
+-> import -> torch backend -> linalg -> RefBackend) and runs it on the tensors' data.
+Compiled ops are cached by op overload, tensor shapes and dtypes and non-tensor
+arguments, so a cache hit costs a dict lookup and the ExecutionEngine call. An op that
+fails runs natively and is recorded as a `Fallback`, a failure; ops in
+`NATIVE_BY_DESIGN` (views, metadata, allocation, random numbers) run natively and are
+not failures. In-place and `out=` ops run their functional variant, then copy into
+the destination, so views see the writes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import operator
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 import torch
 import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensorMode
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch_mlir.extras.fx_importer import FxImporter
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
-from compiler import compile_torch_backend_ir, pipelines
-from compiler.frontends.eager_report import EagerReport, Fallback
-from compiler.refbackend import RefBackendProgram
-from compiler.stages import Snapshots, StageError, module_text, new_context, run_stage
+from compiler.frontends.eager_ops import (
+    NATIVE_BY_DESIGN,
+    CompiledOp,
+    Plan,
+    compile_single_op,
+    native_reason,
+    plan,
+    type_text,
+)
+from compiler.stages import Snapshots, StageError
 
 __all__ = [
     "NATIVE_BY_DESIGN",
-    "CompiledOp",
     "EagerReport",
     "EagerSession",
     "EagerTensor",
     "Fallback",
-    "compile_single_op",
     "eager_mode",
     "from_eager",
     "native_reason",
     "to_eager",
 ]
 
-_VIEW = "view: the result aliases its input's storage"
-_RANDOM = "random: its values come from PyTorch's generator, which golden outputs share"
-_ALLOCATION = "allocation: the contents are undefined until written"
-_METADATA = "metadata: mutates or reads sizes/strides/storage, no values computed"
 
-# Ops that stay native on purpose, by overload packet; they are not fallbacks. Every
-# op whose schema says its result aliases an input (`OpOverload.is_view`) is a view
-# and stays native too (see `native_reason`).
-NATIVE_BY_DESIGN: dict[str, str] = {
-    "aten.detach": _VIEW,
-    "aten.alias": _VIEW,
-    "aten.lift_fresh": "identity on a freshly created constant (`torch.tensor`)",
-    "aten._unsafe_view": "view: reshape of a fresh tensor (`reshape` after a copy)",
-    "aten._local_scalar_dense": "reads one value into Python (`.item()`), no values computed",
-    "aten.empty": _ALLOCATION,
-    "aten.empty_like": _ALLOCATION,
-    "aten.empty_strided": _ALLOCATION,
-    "aten.new_empty": _ALLOCATION,
-    "aten.new_empty_strided": _ALLOCATION,
-    "aten.resize_": _METADATA,
-    "aten.resize_as_": _METADATA,
-    "aten.set_": _METADATA,
-    "aten.is_same_size": _METADATA,
-    "aten.bernoulli": _RANDOM,
-    "aten.bernoulli_": _RANDOM,
-    "aten.cauchy_": _RANDOM,
-    "aten.exponential_": _RANDOM,
-    "aten.geometric_": _RANDOM,
-    "aten.log_normal_": _RANDOM,
-    "aten.multinomial": _RANDOM,
-    "aten.native_dropout": _RANDOM,
-    "aten.normal": _RANDOM,
-    "aten.normal_": _RANDOM,
-    "aten.rand": _RANDOM,
-    "aten.rand_like": _RANDOM,
-    "aten.randint": _RANDOM,
-    "aten.randint_like": _RANDOM,
-    "aten.randn": _RANDOM,
-    "aten.randn_like": _RANDOM,
-    "aten.random_": _RANDOM,
-    "aten.randperm": _RANDOM,
-    "aten.uniform_": _RANDOM,
-}
-
-
-def native_reason(func: torch._ops.OpOverload) -> str | None:
-    """Why `func` stays native by design, or None if it should be compiled."""
-    packet = f"{func.namespace}.{func._schema.name.split('::')[-1]}"
-    if packet in NATIVE_BY_DESIGN:
-        return NATIVE_BY_DESIGN[packet]
-    if func.is_view:
-        return _VIEW
-    return None
-
-
-# --- compiling one op ----------------------------------------------------------------
+# --- the report --------------------------------------------------------------------------
 
 
 @dataclass
-class CompiledOp:
-    """One op signature compiled for the reference backend."""
+class Fallback:
+    """One op signature that ran on native PyTorch because compiling or running it failed."""
 
-    program: RefBackendProgram
-    # The op's result as a template: "tensor", or a tuple/list whose entries are the
-    # index of a program result (None where the op returns None).
-    result_kind: str  # "tensor", "tuple" or "list"
-    result_slots: tuple[int | None, ...]
-    result_types: tuple[tuple[torch.Size, torch.dtype], ...]  # per program result, as PyTorch gives it
-    torch_ir: str
+    op: str  # the op overload, e.g. "aten.max.dim"
+    arguments: str  # e.g. "float32[4,4], 1"
+    stage: str  # capture, import, torch-backend, backend, lower, execute or compare
+    message: str  # the first diagnostic
+    torch_ir: str | None = None  # the single op as raw torch-dialect IR; None if import failed
+    graph: str = ""  # the single-op FX graph the importer was given
+    failing_pass: str | None = None
+    failing_ir: str | None = None  # the IR just before the failing pass
+    calls: int = 0
 
-    def run(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-        results = self.program(*tensors)
-        for i, (result, (shape, dtype)) in enumerate(zip(results, self.result_types)):
-            if result.dtype != dtype or result.shape != shape:
-                raise StageError(
-                    "compare",
-                    f"result {i} is {_type_text(result.shape, result.dtype)}, "
-                    f"PyTorch gives {_type_text(shape, dtype)}",
-                )
-        return results
+    @property
+    def signature(self) -> str:
+        return f"{self.op} @ {self.stage}"
 
-
-def _type_text(shape: torch.Size, dtype: torch.dtype) -> str:
-    return f"{str(dtype).removeprefix('torch.')}[{','.join(map(str, shape))}]"
+    def describe(self) -> str:
+        where = f" in {self.failing_pass}" if self.failing_pass else ""
+        return f"{self.op}({self.arguments}): [{self.stage}{where}] {self.message}"
 
 
-def single_op_graph(
-    func: torch._ops.OpOverload, args: tuple, kwargs: dict, fake_mode: FakeTensorMode
-) -> tuple[torch.fx.Graph, Any]:
-    """A graph calling `func` once: a placeholder per tensor argument, the rest baked in.
+@dataclass
+class EagerReport:
+    """Calls per op overload. `passed`: no op that computes values fell back."""
 
-    Nodes carry fake tensors in `meta["val"]`, as the FX importer needs. Returns the
-    graph and the op's fake result.
-    """
-    graph = torch.fx.Graph()
-    leaves, spec = pytree.tree_flatten((args, kwargs))
-    fake_leaves, node_leaves = [], []
-    for value in leaves:
-        if isinstance(value, torch.Tensor):
-            with fake_mode:
-                fake = torch.empty(value.shape, dtype=value.dtype)
-            node = graph.placeholder(f"arg{len(graph.nodes)}")
-            node.meta["val"] = fake
-            fake_leaves.append(fake)
-            node_leaves.append(node)
-        else:
-            fake_leaves.append(value)
-            node_leaves.append(value)
-    fake_args, fake_kwargs = pytree.tree_unflatten(fake_leaves, spec)
-    with fake_mode:
-        fake_result = func(*fake_args, **fake_kwargs)
-    node_args, node_kwargs = pytree.tree_unflatten(node_leaves, spec)
-    call = graph.call_function(func, tuple(node_args), node_kwargs)
-    call.meta["val"] = fake_result
-    if isinstance(fake_result, torch.Tensor):
-        graph.output((call,))
-        return graph, fake_result
-    if not isinstance(fake_result, (tuple, list)):
-        raise StageError("capture", f"{func} returns {type(fake_result).__name__}, not tensors")
-    outputs = []
-    for i, value in enumerate(fake_result):
-        if value is None:
-            continue
-        if not isinstance(value, torch.Tensor):
-            raise StageError("capture", f"{func} result {i} is {type(value).__name__}, not a tensor")
-        item = graph.call_function(operator.getitem, (call, i))
-        item.meta["val"] = value
-        outputs.append(item)
-    graph.output(tuple(outputs))
-    return graph, fake_result
+    compiled_calls: Counter[str] = field(default_factory=Counter)
+    cache_hits: Counter[str] = field(default_factory=Counter)
+    compiles: Counter[str] = field(default_factory=Counter)  # signatures compiled (misses)
+    native_calls: Counter[str] = field(default_factory=Counter)  # native by design
+    native_reasons: dict[str, str] = field(default_factory=dict)
+    fallbacks: list[Fallback] = field(default_factory=list)  # one per op signature
+    compile_seconds: float = 0.0
 
+    @property
+    def passed(self) -> bool:
+        return not self.fallbacks
 
-def compile_single_op(
-    func: torch._ops.OpOverload,
-    args: tuple,
-    kwargs: dict,
-    fake_mode: FakeTensorMode,
-    snapshots: Snapshots,
-) -> CompiledOp:
-    """capture (one-node graph) -> import -> torch-backend -> linalg -> RefBackend.
+    @property
+    def fallback_calls(self) -> Counter[str]:
+        calls: Counter[str] = Counter()
+        for fallback in self.fallbacks:
+            calls[fallback.op] += fallback.calls
+        return calls
 
-    Raises StageError; `snapshots.texts["graph"]` holds the FX graph and
-    `snapshots.texts["torch-backend"]` the single op as raw torch-dialect IR.
-    """
-    stage = "capture"
-    try:
-        graph, fake_result = single_op_graph(func, args, kwargs, fake_mode)
-        snapshots.texts["graph"] = str(graph)
-        stage = "import"
-        importer = FxImporter(context=new_context())
-        importer.import_stateless_graph(graph, func_name="main")
-        run_stage(importer.module, "torch-backend", pipelines.FX_TO_TORCH_BACKEND, snapshots)
-        stage = "backend"
-        program = compile_torch_backend_ir(module_text(importer.module), "linalg", snapshots=snapshots)
-    except StageError:
-        raise
-    except Exception as error:
-        text = str(error).strip()
-        first_line = text.splitlines()[0] if text else ""
-        raise StageError(stage, f"{type(error).__name__}: {first_line}") from error
-    if isinstance(fake_result, torch.Tensor):
-        kind, slots, fakes = "tensor", (0,), [fake_result]
-    else:
-        kind = "list" if isinstance(fake_result, list) else "tuple"
-        fakes = [r for r in fake_result if r is not None]
-        indices = iter(range(len(fakes)))
-        slots = tuple(None if r is None else next(indices) for r in fake_result)
-    types = tuple((torch.Size(f.shape), f.dtype) for f in fakes)
-    return CompiledOp(program, kind, slots, types, snapshots.texts["torch-backend"])
+    def summary(self) -> str:
+        """One line per op (compiled, cache hits, fell back, native), then each fallback's reason."""
+        fallback_calls = self.fallback_calls
+        lines = [
+            f"eager: {sum(self.compiled_calls.values())} calls compiled ({len(self.compiled_calls)} ops, "
+            f"{sum(self.compiles.values())} signatures compiled in {self.compile_seconds:.2f} s, "
+            f"{sum(self.cache_hits.values())} cache hits), "
+            f"{sum(fallback_calls.values())} fell back ({len(fallback_calls)} ops), "
+            f"{sum(self.native_calls.values())} native by design ({len(self.native_calls)} ops)"
+        ]
+        ops = sorted(set(self.compiled_calls) | set(fallback_calls) | set(self.native_calls))
+        width = max((len(op) for op in ops), default=2)
+        if ops:
+            lines.append(f"  {'op':<{width}}  compiled  hits  fallback  native")
+        for op in ops:
+            lines.append(
+                f"  {op:<{width}}  {self.compiled_calls[op]:>8}  {self.cache_hits[op]:>4}"
+                f"  {fallback_calls[op]:>8}  {self.native_calls[op]:>6}"
+            )
+        if self.fallbacks:
+            lines.append("fallbacks:")
+            lines.extend(f"  {f.describe()}" for f in self.fallbacks)
+        if self.native_calls:
+            lines.append("native by design:")
+            lines.extend(f"  {op}: {self.native_reasons[op]}" for op in sorted(self.native_calls))
+        return "\n".join(lines)
 
 
-# --- the tensor subclass ---------------------------------------------------------------
+# --- the tensor subclass ------------------------------------------------------------------
 
 
 class EagerTensor(torch.Tensor):
@@ -235,7 +145,6 @@ class EagerTensor(torch.Tensor):
     elem: torch.Tensor
     session: "EagerSession"
 
-    __slots__ = ("elem", "session")
     __torch_function__ = torch._C._disabled_torch_function_impl
 
     @staticmethod
@@ -255,31 +164,30 @@ class EagerTensor(torch.Tensor):
         return tensor
 
     def __repr__(self, *, tensor_contents=None) -> str:
-        grad = f", grad_fn={type(self.grad_fn).__name__}" if self.grad_fn is not None else ""
-        return f"EagerTensor({self.elem!r}{grad})"
+        grad = f", grad_fn=<{type(self.grad_fn).__name__}>" if self.grad_fn is not None else ""
+        with _disable_current_modes():  # printing is not part of the program
+            return f"EagerTensor({self.elem!r}{grad})"
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
-        session = _session_of(args, kwargs)
-        return session.dispatch(func, args, kwargs or {})
+        return _session_of(args, kwargs).dispatch(func, args, kwargs or {})
 
 
 def _session_of(args: tuple, kwargs: dict | None) -> "EagerSession":
-    for value in args:
+    for value in args:  # the common case, without flattening
         if type(value) is EagerTensor:
             return value.session
-        if isinstance(value, (list, tuple)):
-            for item in value:
-                if type(item) is EagerTensor:
-                    return item.session
-    for value in pytree.tree_leaves(kwargs or {}):
+    for value in pytree.tree_leaves((args, kwargs)):
         if type(value) is EagerTensor:
             return value.session
     raise RuntimeError("EagerTensor.__torch_dispatch__ called without an EagerTensor argument")
 
 
 def _signature(value: Any, tensors: list[torch.Tensor]) -> Any:
-    """The cache key of one argument; appends its tensors' data to `tensors`."""
+    """The cache key of one argument; appends the data of its tensors to `tensors`.
+
+    Walks arguments in the order `single_op_graph` makes placeholders (pytree order).
+    """
     if isinstance(value, torch.Tensor):
         if type(value) is EagerTensor:
             value = value.elem
@@ -288,8 +196,12 @@ def _signature(value: Any, tensors: list[torch.Tensor]) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(_signature(item, tensors) for item in value)
     if isinstance(value, float):
-        return (float, repr(value))  # 1.0 != 1 and nan == nan as keys
+        return (float, repr(value))  # 1.0 and 1 differ, nan equals nan
     return (type(value), value)
+
+
+def _call_signature(func, args: tuple, kwargs: dict, tensors: list[torch.Tensor]) -> Any:
+    return (func, _signature(args, tensors), tuple((k, _signature(v, tensors)) for k, v in kwargs.items()))
 
 
 def _unwrap(value: Any) -> Any:
@@ -299,33 +211,207 @@ def _unwrap(value: Any) -> Any:
 def _argument_text(args: tuple, kwargs: dict) -> str:
     def text(value: Any) -> str:
         if isinstance(value, torch.Tensor):
-            return _type_text(value.shape, value.dtype)
+            return type_text(value.shape, value.dtype)
         if isinstance(value, (list, tuple)):
             return "[" + ", ".join(text(v) for v in value) + "]"
         return repr(value)
 
-    parts = [text(a) for a in args] + [f"{k}={text(v)}" for k, v in kwargs.items()]
-    return ", ".join(parts)
+    return ", ".join([text(a) for a in args] + [f"{k}={text(v)}" for k, v in kwargs.items()])
 
 
-def _functional_variant(func: torch._ops.OpOverload) -> tuple[torch._ops.OpOverload | None, list[str]]:
-    """For a mutating op (`add_`, `add.out`): its functional overload and written arguments."""
-    schema = func._schema
-    written = [a.name for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-    name = schema.name.split("::")[-1]
-    if name.endswith("_") and not name.endswith("__"):
-        packet = getattr(torch.ops.aten, name[:-1], None)
-        candidates = [func._overloadname]
-    else:
-        packet = getattr(torch.ops.aten, name, None)
-        candidates = packet.overloads() if packet is not None else []
-    in_place = name.endswith("_") and not name.endswith("__")
-    # In-place ops keep every argument (`self` is the destination); out= ops drop `out`.
-    wanted = [a.name for a in schema.arguments if in_place or a.name not in written]
-    for overload_name in candidates:
-        overload = getattr(packet, overload_name, None)
-        if overload is None or overload._schema.is_mutable:
-            continue
-        if [a.name for a in overload._schema.arguments] == wanted:
-            return overload, written
-    return None, written
+# --- the session: dispatch, cache, report ---------------------------------------------------
+
+
+class EagerSession:
+    """Compiles and runs aten ops one at a time; owns the compiled-op cache and the report.
+
+    `backend` is one of `compiler.pipelines.BACKENDS` ("linalg", "tosa", "stablehlo").
+    """
+
+    def __init__(self, backend: str = "linalg", *, opt_level: int = 0):
+        self.backend = backend
+        self.opt_level = opt_level
+        self.report = EagerReport()
+        # (op, argument signature) -> its CompiledOp, or the Fallback recorded for it.
+        self._cache: dict[Any, CompiledOp | Fallback] = {}
+        self._fake_mode = FakeTensorMode()
+
+    def dispatch(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
+        """Run one aten op on EagerTensors (or plain tensors); tensor results are EagerTensors."""
+        op = plan(func)
+        if op.native_reason is not None:
+            self.report.native_calls[op.name] += 1
+            self.report.native_reasons[op.name] = op.native_reason
+            return self._run_native(func, args, kwargs)
+        if op.mutating:
+            return self._run_mutating(func, op, args, kwargs)
+        tensors: list[torch.Tensor] = []
+        key: Any = _call_signature(func, args, kwargs, tensors)
+        try:
+            entry = self._cache.get(key)
+        except TypeError:  # an unhashable argument: compile, but do not cache
+            key, entry = None, None
+        hit = entry is not None
+        if entry is None:
+            entry = self._compile(func, op, args, kwargs, key)
+        if type(entry) is CompiledOp:
+            try:
+                results = entry.run(tensors)
+            except StageError as error:
+                entry.program.close()
+                entry = self._record_fallback(op, args, kwargs, error, key, torch_ir=entry.torch_ir)
+            else:
+                self.report.compiled_calls[op.name] += 1
+                if hit:
+                    self.report.cache_hits[op.name] += 1
+                return self._wrap_results(entry, results)
+        entry.calls += 1
+        return self._run_native(func, args, kwargs)
+
+    def close(self) -> None:
+        """Release every compiled program (their ExecutionEngines) now."""
+        for entry in self._cache.values():
+            if type(entry) is CompiledOp:
+                entry.program.close()
+        self._cache.clear()
+
+    def _compile(self, func, op: Plan, args: tuple, kwargs: dict, key: Any) -> CompiledOp | Fallback:
+        snapshots = Snapshots()
+        plain_args, plain_kwargs = pytree.tree_map(_unwrap, (args, kwargs))
+        start = time.perf_counter()
+        try:
+            entry: CompiledOp | Fallback = compile_single_op(
+                func, plain_args, plain_kwargs, self._fake_mode, snapshots, self.backend, self.opt_level
+            )
+            self.report.compiles[op.name] += 1
+            if key is not None:
+                self._cache[key] = entry
+        except StageError as error:
+            entry = self._record_fallback(op, args, kwargs, error, key, snapshots=snapshots)
+        self.report.compile_seconds += time.perf_counter() - start
+        return entry
+
+    def _record_fallback(
+        self,
+        op: Plan,
+        args: tuple,
+        kwargs: dict,
+        error: StageError,
+        key: Any,
+        *,
+        torch_ir: str | None = None,
+        snapshots: Snapshots | None = None,
+    ) -> Fallback:
+        texts = snapshots.texts if snapshots is not None else {}
+        fallback = Fallback(
+            op=op.name,
+            arguments=_argument_text(args, kwargs),
+            stage=error.stage,
+            message=error.message,
+            torch_ir=torch_ir or texts.get("torch-backend"),
+            graph=texts.get("graph", ""),
+            failing_pass=error.failing_pass,
+            failing_ir=error.input_ir,
+        )
+        self.report.fallbacks.append(fallback)
+        if key is not None:
+            self._cache[key] = fallback
+        return fallback
+
+    def _wrap_results(self, compiled: CompiledOp, results: list[torch.Tensor]) -> Any:
+        if compiled.result_kind == "tensor":
+            return EagerTensor(results[0], self)
+        values = [None if slot is None else EagerTensor(results[slot], self) for slot in compiled.result_slots]
+        return values if compiled.result_kind == "list" else tuple(values)
+
+    def _run_native(self, func, args: tuple, kwargs: dict) -> Any:
+        """Run on the wrapped data. A result that is an input's data returns that input,
+        as in-place ops must return the tensor they were given."""
+        inputs = {id(v.elem): v for v in pytree.tree_leaves((args, kwargs)) if type(v) is EagerTensor}
+        plain_args, plain_kwargs = pytree.tree_map(_unwrap, (args, kwargs))
+        result = func(*plain_args, **plain_kwargs)
+
+        def wrap(value: Any) -> Any:
+            if not isinstance(value, torch.Tensor) or type(value) is EagerTensor:
+                return value
+            return inputs.get(id(value)) or EagerTensor(value, self)
+
+        return pytree.tree_map(wrap, result)
+
+    def _run_mutating(self, func, op: Plan, args: tuple, kwargs: dict) -> Any:
+        """In-place and out= ops: the functional variant (compiled or a recorded fallback),
+        then a copy into each destination, which views of it see."""
+        if op.functional is None:
+            key = _call_signature(func, args, kwargs, [])
+            entry = self._cache.get(key)
+            if entry is None:
+                error = StageError("capture", f"{op.name} mutates its arguments and has no functional variant")
+                entry = self._record_fallback(op, args, kwargs, error, key)
+            entry.calls += 1
+            return self._run_native(func, args, kwargs)
+        bound = dict(zip(op.argument_names, args)) | kwargs
+        destinations = [bound[name] for name in op.written]
+        functional_kwargs = kwargs if op.in_place else {k: v for k, v in kwargs.items() if k not in op.written}
+        result = self.dispatch(op.functional, args, functional_kwargs)
+        values = [result] if isinstance(result, torch.Tensor) else [r for r in result if r is not None]
+        for destination, value in zip(destinations, values):
+            target, source = _unwrap(destination), _unwrap(value)
+            if target.shape != source.shape:
+                # A wrapper's sizes cannot follow a resize of its data.
+                raise NotImplementedError(
+                    f"eager: {op.name} would resize its destination from {list(target.shape)} "
+                    f"to {list(source.shape)}; pass a destination of the result's shape"
+                )
+            target.copy_(source)
+        return destinations[0] if len(destinations) == 1 else tuple(destinations)
+
+
+# --- the user API -----------------------------------------------------------------------------
+
+
+def to_eager(value: Any, session: EagerSession) -> Any:
+    """Wrap a tensor or a pytree of tensors, or a module's parameters and buffers in place.
+
+    The wrapper shares its data with the tensor it wraps (no copy). A tensor that
+    requires grad becomes a new leaf that requires grad.
+    """
+    if isinstance(value, torch.nn.Module):
+        for module in value.modules():
+            for name, parameter in list(module._parameters.items()):
+                if parameter is not None and type(parameter) is not EagerTensor:
+                    wrapped = EagerTensor(parameter.detach(), session)
+                    module._parameters[name] = torch.nn.Parameter(wrapped, parameter.requires_grad)
+            for name, buffer in list(module._buffers.items()):
+                if buffer is not None and type(buffer) is not EagerTensor:
+                    module._buffers[name] = EagerTensor(buffer, session)
+        return value
+
+    def wrap(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and type(x) is not EagerTensor:
+            return EagerTensor(x.detach(), session, requires_grad=x.requires_grad)
+        return x
+
+    return pytree.tree_map(wrap, value)
+
+
+def from_eager(value: Any) -> Any:
+    """The plain tensors inside a pytree of EagerTensors: their data, without autograd history."""
+    return pytree.tree_map(_unwrap, value)
+
+
+class _EagerDispatchMode(TorchDispatchMode):
+    def __init__(self, session: EagerSession):
+        super().__init__()
+        self.session = session
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        return self.session.dispatch(func, args, kwargs or {})
+
+
+@contextlib.contextmanager
+def eager_mode(session: EagerSession | None = None) -> Iterator[EagerSession]:
+    """Run every aten op in the block through `session` (a new one if None): ops on plain
+    tensors and factory ops (`arange`, `full`) too. Tensor results are EagerTensors."""
+    session = session if session is not None else EagerSession()
+    with _EagerDispatchMode(session):
+        yield session

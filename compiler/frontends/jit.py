@@ -581,6 +581,22 @@ def _always_true(emitter: _Emitter, condition: torch._C.Value) -> bool:
     return emitter.known.get(emitter.ssa.get(condition.unique(), "")) is True
 
 
+def _native_batch_norm(emitter: _Emitter, node: torch._C.Node) -> None:
+    # LTC records `native_batch_norm` even in eval mode; when only its output is used,
+    # `batch_norm` says the same and avoids the saved-statistics results, whose shapes
+    # the torch dialect infers differently from its own decomposition.
+    outputs = list(node.outputs())
+    if any(o.uses() for o in outputs[1:]) or len(list(node.inputs())) != 8:
+        emitter.generic(node)
+        return
+    operands = [emitter.use(v) for v in node.inputs()]
+    cudnn_enabled = emitter.python_constant(False)
+    result = emitter.op(
+        "torch.aten.batch_norm", operands + [cudnn_enabled], ["!torch.tensor"], location="aten::native_batch_norm"
+    )[0]
+    emitter.bind(outputs[0], result)
+
+
 def _unchecked_cast(emitter: _Emitter, node: torch._C.Node) -> None:
     # Dead code may cast a None constant to the type it refines; give the cast an Optional.
     operand = emitter.use(node.input())
@@ -607,6 +623,7 @@ _NODE_HANDLERS = {
     "prim::Loop": _loop,
     "aten::ScalarImplicit": _scalar_implicit,
     "prim::unchecked_cast": _unchecked_cast,
+    "aten::native_batch_norm": _native_batch_norm,
 }
 
 # ScalarType codes TorchScript uses for dtypes.

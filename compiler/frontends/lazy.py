@@ -28,6 +28,7 @@ def _init_ts_backend() -> None:
     global _INITIALIZED  # the backend can be initialized once per process
     if not _INITIALIZED:
         import torch._lazy
+        import torch._lazy.metrics
         import torch._lazy.ts_backend
 
         torch._lazy.ts_backend.init()
@@ -68,7 +69,13 @@ def _capture(module: torch.nn.Module, example_inputs: Sequence[object], method: 
     shapes = [tuple(x.shape) for x in flat_inputs if isinstance(x, torch.Tensor)]
     dtypes = [x.dtype for x in flat_inputs if isinstance(x, torch.Tensor)]
 
+    torch._lazy.metrics.reset()
     outputs = getattr(lazy_module, method)(*pytree.tree_unflatten(lazy_inputs, in_spec))
+    # An op without a lazy lowering runs eagerly (counted as `aten::<op>`); its result
+    # would enter the graph as a constant computed from these example inputs.
+    fallbacks = sorted(n for n in torch._lazy.metrics.counter_names() if n.startswith("aten::"))
+    if fallbacks:
+        raise StageError("capture", f"LTC has no lowering for {', '.join(fallbacks)} (ran eagerly on CPU)")
     flat_outputs, out_spec = pytree.tree_flatten(outputs)
     for i, leaf in enumerate(flat_outputs):
         if not isinstance(leaf, torch.Tensor):

@@ -33,13 +33,15 @@ class XfailError(ValueError):
     pass
 
 
-def xfail_path(config: str) -> Path:
-    return XFAIL_DIR / f"{config}.txt"
+def xfail_path(config: str, directory: Path = XFAIL_DIR) -> Path:
+    return directory / f"{config}.txt"
 
 
-def load_xfails(config: str, known_tests: set[str] | None = None) -> dict[str, XfailEntry]:
+def load_xfails(
+    config: str, known_tests: set[str] | None = None, directory: Path = XFAIL_DIR
+) -> dict[str, XfailEntry]:
     """Parse and validate one xfail file: reasons present, sorted, no duplicates, known names."""
-    path = xfail_path(config)
+    path = xfail_path(config, directory)
     if not path.exists():
         return {}
     entries: dict[str, XfailEntry] = {}

@@ -65,7 +65,7 @@ def compare_tensors(golden: torch.Tensor, actual: Any, where: str, override: Tol
         same = (a == g) | nan_g
         diff = torch.where(same, torch.zeros((), dtype=torch.float64), (a - g).abs().to(torch.float64))
         allowed = tol.atol + tol.rtol * g.abs().to(torch.float64)
-        bad = ~(diff <= allowed)
+        bad = ~(same | ((diff <= allowed) & torch.isfinite(g) & torch.isfinite(a)))
     else:
         g = golden.to(torch.float64)
         diff = (actual.to(torch.float64) - g).abs()

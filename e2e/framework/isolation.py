@@ -9,6 +9,7 @@ child's stderr goes to a file whose tail is kept when it crashes (LLVM assertion
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import pickle
 import select
@@ -69,6 +70,7 @@ def run_forked(fn: Callable[[], Any], timeout: float) -> Any | Crashed | TimedOu
         try:
             fd = os.open(stderr_file.name, os.O_WRONLY)
             os.dup2(fd, 2)
+            faulthandler.enable()  # a crash's Python stack goes to the kept stderr tail
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             signal.signal(signal.SIGALRM, signal.SIG_DFL)  # never pytest-timeout's handler
             try:

@@ -47,6 +47,8 @@ class Tolerance:
 class Test:
     """One registered e2e test."""
 
+    __test__ = False  # not a pytest class
+
     name: str
     module_factory: Callable[[], torch.nn.Module]
     # Calls methods of the (traced) module with inputs made by a seeded TestUtils.

@@ -1,0 +1,262 @@
+"""One aten op alone: does it stay native, what is its functional variant, and how is it
+compiled as a single-op program for the reference backend.
+
+The eager session (`compiler.frontends.eager`) asks `plan(op)` once per op overload and
+`compile_single_op` once per signature (op, tensor shapes and dtypes, non-tensor
+arguments). A single-op program is a one-node FX graph: a placeholder per tensor
+argument, every other argument baked in, fake tensors in `meta["val"]` as the FX
+importer needs them.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.utils._pytree as pytree
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch_mlir.extras.fx_importer import FxImporter
+
+from compiler import compile_torch_backend_ir, pipelines
+from compiler.refbackend import RefBackendProgram
+from compiler.stages import Snapshots, StageError, module_text, new_context, run_stage
+
+_VIEW = "view: the result aliases its input's storage"
+_RANDOM = "random: its values come from PyTorch's generator, which golden outputs share"
+_ALLOCATION = "allocation: the contents are undefined until written"
+_METADATA = "metadata: mutates or reads sizes/strides/storage, no values computed"
+
+# Ops that stay native on purpose, by overload packet; they are not fallbacks. Every
+# op whose schema says its result aliases an input (`OpOverload.is_view`) is a view
+# and stays native too (see `native_reason`).
+NATIVE_BY_DESIGN: dict[str, str] = {
+    "aten.detach": _VIEW,
+    "aten.alias": _VIEW,
+    "aten.lift_fresh": "identity on a freshly created constant (`torch.tensor`)",
+    "aten._unsafe_view": "view: reshape of a fresh tensor (`reshape` after a copy)",
+    "aten._local_scalar_dense": "reads one value into Python (`.item()`), no values computed",
+    "aten.empty": _ALLOCATION,
+    "aten.empty_like": _ALLOCATION,
+    "aten.empty_strided": _ALLOCATION,
+    "aten.new_empty": _ALLOCATION,
+    "aten.new_empty_strided": _ALLOCATION,
+    "aten.resize_": _METADATA,
+    "aten.resize_as_": _METADATA,
+    "aten.set_": _METADATA,
+    "aten.is_same_size": _METADATA,
+    "aten.bernoulli": _RANDOM,
+    "aten.bernoulli_": _RANDOM,
+    "aten.cauchy_": _RANDOM,
+    "aten.exponential_": _RANDOM,
+    "aten.geometric_": _RANDOM,
+    "aten.log_normal_": _RANDOM,
+    "aten.multinomial": _RANDOM,
+    "aten.native_dropout": _RANDOM,
+    "aten.normal": _RANDOM,
+    "aten.normal_": _RANDOM,
+    "aten.rand": _RANDOM,
+    "aten.rand_like": _RANDOM,
+    "aten.randint": _RANDOM,
+    "aten.randint_like": _RANDOM,
+    "aten.randn": _RANDOM,
+    "aten.randn_like": _RANDOM,
+    "aten.random_": _RANDOM,
+    "aten.randperm": _RANDOM,
+    "aten.uniform_": _RANDOM,
+}
+
+
+def native_reason(func: torch._ops.OpOverload) -> str | None:
+    """Why `func` stays native by design, or None if it should be compiled."""
+    packet = f"{func.namespace}.{func._schema.name.split('::')[-1]}"
+    if packet in NATIVE_BY_DESIGN:
+        return NATIVE_BY_DESIGN[packet]
+    if func.is_view:
+        return _VIEW
+    return None
+
+
+# --- compiling one op ----------------------------------------------------------------
+
+
+@dataclass
+class CompiledOp:
+    """One op signature compiled for the reference backend."""
+
+    program: RefBackendProgram
+    # The op's result as a template: "tensor", or a tuple/list whose entries are the
+    # index of a program result (None where the op returns None).
+    result_kind: str  # "tensor", "tuple" or "list"
+    result_slots: tuple[int | None, ...]
+    result_types: tuple[tuple[torch.Size, torch.dtype], ...]  # per program result, as PyTorch gives it
+    torch_ir: str
+
+    def run(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        results = self.program(*tensors)
+        for i, (result, (shape, dtype)) in enumerate(zip(results, self.result_types)):
+            if result.dtype != dtype or result.shape != shape:
+                raise StageError(
+                    "compare",
+                    f"result {i} is {type_text(result.shape, result.dtype)}, "
+                    f"PyTorch gives {type_text(shape, dtype)}",
+                )
+        return results
+
+
+def type_text(shape: torch.Size, dtype: torch.dtype) -> str:
+    return f"{str(dtype).removeprefix('torch.')}[{','.join(map(str, shape))}]"
+
+
+def single_op_graph(
+    func: torch._ops.OpOverload, args: tuple, kwargs: dict, fake_mode: FakeTensorMode
+) -> tuple[torch.fx.Graph, Any]:
+    """A graph calling `func` once: a placeholder per tensor argument, the rest baked in.
+
+    Nodes carry fake tensors in `meta["val"]`, as the FX importer needs. Returns the
+    graph and the op's fake result.
+    """
+    graph = torch.fx.Graph()
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    fake_leaves, node_leaves = [], []
+    for value in leaves:
+        if isinstance(value, torch.Tensor):
+            with fake_mode:
+                fake = torch.empty(value.shape, dtype=value.dtype)
+            node = graph.placeholder(f"arg{len(graph.nodes)}")
+            node.meta["val"] = fake
+            fake_leaves.append(fake)
+            node_leaves.append(node)
+        else:
+            fake_leaves.append(value)
+            node_leaves.append(value)
+    fake_args, fake_kwargs = pytree.tree_unflatten(fake_leaves, spec)
+    with fake_mode:
+        fake_result = func(*fake_args, **fake_kwargs)
+    node_args, node_kwargs = pytree.tree_unflatten(node_leaves, spec)
+    call = graph.call_function(func, tuple(node_args), node_kwargs)
+    call.meta["val"] = fake_result
+    if isinstance(fake_result, torch.Tensor):
+        graph.output((call,))
+        return graph, fake_result
+    if not isinstance(fake_result, (tuple, list)):
+        raise StageError("capture", f"{func} returns {type(fake_result).__name__}, not tensors")
+    outputs = []
+    for i, value in enumerate(fake_result):
+        if value is None:
+            continue
+        if not isinstance(value, torch.Tensor):
+            raise StageError("capture", f"{func} result {i} is {type(value).__name__}, not a tensor")
+        item = graph.call_function(operator.getitem, (call, i))
+        item.meta["val"] = value
+        outputs.append(item)
+    graph.output(tuple(outputs))
+    return graph, fake_result
+
+
+def compile_single_op(
+    func: torch._ops.OpOverload,
+    args: tuple,
+    kwargs: dict,
+    fake_mode: FakeTensorMode,
+    snapshots: Snapshots,
+    backend: str = "linalg",
+    opt_level: int = 0,
+) -> CompiledOp:
+    """capture (one-node graph) -> import -> torch-backend -> linalg -> RefBackend.
+
+    Raises StageError; `snapshots.texts["graph"]` holds the FX graph and
+    `snapshots.texts["torch-backend"]` the single op as raw torch-dialect IR.
+    """
+    stage = "capture"
+    try:
+        graph, fake_result = single_op_graph(func, args, kwargs, fake_mode)
+        snapshots.texts["graph"] = str(graph)
+        stage = "import"
+        importer = FxImporter(context=new_context())
+        importer.import_stateless_graph(graph, func_name="main")
+        run_stage(importer.module, "torch-backend", pipelines.FX_TO_TORCH_BACKEND, snapshots)
+        stage = "backend"
+        program = compile_torch_backend_ir(
+            module_text(importer.module), backend, snapshots=snapshots, opt_level=opt_level
+        )
+    except StageError:
+        raise
+    except Exception as error:
+        text = str(error).strip()
+        first_line = text.splitlines()[0] if text else ""
+        raise StageError(stage, f"{type(error).__name__}: {first_line}") from error
+    if isinstance(fake_result, torch.Tensor):
+        kind, slots, fakes = "tensor", (0,), [fake_result]
+    else:
+        kind = "list" if isinstance(fake_result, list) else "tuple"
+        fakes = [r for r in fake_result if r is not None]
+        indices = iter(range(len(fakes)))
+        slots = tuple(None if r is None else next(indices) for r in fake_result)
+    types = tuple((torch.Size(f.shape), f.dtype) for f in fakes)
+    return CompiledOp(program, kind, slots, types, snapshots.texts["torch-backend"])
+
+
+def _functional_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """The functional overload of a mutating op: `add_.Tensor` -> `add.Tensor`, `max.dim_max` -> `max.dim`."""
+    schema = func._schema
+    name = schema.name.split("::")[-1]
+    namespace = getattr(torch.ops, func.namespace)
+    if _is_in_place(func):
+        packet = getattr(namespace, name[:-1], None)
+        candidates = [func._overloadname]
+        wanted = [a.name for a in schema.arguments]
+    else:  # out= variants: the same arguments without the destinations
+        packet = getattr(namespace, name, None)
+        candidates = packet.overloads() if packet is not None else []
+        wanted = [a.name for a in schema.arguments if not _is_written(a)]
+    for overload_name in candidates:
+        overload = getattr(packet, overload_name, None)
+        if overload is None or overload._schema.is_mutable:
+            continue
+        if [a.name for a in overload._schema.arguments] == wanted:
+            return overload
+    return None
+
+
+def _is_in_place(func: torch._ops.OpOverload) -> bool:
+    name = func._schema.name.split("::")[-1]
+    return name.endswith("_") and not name.endswith("__")
+
+
+def _is_written(argument: Any) -> bool:
+    return argument.alias_info is not None and argument.alias_info.is_write
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How the eager session treats one op overload, worked out once per op."""
+
+    name: str  # "aten.add.Tensor"
+    native_reason: str | None  # set: stays native by design
+    mutating: bool  # in-place or out=: run `functional`, then copy into `written`
+    in_place: bool
+    functional: torch._ops.OpOverload | None
+    written: tuple[str, ...]  # names of the destination arguments
+    argument_names: tuple[str, ...]
+
+
+_PLANS: dict[torch._ops.OpOverload, Plan] = {}  # memoizes a pure function of the op
+
+
+def plan(func: torch._ops.OpOverload) -> Plan:
+    found = _PLANS.get(func)
+    if found is None:
+        reason = native_reason(func)
+        mutating = func._schema.is_mutable and reason is None
+        found = _PLANS[func] = Plan(
+            name=str(func),
+            native_reason=reason,
+            mutating=mutating,
+            in_place=_is_in_place(func),
+            functional=_functional_variant(func) if mutating else None,
+            written=tuple(a.name for a in func._schema.arguments if _is_written(a)),
+            argument_names=tuple(a.name for a in func._schema.arguments),
+        )
+    return found

@@ -1,0 +1,201 @@
+"""The eager frontend: each aten op compiled alone and run on the reference backend."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+from compiler.frontends import eager_ops
+from compiler.frontends.eager import EagerSession, EagerTensor, eager_mode, from_eager, to_eager
+
+
+@pytest.fixture
+def session():
+    session = EagerSession()
+    yield session
+    session.close()
+
+
+def eager_pair(session, *shape):
+    generator = torch.Generator().manual_seed(0)
+    a, b = torch.randn(*shape, generator=generator), torch.randn(*shape, generator=generator)
+    return a, b, to_eager(a.clone(), session), to_eager(b.clone(), session)
+
+
+def test_op_runs_compiled(session):
+    a, b, ea, eb = eager_pair(session, 4, 4)
+    result = torch.add(ea, eb, alpha=2)
+    assert type(result) is EagerTensor
+    torch.testing.assert_close(from_eager(result), a + 2 * b)
+    assert session.report.compiled_calls["aten.add.Tensor"] == 1
+    assert session.report.passed
+
+
+def test_results_come_from_the_compiled_program(session, monkeypatch):
+    # Compile `sub` where `add` was asked for: the eager result must change with it.
+    build = eager_ops.single_op_graph
+
+    def sub_for_add(func, *rest):
+        return build(torch.ops.aten.sub.Tensor if func == torch.ops.aten.add.Tensor else func, *rest)
+
+    monkeypatch.setattr(eager_ops, "single_op_graph", sub_for_add)
+    a, b, ea, eb = eager_pair(session, 3, 5)
+    torch.testing.assert_close(from_eager(ea + eb), a - b)
+
+
+def test_cache_hits_do_not_recompile(session, monkeypatch):
+    compiles = []
+    compile_single_op = eager_ops.compile_single_op
+
+    def counting(func, *rest):
+        compiles.append(str(func))
+        return compile_single_op(func, *rest)
+
+    monkeypatch.setattr("compiler.frontends.eager.compile_single_op", counting)
+    a, b, ea, eb = eager_pair(session, 4, 4)
+    for _ in range(3):
+        torch.testing.assert_close(from_eager(ea * eb), a * b)
+    assert compiles == ["aten.mul.Tensor"]
+    assert session.report.cache_hits["aten.mul.Tensor"] == 2
+    ea * to_eager(torch.ones(4, 1), session)  # another shape
+    ea * 3.0  # a non-tensor argument
+    ea * 4.0  # another value
+    ea.mul(3)  # another type (int, not float)
+    ea * 4.0
+    assert len(compiles) == 5
+    assert session.report.compiles["aten.mul.Tensor"] == 5
+    assert session.report.cache_hits["aten.mul.Tensor"] == 3
+
+
+def test_fallback_is_recorded_with_stage_and_single_op_ir(session):
+    q, k, v = (to_eager(torch.randn(1, 2, 4, 8), session) for _ in range(3))
+    expected = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(*from_eager((q, k, v)))
+    for _ in range(2):
+        out, logsumexp = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu(q, k, v)
+        torch.testing.assert_close(from_eager(out), expected[0])
+    (fallback,) = session.report.fallbacks
+    assert fallback.op == "aten._scaled_dot_product_flash_attention_for_cpu.default"
+    assert fallback.stage == "torch-backend"
+    assert fallback.signature == f"{fallback.op} @ torch-backend"
+    assert fallback.calls == 2
+    assert "torch.aten._scaled_dot_product_flash_attention_for_cpu" in fallback.torch_ir
+    assert fallback.torch_ir.count("func.func") == 1
+    assert not session.report.passed
+
+
+def test_data_dependent_shape_falls_back_at_capture(session):
+    x = torch.tensor([0.0, 1.0, 0.0, 2.0])
+    result = torch.nonzero(to_eager(x, session))
+    assert torch.equal(from_eager(result), torch.nonzero(x))
+    assert [f.signature for f in session.report.fallbacks] == ["aten.nonzero.default @ capture"]
+
+
+def test_in_place_op_on_a_view_writes_through(session):
+    a, _, ea, _ = eager_pair(session, 3, 4)
+    view = ea.t()
+    returned = view.mul_(2.0)
+    assert returned is view
+    torch.testing.assert_close(from_eager(ea), a * 2)
+    assert session.report.compiled_calls["aten.mul.Tensor"] == 1
+    assert session.report.native_calls["aten.t.default"] == 1
+
+
+def test_out_variants_compute_then_copy(session):
+    a, b, ea, eb = eager_pair(session, 4, 4)
+    out = to_eager(torch.empty(4, 4), session)
+    assert torch.mul(ea, eb, out=out) is out
+    torch.testing.assert_close(from_eager(out), a * b)
+    values, indices = to_eager((torch.empty(4), torch.empty(4, dtype=torch.int64)), session)
+    torch.max(ea, 1, out=(values, indices))
+    torch.testing.assert_close(from_eager(values), a.max(1).values)
+    assert torch.equal(from_eager(indices), a.max(1).indices)
+    assert session.report.compiled_calls["aten.max.dim"] == 1
+
+
+def test_copy_into_an_eager_tensor_casts_and_broadcasts(session):
+    target = to_eager(torch.zeros(2, 3, dtype=torch.float64), session)
+    target.copy_(to_eager(torch.tensor([1, 2, 3]), session))
+    assert torch.equal(from_eager(target), torch.tensor([[1.0, 2, 3], [1, 2, 3]], dtype=torch.float64))
+    assert session.report.compiled_calls["aten.copy.default"] == 1
+
+
+def test_views_alias_and_stay_native_by_design(session):
+    a, _, ea, _ = eager_pair(session, 2, 6)
+    view = ea.view(3, 4)[1:, 2]
+    assert torch.equal(from_eager(view), a.view(3, 4)[1:, 2])
+    ea.zero_()
+    assert torch.equal(from_eager(view), torch.zeros(2))
+    report = session.report
+    assert set(report.native_calls) == {"aten.view.default", "aten.slice.Tensor", "aten.select.int"}
+    assert "alias" in report.native_reasons["aten.view.default"]
+    assert report.passed
+
+
+def test_ops_with_several_results(session):
+    a, _, ea, _ = eager_pair(session, 3, 5)
+    values, indices = torch.max(ea, dim=1)
+    torch.testing.assert_close(from_eager(values), a.max(dim=1).values)
+    assert torch.equal(from_eager(indices), a.max(dim=1).indices)
+    weight, bias = torch.randn(5), torch.randn(5)
+    out, mean, rstd = torch.ops.aten.native_layer_norm(ea, [5], *to_eager((weight, bias), session), 1e-5)
+    expected = torch.ops.aten.native_layer_norm(a, [5], weight, bias, 1e-5)
+    for got, want in zip((out, mean, rstd), expected):
+        torch.testing.assert_close(from_eager(got), want)
+    assert session.report.compiled_calls["aten.native_layer_norm.default"] == 1
+    assert session.report.passed
+
+
+def test_scalar_results(session):
+    a, b, ea, eb = eager_pair(session, 4, 4)
+    total = ea.sum()
+    assert total.dim() == 0
+    torch.testing.assert_close(from_eager(total), a.sum())
+    assert total.item() == pytest.approx(a.sum().item(), rel=1e-6)  # .item(): native by design
+    # `equal` returns a Python bool, which the reference backend cannot: a recorded fallback.
+    assert torch.equal(ea, ea) is True
+    assert torch.equal(ea, eb) is False
+    assert session.report.compiled_calls["aten.sum.default"] == 1
+    assert session.report.native_calls["aten._local_scalar_dense.default"] == 1
+    assert [f.signature for f in session.report.fallbacks] == ["aten.equal.default @ capture"]
+    assert session.report.fallbacks[0].calls == 2
+
+
+def test_gradients_match_native(session):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 2))
+    eager_model = to_eager(copy.deepcopy(model), session)
+    x = torch.randn(3, 4, requires_grad=True)
+    model(x).square().mean().backward()
+    ex = to_eager(x.detach().requires_grad_(), session)
+    eager_model(ex).square().mean().backward()
+    for (name, p), q in zip(model.named_parameters(), eager_model.parameters()):
+        assert type(q.grad) is EagerTensor, name
+        torch.testing.assert_close(from_eager(q.grad), p.grad, msg=name)
+    torch.testing.assert_close(from_eager(ex.grad), x.grad)
+    compiled = session.report.compiled_calls
+    assert compiled["aten.tanh_backward.default"] == 1 and compiled["aten.mm.default"] >= 2
+    assert session.report.passed
+
+
+def test_eager_mode_compiles_factory_ops_and_plain_tensors():
+    x = torch.randn(5)
+    with eager_mode() as session:
+        result = torch.arange(5) * x + torch.full((5,), 2.0)
+    assert type(result) is EagerTensor
+    torch.testing.assert_close(from_eager(result), torch.arange(5) * x + 2)
+    assert {"aten.arange.default", "aten.full.default", "aten.mul.Tensor", "aten.add.Tensor"} <= set(
+        session.report.compiled_calls
+    )
+    session.close()
+
+
+def test_report_summary_lists_ops_and_reasons(session):
+    _, _, ea, _ = eager_pair(session, 4, 4)
+    (ea + 1).t()
+    torch.nonzero(ea)
+    summary = session.report.summary()
+    assert "aten.add.Tensor" in summary and "aten.t.default" in summary
+    assert "fallbacks:\n  aten.nonzero.default(float32[4,4]): [capture]" in summary
+    assert "native by design:\n  aten.t.default: view" in summary

@@ -1,0 +1,119 @@
+import pytest
+import torch
+
+from e2e.configs import XfailError, load_xfails
+from e2e.framework import registry
+from e2e.framework.registry import RegistryError, annotate_args, e2e_test, export, op_test, register_test_case
+from e2e.framework.testutils import TestUtils, seed_for
+from e2e.framework.trace import golden_trace
+
+
+@pytest.fixture
+def empty_registry(monkeypatch):
+    monkeypatch.setattr(registry, "GLOBAL_TEST_REGISTRY", {})
+    return registry.GLOBAL_TEST_REGISTRY
+
+
+class MmModule(torch.nn.Module):
+    @export
+    @annotate_args([None, ([-1, -1], torch.float32, True), ([-1, -1], torch.float32, True)])
+    def forward(self, lhs, rhs):
+        return torch.mm(lhs, rhs)
+
+
+def test_upstream_form_registers_under_the_invoker_name(empty_registry):
+    @register_test_case(module_factory=lambda: MmModule())
+    def MmModule_basic(module, tu: TestUtils):
+        module.forward(tu.rand(4, 3), tu.rand(3, 5))
+
+    test = empty_registry["MmModule_basic"]
+    module = test.module_factory()
+    assert test.arg_shapes(module) == [[-1, -1], [-1, -1]]
+    trace = golden_trace(test, module)
+    assert [item.method for item in trace] == ["forward"]
+    assert trace[0].outputs.shape == (4, 5)
+    torch.testing.assert_close(trace[0].outputs, trace[0].inputs[0] @ trace[0].inputs[1])
+
+
+def test_duplicate_names_are_an_error(empty_registry):
+    op_test("Twice", torch.neg, lambda tu: [tu.rand(2)])
+    with pytest.raises(RegistryError, match="duplicate e2e test name 'Twice'"):
+        op_test("Twice", torch.abs, lambda tu: [tu.rand(2)])
+
+
+def test_short_form_parametrizes_and_passes_variant_kwargs_to_inputs(empty_registry):
+    @e2e_test(
+        inputs=lambda tu, dtype: [tu.rand(2, 3, dtype=dtype)],
+        params={"F32": dict(dtype=torch.float32), "F64": dict(dtype=torch.float64)},
+        dynamic=True,
+    )
+    class Double(torch.nn.Module):
+        def __init__(self, dtype):
+            super().__init__()
+            self.dtype = dtype
+
+        def forward(self, x):
+            return x * 2
+
+    assert sorted(empty_registry) == ["Double_F32", "Double_F64"]
+    test = empty_registry["Double_F64"]
+    module = test.module_factory()
+    assert test.arg_shapes(module) == [[-1, -1]]
+    trace = golden_trace(test, module)
+    assert trace[0].inputs[0].dtype == torch.float64
+    torch.testing.assert_close(trace[0].outputs, trace[0].inputs[0] * 2)
+
+
+def test_explicit_dynamic_shapes(empty_registry):
+    op_test("Add", torch.add, lambda tu: [tu.rand(3, 4), tu.rand(4)], dynamic=[[-1, 4], None])
+    test = empty_registry["Add"]
+    assert test.arg_shapes(test.module_factory()) == [[-1, 4], None]
+
+
+def test_inputs_are_seeded_per_test_name():
+    a, b = TestUtils(seed_for("A")), TestUtils(seed_for("A"))
+    assert torch.equal(a.rand(5), b.rand(5))
+    assert not torch.equal(TestUtils(seed_for("A")).rand(5), TestUtils(seed_for("B")).rand(5))
+    ints = TestUtils(1).randint(100, low=3, high=7)
+    assert ints.dtype == torch.int64 and ints.min() >= 3 and ints.max() < 7
+    assert torch.isnan(TestUtils(1).nans(2)).all()
+
+
+def test_golden_trace_does_not_disturb_the_module_or_inputs(empty_registry):
+    class Counter(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("count", torch.zeros(1))
+
+        def forward(self, x):
+            self.count += 1
+            x.add_(1)
+            return x + self.count
+
+    op_test("Unused", torch.neg, lambda tu: [tu.rand(1)])
+    test = registry.Test("Counter", Counter, lambda m, tu: m.forward(torch.zeros(2)))
+    module = Counter()
+    trace = golden_trace(test, module)
+    assert module.count.item() == 0  # golden ran on a copy
+    assert torch.equal(trace[0].inputs[0], torch.zeros(2))  # inputs recorded before the call
+    assert torch.equal(trace[0].outputs, torch.full((2,), 2.0))
+
+
+def write(tmp_path, text):
+    (tmp_path / "linalg.txt").write_text(text)
+    return tmp_path
+
+
+def test_xfail_sets_are_validated(tmp_path):
+    known = {"A_basic", "B_basic"}
+    ok = write(tmp_path, "# comment\nA_basic  # needs op X\nB_basic  # needs op Y\n")
+    entries = load_xfails("linalg", known, ok)
+    assert entries["B_basic"].reason == "needs op Y" and entries["B_basic"].line == 3
+    for text, message in [
+        ("A_basic\n", "has no reason"),
+        ("B_basic  # y\nA_basic  # x\n", "out of order"),
+        ("A_basic  # x\nA_basic  # x\n", "listed twice"),
+        ("Gone_basic  # x\n", "unknown test 'Gone_basic'"),
+    ]:
+        with pytest.raises(XfailError, match=message):
+            load_xfails("linalg", known, write(tmp_path, text))
