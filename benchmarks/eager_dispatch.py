@@ -1,0 +1,108 @@
+"""Eager mode cost: per-op dispatch overhead of a cached op, and an OPT forward.
+
+    python benchmarks/eager_dispatch.py                 # both
+    python benchmarks/eager_dispatch.py --calls 5000    # more samples for (a)
+    python benchmarks/eager_dispatch.py --attention sdpa
+
+(a) `a + b` on two 4x4 float32 EagerTensors once the op is cached: median over
+    `--calls` calls, next to native `a + b` and to the compiled program called
+    directly (marshalling + ExecutionEngine, no dispatch). Goal: at most 1 ms.
+(b) A small random-config Hugging Face OPTModel (e2e/test_suite/opt_model.py), forward
+    in eager mode vs native, first run (compiles every op signature) and second run
+    (all cache hits), with the report of ops compiled vs fallen back.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch  # noqa: E402
+
+from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager  # noqa: E402
+
+
+def median_seconds(fn, calls: int) -> float:
+    samples = []
+    for _ in range(calls):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def dispatch_overhead(calls: int) -> None:
+    session = EagerSession()
+    a, b = torch.randn(4, 4), torch.randn(4, 4)
+    ea, eb = to_eager((a, b), session)
+    ea + eb  # compile once
+    eager = median_seconds(lambda: ea + eb, calls)
+    native = median_seconds(lambda: a + b, calls)
+    (program,) = [entry.program for entry in session._cache.values()]
+    direct = median_seconds(lambda: program(a, b), calls)
+    hits = session.report.cache_hits["aten.add.Tensor"]
+    print(f"(a) cached aten.add.Tensor on 4x4 float32, median of {calls} calls ({hits} cache hits)")
+    print(f"    eager dispatch      {eager * 1e6:8.1f} us   ({'meets' if eager <= 1e-3 else 'MISSES'} the 1 ms goal)")
+    print(f"    program call alone  {direct * 1e6:8.1f} us   (marshalling + ExecutionEngine)")
+    print(f"    native torch        {native * 1e6:8.1f} us")
+    print(f"    overhead vs native  {(eager - native) * 1e6:8.1f} us per op ({eager / native:.0f}x)")
+    session.close()
+
+
+def opt_forward(attention: str) -> None:
+    try:
+        from e2e.framework import TestUtils
+        from e2e.test_suite.opt_model import OptLastHiddenState, opt_inputs
+    except ImportError as error:
+        print(f"(b) skipped: {error}")
+        return
+    try:
+        model = OptLastHiddenState(attention)
+    except ImportError as error:
+        print(f"(b) skipped (pip install 'transformers==5.23.*'): {error}")
+        return
+    inputs = opt_inputs(TestUtils(seed=0))
+
+    def run_native():
+        with torch.no_grad():
+            return model(*inputs)
+
+    native_times, eager_times = [], []
+    for _ in range(2):
+        start = time.perf_counter()
+        golden = run_native()
+        native_times.append(time.perf_counter() - start)
+    session = EagerSession()
+    to_eager(model, session)
+    for _ in range(2):
+        start = time.perf_counter()
+        with torch.no_grad(), eager_mode(session):
+            output = from_eager(model(*inputs))
+        eager_times.append(time.perf_counter() - start)
+    error = (output - golden).abs().max().item()
+    print(f"\n(b) OPTModel forward (hidden 32, 2 layers, 2 heads, ffn 64, seq 8, attention={attention!r})")
+    for run, (eager, native) in enumerate(zip(eager_times, native_times), start=1):
+        print(f"    run {run}: eager {eager * 1e3:8.1f} ms   native {native * 1e3:7.1f} ms   ratio {eager / native:7.1f}x")
+    print(f"    max |eager - native| = {error:.2e}  ({'match' if torch.allclose(output, golden, atol=1e-5) else 'MISMATCH'})")
+    print(session.report.summary())
+    session.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--attention", default="eager", choices=("eager", "sdpa"))
+    parser.add_argument("--skip-opt", action="store_true")
+    args = parser.parse_args()
+    dispatch_overhead(args.calls)
+    if not args.skip_opt:
+        opt_forward(args.attention)
+
+
+if __name__ == "__main__":
+    main()
