@@ -199,3 +199,25 @@ def test_report_summary_lists_ops_and_reasons(session):
     assert "aten.add.Tensor" in summary and "aten.t.default" in summary
     assert "fallbacks:\n  aten.nonzero.default(float32[4,4]): [capture]" in summary
     assert "native by design:\n  aten.t.default: view" in summary
+
+
+def test_errors_of_the_program_are_not_fallbacks(session):
+    _, _, ea, _ = eager_pair(session, 4, 4)
+    with pytest.raises(RuntimeError, match="size of tensor"):
+        ea + to_eager(torch.ones(3), session)
+    assert session.report.passed
+
+
+def test_in_place_metadata_ops_are_refused_clearly(session):
+    _, _, ea, _ = eager_pair(session, 4, 4)
+    with pytest.raises(NotImplementedError, match="aten.t_.default changes a tensor's sizes"):
+        ea.t_()
+
+
+def test_random_in_place_ops_stay_native_and_return_their_input(session):
+    x = to_eager(torch.zeros(3, 4), session)
+    torch.manual_seed(0)
+    assert x.normal_() is x
+    torch.manual_seed(0)
+    assert torch.equal(from_eager(x), torch.zeros(3, 4).normal_())
+    assert session.report.native_calls["aten.normal_.default"] == 1 and session.report.passed

@@ -20,6 +20,11 @@ fails runs natively and is recorded as a `Fallback`, a failure; ops in
 `NATIVE_BY_DESIGN` (views, metadata, allocation, random numbers) run natively and are
 not failures. In-place and `out=` ops run their functional variant, then copy into
 the destination, so views see the writes.
+
+A config that checks a test in eager mode wraps the module, runs the test's calls in
+`eager_mode` and compares `from_eager(outputs)` with golden; the test fails if
+`session.report.fallbacks` is not empty, each fallback a failure with `signature`
+(op overload @ stage) and `torch_ir` (the single op, its saved IR).
 """
 
 from __future__ import annotations
@@ -260,13 +265,24 @@ class EagerSession:
             except StageError as error:
                 entry.program.close()
                 entry = self._record_fallback(op, args, kwargs, error, key, torch_ir=entry.torch_ir)
+                hit = False
             else:
                 self.report.compiled_calls[op.name] += 1
                 if hit:
                     self.report.cache_hits[op.name] += 1
                 return self._wrap_results(entry, results)
-        entry.calls += 1
-        return self._run_native(func, args, kwargs)
+        return self._run_fallback(entry, func, args, kwargs, key, fresh=not hit)
+
+    def _run_fallback(self, fallback: Fallback, func, args: tuple, kwargs: dict, key: Any, fresh: bool) -> Any:
+        try:
+            result = self._run_native(func, args, kwargs)
+        except Exception:
+            if fresh:  # PyTorch rejects the call too: the program's error, not a fallback
+                self.report.fallbacks.remove(fallback)
+                self._cache.pop(key, None)
+            raise
+        fallback.calls += 1
+        return result
 
     def close(self) -> None:
         """Release every compiled program (their ExecutionEngines) now."""
@@ -334,7 +350,8 @@ class EagerSession:
         def wrap(value: Any) -> Any:
             if not isinstance(value, torch.Tensor) or type(value) is EagerTensor:
                 return value
-            return inputs.get(id(value)) or EagerTensor(value, self)
+            original = inputs.get(id(value))
+            return original if original is not None else EagerTensor(value, self)
 
         return pytree.tree_map(wrap, result)
 
@@ -344,11 +361,13 @@ class EagerSession:
         if op.functional is None:
             key = _call_signature(func, args, kwargs, [])
             entry = self._cache.get(key)
+            fresh = entry is None
             if entry is None:
                 error = StageError("capture", f"{op.name} mutates its arguments and has no functional variant")
                 entry = self._record_fallback(op, args, kwargs, error, key)
-            entry.calls += 1
-            return self._run_native(func, args, kwargs)
+            return self._run_fallback(entry, func, args, kwargs, key, fresh)
+        if op.functional.is_view:  # `transpose_`, `squeeze_`: a wrapper's sizes cannot follow
+            raise NotImplementedError(f"eager: {op.name} changes a tensor's sizes or strides in place")
         bound = dict(zip(op.argument_names, args)) | kwargs
         destinations = [bound[name] for name in op.written]
         functional_kwargs = kwargs if op.in_place else {k: v for k, v in kwargs.items() if k not in op.written}

@@ -95,6 +95,8 @@ class CompiledOp:
 
     def run(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         results = self.program(*tensors)
+        if len(results) != len(self.result_types):
+            raise StageError("compare", f"{len(results)} results, PyTorch gives {len(self.result_types)}")
         for i, (result, (shape, dtype)) in enumerate(zip(results, self.result_types)):
             if result.dtype != dtype or result.shape != shape:
                 raise StageError(
