@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import importlib
 import importlib.util
+import resource
 import sys
 import traceback
 from pathlib import Path
@@ -225,6 +226,25 @@ def pytest_runtest_makereport(item, call):
 
 
 _ROWS: list[dict] = []
+_PEAK_RSS: dict[str, tuple[float, float]] = {}  # worker -> (own MiB, largest child MiB)
+
+
+def _peak_rss() -> tuple[float, float]:
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return own, child
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workerinput"):
+        session.config.workeroutput["e2e_peak_rss"] = _peak_rss()
+    elif not _PEAK_RSS and _ROWS:
+        _PEAK_RSS["main"] = _peak_rss()
+
+
+def pytest_testnodedown(node, error):
+    if "e2e_peak_rss" in getattr(node, "workeroutput", {}):
+        _PEAK_RSS[node.gateway.id] = tuple(node.workeroutput["e2e_peak_rss"])
 
 
 def pytest_runtest_logreport(report):
@@ -242,6 +262,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     terminalreporter.section("e2e summary")
     terminalreporter.write_line(summarize(_ROWS))
+    if _PEAK_RSS:
+        peaks = ", ".join(
+            f"{worker} {own:.0f} MiB (largest child {child:.0f} MiB)" for worker, (own, child) in sorted(_PEAK_RSS.items())
+        )
+        terminalreporter.write_line(f"peak memory per worker: {peaks}")
     path = Path(config.getoption("reports_dir")) / "results.json"
     write_results(_ROWS, path)
     terminalreporter.write_line(f"results: {path}")

@@ -10,6 +10,7 @@ goes, and kept under `reports/ir/<test>/<config>/` when the pair fails.
 
 from __future__ import annotations
 
+import functools
 import shutil
 import time
 import traceback
@@ -89,6 +90,29 @@ class PreparedCache:
                 self._entries.popitem(last=False)
         self._entries.move_to_end(test.name)
         return self._entries[test.name]
+
+
+@functools.cache
+def warm_up() -> None:
+    """Pay once per process, before any fork, for what every child would pay again.
+
+    The first torch.export, decomposition table, FX import and pass pipelines of a
+    process take ~1-3 s of lazy initialization; a child's warm-up dies with it. Run
+    here, the children inherit it.
+    """
+    from compiler import compile_torch_backend_ir, fx_to_torch_backend_ir
+    from compiler.pipelines import BACKENDS
+
+    class Warm(torch.nn.Module):
+        def forward(self, x):
+            return torch.tanh(x @ x.t()).sum(0) + 1
+
+    torch_ir, _ = fx_to_torch_backend_ir(Warm(), [torch.rand(3, 3)], [[-1, 3]])
+    for backend in BACKENDS:
+        try:
+            compile_torch_backend_ir(torch_ir, backend).close()
+        except StageError:
+            pass  # a backend that cannot lower the warm-up still warmed its passes
 
 
 def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tuple[Result, dict]:
@@ -182,6 +206,8 @@ def run_pair(
         torch.set_num_threads(1)
         return _compile_and_run(config, prepared, snapshots)
 
+    if isolate:
+        warm_up()
     outcome = isolation.run_forked(child, timeout) if isolate else child()
     if isinstance(outcome, tuple):
         result, new_shared = outcome
