@@ -1,0 +1,94 @@
+"""Suite throughput and per-pair overhead, as ratios measured in one run.
+
+    python benchmarks/suite_throughput.py [--tests 30] [--configs linalg,tosa,stablehlo]
+
+For a sample of tests (every k-th registered test, sorted by name), runs every
+(test, config) pair three ways in this process:
+  isolated   the suite's way: golden once per test, each pair in a forked child,
+             the FX export / import / torch-backend shared by the test's configs;
+  in-process the same without forking (what isolation costs);
+  unshared   isolated, but every config exports and imports the test again
+             (what sharing the frontend saves).
+and reports pairs per second, the mean time per pair, and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pathlib
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import torch  # noqa: E402
+
+from e2e.configs import load_config  # noqa: E402
+from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
+from e2e.framework.runner import PreparedCache, run_pair, warm_up  # noqa: E402
+
+
+def load_suite() -> list[str]:
+    for path in sorted((ROOT / "e2e" / "test_suite").glob("*.py")):
+        if path.name != "__init__.py":
+            importlib.import_module(f"e2e.test_suite.{path.stem}")
+    return sorted(GLOBAL_TEST_REGISTRY)
+
+
+def run_mode(names, configs, *, isolate: bool, share: bool) -> tuple[float, float, int]:
+    """(seconds in all, seconds in golden traces, passed pairs)."""
+    cache = PreparedCache()
+    golden_seconds = 0.0
+    passed = 0
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as reports:
+        for name in names:
+            t = time.perf_counter()
+            prepared = cache.get(GLOBAL_TEST_REGISTRY[name])
+            golden_seconds += time.perf_counter() - t
+            for config in configs:
+                if not share:
+                    prepared.shared.clear()
+                result = run_pair(prepared, config, reports_dir=pathlib.Path(reports), timeout=300, isolate=isolate)
+                passed += result.passed
+    return time.perf_counter() - start, golden_seconds, passed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tests", type=int, default=30, help="how many tests to sample")
+    parser.add_argument("--configs", default="linalg,tosa,stablehlo")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    all_names = load_suite()
+    step = max(1, len(all_names) // args.tests)
+    names = all_names[::step][: args.tests]
+    configs = [load_config(c) for c in args.configs.split(",")]
+    pairs = len(names) * len(configs)
+    t = time.perf_counter()
+    warm_up()
+    print(f"warm-up (once per process): {time.perf_counter() - t:.2f} s")
+    print(f"{len(names)} tests x {len(configs)} configs = {pairs} pairs\n")
+    modes = {
+        "isolated": dict(isolate=True, share=True),
+        "in-process": dict(isolate=False, share=True),
+        "unshared": dict(isolate=True, share=False),
+    }
+    seconds = {}
+    for mode, options in modes.items():
+        total, golden, passed = run_mode(names, configs, **options)
+        seconds[mode] = total
+        print(
+            f"{mode:>11}: {total:6.1f} s, {pairs / total:5.2f} pairs/s, {1000 * total / pairs:6.0f} ms/pair "
+            f"(golden {1000 * golden / len(names):.0f} ms/test), {passed}/{pairs} passed"
+        )
+    print()
+    print(f"isolation overhead (isolated / in-process): {seconds['isolated'] / seconds['in-process']:.2f}x")
+    print(f"frontend sharing speed-up (unshared / isolated): {seconds['unshared'] / seconds['isolated']:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
