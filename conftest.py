@@ -50,6 +50,24 @@ def pytest_addoption(parser):
         action="store_true",
         help="compile and run in the pytest process (for pdb; a crash then ends the run)",
     )
+    group.addoption("--no-reduce", action="store_true", help="do not write reproducer bundles for failures")
+    group.addoption(
+        "--reduce-timeout", type=float, default=60.0, help="time box of the reducer per failure, seconds (default 60)"
+    )
+    group.addoption("--reduce-xfailed", action="store_true", help="write bundles for expected failures too")
+
+
+def pytest_configure(config):
+    if not config.getoption("no_reduce", True):
+        from e2e.reducer.plugin import ReducerPlugin
+
+        plugin = ReducerPlugin(
+            Path(config.getoption("reports_dir")),
+            config.getoption("reduce_timeout"),
+            config.getoption("reduce_xfailed"),
+        )
+        config.pluginmanager.register(plugin, "e2e-reducer")
+        plugin.clear_stale_bundles(config)
 
 
 def selected_configs(config) -> list[str]:

@@ -17,6 +17,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
     (re.compile(r"%[\w.#-]+"), "%v"),  # SSA names
     (re.compile(r"\^bb\d+"), "^bb"),
+    (re.compile(r"(?<![\w.])\d+(?=x)"), "N"),  # the leading size of 3x4xf32
     (re.compile(r"(?<=[\[x,<])\d+(?=[x,\]>])"), "N"),  # sizes in shapes: [3,4], 3x4xf32
     (re.compile(r"\s+"), " "),
 ]
@@ -47,3 +48,34 @@ def stage_signature(stage: str, message: str, failing_pass: str | None = None) -
 
 def mismatch_signature(kind: str) -> str:
     return f"compare | {kind}"
+
+
+def first_native_error(stderr: str) -> str | None:
+    """The first line of a crashed process's stderr that says what went wrong."""
+    for line in stderr.splitlines():
+        if any(word in line for word in ("Assertion", "error:", "LLVM ERROR", "Segmentation", "Aborted")):
+            return line.strip()
+    return None
+
+
+def crash_signature(stage: str, stderr: str, reason: str) -> str:
+    """As the runner writes it for a pair whose process died in `stage`."""
+    return f"crash | {stage} | {normalize(first_native_error(stderr) or reason)}"
+
+
+_OP_PATTERNS = [
+    re.compile(r"""operation '([\w.]+)'"""),  # failed to legalize operation 'torch.aten.asin'
+    re.compile(r"""see current operation: (?:[%\w#:, ]+= )?"([\w.]+)"\("""),  # generic form in a note
+    re.compile(r"""see current operation: (?:[%\w#:, ]+= )?([a-z_]+\.[\w.]+)"""),
+    re.compile(r"""'([a-z_]+\.[\w.]+)' op"""),  # 'tosa.reshape' op expected ...
+]
+
+
+def guilty_op(diagnostics: list[str] | str) -> str | None:
+    """The op a diagnostic blames: the one it names, else the one its note prints."""
+    text = diagnostics if isinstance(diagnostics, str) else "\n".join(diagnostics)
+    for pattern in _OP_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            return match[1]
+    return None

@@ -1,0 +1,93 @@
+"""The reducer's command line.
+
+    python -m e2e.reducer mlir FILE --pipeline "builtin.module(...)" [--stage S] (--error REGEX | --crash)
+    python -m e2e.reducer replay BUNDLE_DIR
+    python -m e2e.reducer test TEST_NAME --config CONFIG
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from e2e.reducer.failure import DEFAULT_TIME_BOX
+
+
+def _pipeline(text: str) -> list[str]:
+    from compiler.stages import split_top_level
+
+    text = text.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module(") : -1]
+    return split_top_level(text)
+
+
+def _report(outcome) -> int:
+    print(outcome.summary())
+    if outcome.note:
+        print(outcome.note)
+    if outcome.bundle is not None:
+        print(f"bundle: {outcome.bundle}/README.md")
+    return 0 if outcome.bundle is not None and outcome.verified else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m e2e.reducer", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    mlir = sub.add_parser("mlir", help="reduce a .mlir file that fails or crashes in a pipeline")
+    mlir.add_argument("file", type=Path)
+    mlir.add_argument("--pipeline", required=True, help='"builtin.module(a,b)" or "a,b"; python:<module>:<fn> entries allowed')
+    mlir.add_argument("--stage", default="lower")
+    kind = mlir.add_mutually_exclusive_group(required=True)
+    kind.add_argument("--error", metavar="REGEX", help="the diagnostics must match this")
+    kind.add_argument("--crash", action="store_true", help="the pipeline crashes the process")
+    mlir.add_argument("--name", default=None, help="bundle name (default: the file's stem)")
+    replay = sub.add_parser("replay", help="replay a bundle; exit 1 while the bug is there")
+    replay.add_argument("bundle", type=Path)
+    test = sub.add_parser("test", help="run one test on one config and reduce its failure")
+    test.add_argument("name")
+    test.add_argument("--config", required=True)
+    for p in (mlir, test):
+        p.add_argument("--reports-dir", type=Path, default=Path("reports"))
+        p.add_argument("--timeout", type=float, default=DEFAULT_TIME_BOX, help="time box, seconds")
+    args = parser.parse_args(argv)
+
+    if args.command == "replay":
+        from e2e.reducer.replay import main as replay_main
+
+        return replay_main(args.bundle.resolve())
+    if args.command == "mlir":
+        from e2e.reducer.failure import reduce_mlir
+
+        outcome = reduce_mlir(
+            args.file.read_text(), _pipeline(args.pipeline), args.stage, crash=args.crash,
+            error_pattern=args.error, test=args.name or args.file.stem, config="cli",
+            reports_dir=args.reports_dir, time_box=args.timeout,
+        )
+        return _report(outcome)
+    import importlib
+
+    from e2e.configs import load_config
+    from e2e.framework.registry import GLOBAL_TEST_REGISTRY
+    from e2e.framework.runner import prepare, run_pair
+    from e2e.reducer.failure import reduce_result
+
+    for path in sorted((Path(__file__).parents[1] / "test_suite").glob("*.py")):
+        if path.name != "__init__.py":
+            importlib.import_module(f"e2e.test_suite.{path.stem}")
+    if args.name not in GLOBAL_TEST_REGISTRY:
+        print(f"unknown test {args.name!r}", file=sys.stderr)
+        return 2
+    config = load_config(args.config)
+    prepared = prepare(GLOBAL_TEST_REGISTRY[args.name])
+    result = run_pair(prepared, config, reports_dir=args.reports_dir, timeout=300)
+    if result.passed:
+        print(f"{args.name} passes on {args.config}: nothing to reduce")
+        return 0
+    print(f"{args.name} on {args.config}: {result.outcome}: {result.signature}")
+    return _report(reduce_result(result, prepared, config, args.reports_dir, args.timeout))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,258 @@
+"""Delta debugging over the ops of an MLIR module.
+
+A unit is one op of a function body, nested ones included (a block's terminator is
+not). Removing an op replaces each of its used results with one of its own operands of
+the same type (keeping the data flow connected) or else a new argument of the
+enclosing function, then drops ops left without users. A candidate is
+kept only when the predicate (`keeps`: "the failing pass still shows the same
+signature") holds, so the reduction never drifts to another bug. The search is ddmin
+with restart: chunks, then complements, then single ops, until no single removal
+keeps the signature (1-minimal) or the deadline passes; the best so far is returned.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from torch_mlir import ir
+
+from compiler.stages import module_text, new_context, parse_module
+
+# Ops that carry no behaviour of their own: a repro "about" them is about something else.
+STRUCTURAL_OPS = frozenset(
+    {
+        "func.return",
+        "arith.constant",
+        "torch.constant.int",
+        "torch.constant.float",
+        "torch.constant.bool",
+        "torch.constant.none",
+        "torch.constant.str",
+        "torch.constant.device",
+        "torch.prim.ListConstruct",
+        "torch.vtensor.literal",
+        "tensor.empty",
+        "linalg.yield",
+        "tosa.const",
+        "tosa.const_shape",
+        "stablehlo.constant",
+    }
+)
+
+
+def _functions(module: ir.Module) -> list:
+    return [op for op in module.body.operations if op.operation.name == "func.func" and op.regions[0].blocks]
+
+
+def _body_ops(function) -> list:
+    block = function.regions[0].blocks[0]
+    ops = list(block.operations)
+    return ops[:-1] if ops and ops[-1].operation.name == "func.return" else ops
+
+
+def _walk(operations: Iterable) -> Iterable:
+    for op in operations:
+        yield op.operation
+        for region in op.operation.regions:
+            for block in region.blocks:
+                yield from _walk(block.operations)
+
+
+def op_kinds(text: str) -> Counter:
+    """How many ops of each kind the function bodies hold (nested ones included)."""
+    module = parse_module(text, new_context())
+    kinds: Counter = Counter()
+    for function in _functions(module):
+        for block in function.regions[0].blocks:
+            kinds.update(op.name for op in _walk(block.operations))
+    return kinds
+
+
+def op_count(text: str) -> int:
+    """The size of a reproducer: every op inside a function body (return included)."""
+    return sum(op_kinds(text).values())
+
+
+def behavioural_ops(text: str) -> list[str]:
+    """The op kinds in `text` that are not mere plumbing (constants, return, ...)."""
+    return sorted(k for k in op_kinds(text) if k not in STRUCTURAL_OPS)
+
+
+def _nested_units(operations) -> Iterable:
+    ops = list(operations)
+    for op in ops[:-1] if ops else ():  # a block's last op is its terminator
+        yield op
+        for region in op.operation.regions:
+            for block in region.blocks:
+                yield from _nested_units(block.operations)
+
+
+def _units(module: ir.Module) -> list[tuple[int, object]]:
+    """(index of the function, op) for every removable op, outer ops before nested ones."""
+    return [
+        (f, op)
+        for f, function in enumerate(_functions(module))
+        for op in _nested_units(function.regions[0].blocks[0].operations)
+    ]
+
+
+def _set_function_type(function) -> None:
+    entry = function.regions[0].blocks[0]
+    old = ir.FunctionType(ir.TypeAttr(function.attributes["function_type"]).value)
+    inputs = [argument.type for argument in entry.arguments]
+    function.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, list(old.results)))
+    if "arg_attrs" in function.attributes:  # attributes of the original arguments only
+        attrs = list(ir.ArrayAttr(function.attributes["arg_attrs"]))
+        attrs += [ir.DictAttr.get({})] * (len(inputs) - len(attrs))
+        function.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs[: len(inputs)])
+
+
+def _erase_dead(function) -> None:
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(_body_ops(function)):
+            results = list(op.results)
+            if results and all(not list(r.uses) for r in results):
+                op.operation.erase()
+                changed = True
+
+
+def _bypass(op, result):
+    """An operand of `op` that can stand for `result` (same type), results of ops first.
+
+    Keeping the data flow connected keeps the ops upstream of the removed one alive.
+    """
+    same = [v for v in op.operands if v.type == result.type]
+    defined = [v for v in same if isinstance(v.owner, ir.Operation) or hasattr(v.owner, "name")]
+    return (defined or same or [None])[-1]
+
+
+def remove_ops(text: str, indices: Iterable[int]) -> str | None:
+    """`text` without the units at `indices` (results become function arguments)."""
+    context = new_context()
+    module = parse_module(text, context)
+    with context, ir.Location.unknown():
+        units = _units(module)
+        functions = _functions(module)
+        touched = set()
+        for index in sorted(set(indices), reverse=True):
+            owner, op = units[index]
+            function = functions[owner]
+            entry = function.regions[0].blocks[0]
+            for result in op.results:
+                if list(result.uses):
+                    result.replace_all_uses_with(_bypass(op, result) or entry.add_argument(result.type, ir.Location.unknown()))
+            op.operation.erase()
+            touched.add(owner)
+        for owner in touched:
+            _erase_dead(functions[owner])
+            _set_function_type(functions[owner])
+        try:
+            if not module.operation.verify():
+                return None
+        except ir.MLIRError:
+            return None
+        return module_text(module)
+
+
+def drop_unused_arguments(text: str) -> str | None:
+    context = new_context()
+    module = parse_module(text, context)
+    changed = False
+    with context, ir.Location.unknown():
+        for function in _functions(module):
+            entry = function.regions[0].blocks[0]
+            for i in reversed(range(len(entry.arguments))):
+                if not list(entry.arguments[i].uses):
+                    entry.erase_argument(i)
+                    changed = True
+                    if "arg_attrs" in function.attributes:
+                        attrs = list(ir.ArrayAttr(function.attributes["arg_attrs"]))
+                        del attrs[i : i + 1]
+                        function.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
+            _set_function_type(function)
+        if not changed:
+            return None
+        try:
+            module.operation.verify()
+        except ir.MLIRError:
+            return None
+        return module_text(module)
+
+
+@dataclass
+class Reduction:
+    text: str
+    queries: int = 0
+    seconds: float = 0.0
+    minimal: bool = False  # no single removal keeps the signature
+    ops_before: int = 0
+    ops_after: int = 0
+    log: list[str] = field(default_factory=list)
+
+
+def reduce_ops(
+    text: str,
+    keeps: Callable[[str], bool],
+    *,
+    deadline: float,
+    on_progress: Callable[[str], None] | None = None,
+) -> Reduction:
+    """ddmin over the ops of `text` while `keeps(candidate)`; returns the best so far."""
+    start = time.monotonic()
+    seen: dict[str, bool] = {}
+    reduction = Reduction(text, ops_before=op_count(text))
+
+    def query(candidate: str | None) -> bool:
+        if candidate is None:
+            return False
+        key = hashlib.sha1(candidate.encode()).hexdigest()
+        if key not in seen:
+            reduction.queries += 1
+            seen[key] = keeps(candidate)
+        return seen[key]
+
+    def accept(candidate: str) -> None:
+        reduction.text = candidate
+        if on_progress:
+            on_progress(candidate)
+
+    granularity = 2
+    while time.monotonic() < deadline:
+        count = len(_units(parse_module(reduction.text, new_context())))
+        if count == 0:
+            reduction.minimal = True
+            break
+        granularity = min(granularity, count)
+        chunks = [list(range(i * count // granularity, (i + 1) * count // granularity)) for i in range(granularity)]
+        chunks = [c for c in chunks if c]
+        everything = set(range(count))
+        attempts = [sorted(everything - set(c)) for c in chunks] if granularity > 1 else []
+        attempts += chunks
+        for removed in attempts:
+            if time.monotonic() >= deadline:
+                break
+            candidate = remove_ops(reduction.text, removed)
+            if query(candidate):
+                accept(candidate)
+                granularity = max(granularity - 1, 2)
+                break
+        else:
+            if time.monotonic() >= deadline:
+                break
+            if granularity >= count:
+                reduction.minimal = True
+                break
+            granularity = min(2 * granularity, count)
+    if time.monotonic() < deadline:
+        candidate = drop_unused_arguments(reduction.text)
+        if query(candidate):
+            accept(candidate)
+    reduction.seconds = time.monotonic() - start
+    reduction.ops_after = op_count(reduction.text)
+    return reduction

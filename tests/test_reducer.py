@@ -1,0 +1,117 @@
+"""The reducer against deliberately broken compilers (tests/broken_compilers.py)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from compiler import fx_to_torch_backend_ir
+from compiler.pipelines import TORCH_BACKEND_TO_LINALG
+from compiler.refbackend import LOWER_PIPELINE
+from e2e.configs import load_config
+from e2e.reducer.bundle import with_reproducer_resource
+from e2e.reducer.failure import reduce_mismatch, reduce_mlir
+from e2e.reducer.localize import toolchain_for
+from e2e.reducer.reduce import op_count
+from e2e.reducer.signature import crash_signature, guilty_op, normalize, stage_signature
+
+BROKEN = "python:tests.broken_compilers:"
+
+
+class Mixed(torch.nn.Module):
+    def forward(self, x, y):
+        a = torch.exp(x) + y
+        b = torch.tanh(a) * y
+        return torch.relu(b - x) + a
+
+
+def torch_backend_ir() -> str:
+    text, _ = fx_to_torch_backend_ir(Mixed(), [torch.rand(3, 4), torch.rand(3, 4)])
+    return text
+
+
+def run_repro(bundle: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, timeout=120)
+
+
+def test_pass_failing_on_one_op_kind(tmp_path):
+    original = torch_backend_ir()
+    pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
+    outcome = reduce_mlir(original, pipeline, "backend", error_pattern="math.exp", test="T", config="c",
+                          reports_dir=tmp_path, time_box=30)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "math.exp"
+    repro = (outcome.bundle / "repro.mlir").read_text()
+    assert op_count(repro.split("{-#")[0]) <= 5 < op_count(original)
+    assert "mlir_reproducer" in repro and "reject_exp" in repro
+    assert "math.exp" in (outcome.bundle / "README.md").read_text()
+    done = run_repro(outcome.bundle)
+    assert done.returncode == 1 and "REPRODUCED" in done.stdout
+
+
+def test_pass_crashing_the_process(tmp_path):
+    pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "abort_on_tanh"]
+    outcome = reduce_mlir(torch_backend_ir(), pipeline, "backend", crash=True, test="T", config="c",
+                          reports_dir=tmp_path, time_box=40)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert "math.tanh" in outcome.guilty_op
+    assert op_count((outcome.bundle / "repro.mlir").read_text().split("{-#")[0]) <= 5
+    assert run_repro(outcome.bundle).returncode != 0  # the repro crashes while the bug is there
+
+
+def test_miscompile_found_node_by_node(tmp_path):
+    chain = toolchain_for(load_config("linalg"))["backend"]
+    broken = [*chain[:-len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]
+    outcome = reduce_mismatch(Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], broken, test="T", config="c",
+                              reports_dir=tmp_path, time_box=40)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "aten.mul.Tensor"
+    assert (outcome.bundle / "inputs.npz").exists() and (outcome.bundle / "expected.npz").exists()
+    assert op_count((outcome.bundle / "repro.mlir").read_text().split("{-#")[0]) <= 5
+    assert run_repro(outcome.bundle).returncode == 1
+    # The same pipeline without the broken rewrite computes the expected values.
+    outcome_ok = reduce_mismatch(Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], chain, test="T2", config="c",
+                                 reports_dir=tmp_path, time_box=40)
+    assert outcome_ok.bundle is None
+
+
+def test_same_signature_shares_one_bundle(tmp_path):
+    pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
+    first = reduce_mlir(torch_backend_ir(), pipeline, "backend", test="A", config="c", reports_dir=tmp_path, verify=False)
+    second = reduce_mlir(torch_backend_ir(), pipeline, "backend", test="B", config="c", reports_dir=tmp_path)
+    assert second.shared and second.bundle == first.bundle
+    assert (first.bundle / "tests.txt").read_text().split() == ["A", "[c]", "B", "[c]"]
+
+
+@pytest.mark.parametrize(
+    "one, other",
+    [
+        ('loc("/a/b.py":3:4): \'tosa.reshape\' op expected [3,4] at 0x7f00aa %12',
+         'loc("/x/y.py":9:1): \'tosa.reshape\' op expected [5,6] at 0x1234 %arg0'),
+        ("error: /tmp/e2e-child-abc.stderr:12: failed 4x8xf32", "error: /home/u/q.mlir:3: failed 2x2xf32"),
+    ],
+)
+def test_normalization_forgets_what_varies(one, other):
+    assert normalize(one) == normalize(other)
+    assert stage_signature("backend", one, "func.func(convert-torch-to-tosa{x=1})").startswith("backend | convert-torch-to-tosa |")
+
+
+def test_signature_helpers():
+    assert normalize("'tosa.add' op failed") != normalize("'tosa.sub' op failed")
+    assert crash_signature("lower", "noise\nLLVM ERROR: bad at 0xdead\n", "killed by SIGABRT") == "crash | lower | LLVM ERROR: bad at <addr>"
+    assert crash_signature("lower", "", "killed by SIGABRT") == "crash | lower | killed by SIGABRT"
+    assert guilty_op(["loc: failed to legalize operation 'torch.aten.asin' that was explicitly marked illegal"]) == "torch.aten.asin"
+    assert guilty_op(['loc: op was not bufferized', '  note: loc: see current operation: %28 = "stablehlo.dynamic_broadcast_in_dim"(%0) : () -> ()']) == "stablehlo.dynamic_broadcast_in_dim"
+
+
+def test_reproducer_resource_joins_existing_resources():
+    text = 'module {\n}\n\n{-#\n  dialect_resources: {\n    builtin: {}\n  }\n#-}\n'
+    joined = with_reproducer_resource(text, ["canonicalize"])
+    assert joined.count("{-#") == 1 and 'pipeline: "builtin.module(canonicalize)"' in joined
+    from compiler.stages import parse_module
+
+    parse_module(joined)
