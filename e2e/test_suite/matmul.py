@@ -70,6 +70,9 @@ class LinearDynamicBatch(torch.nn.Module):
         return self.linear(x)
 
 
+# Only the leading (batch, row) dims dynamic; the contraction dim and rhs static.
+op_test("Matmul3d2d_DynamicLeadingDims", torch.matmul, lambda tu: [tu.randn(3, 4, 8), tu.randn(8, 5)], dynamic=[[-1, -1, 8], [8, 5]])
+op_test("Linear3d_DynamicLeadingDims", F.linear, lambda tu: [tu.randn(2, 5, 8), tu.randn(4, 8), tu.randn(4)], dynamic=[[-1, -1, 8], None, None])
 op_test("FunctionalLinear", F.linear, lambda tu: [tu.randn(3, 4), tu.randn(5, 4), tu.randn(5)])
 op_test("Addmm", lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2.0), lambda tu: [tu.randn(3, 5), tu.randn(3, 4), tu.randn(4, 5)])
 op_test("AddmmBroadcastBias", torch.addmm, lambda tu: [tu.randn(5), tu.randn(3, 4), tu.randn(4, 5)], dynamic=True)
