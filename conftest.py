@@ -30,6 +30,12 @@ _TESTS_BY_FILE: dict[Path, list[str]] = {}
 _PREPARED = PreparedCache()
 
 
+def pytest_addhooks(pluginmanager):
+    from e2e import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser):
     group = parser.getgroup("e2e", "PyTorch -> MLIR e2e suite")
     group.addoption(
@@ -179,9 +185,7 @@ class E2EItem(pytest.Item):
             timeout=_child_timeout(self),
             isolate=not self.config.getoption("no_isolation"),
         )
-        for hook in self.config.pluginmanager.get_plugins():
-            if hasattr(hook, "e2e_after_result"):  # e.g. the reducer
-                hook.e2e_after_result(self, prepared, self.result)
+        self.ihook.pytest_e2e_after_result(item=self, prepared=prepared, result=self.result)
         if not self.result.passed:
             raise E2EFailure(self.result)
 

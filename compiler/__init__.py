@@ -106,11 +106,7 @@ def compile_torch_backend_ir(
     dtypes = result_dtypes(torch_backend_ir)
     module = parse_module(torch_backend_ir, new_context())
     run_stage(module, "backend", to_backend, snapshots)
-    if to_linalg:
-        # Backend IR -> linalg is part of lowering for TOSA and StableHLO.
-        run_stage(module, "lower", to_linalg, snapshots)
-        snapshots.texts["backend-to-linalg"] = snapshots.texts.pop("lower")
-    return compile_linalg(module, dtypes, snapshots=snapshots, opt_level=opt_level)
+    return compile_linalg(module, dtypes, to_linalg=to_linalg, snapshots=snapshots, opt_level=opt_level)
 
 
 @dataclass

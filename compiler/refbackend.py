@@ -115,23 +115,34 @@ def memref_argument(array: np.ndarray) -> tuple[object, list]:
     return ctypes.pointer(pointer), [array, descriptor, unranked, pointer]
 
 
-def read_memref(unranked: UnrankedMemRef, dtype: torch.dtype) -> torch.Tensor:
-    """Copy a returned memref (a view of JIT-owned memory) into a new tensor."""
-    storage = dtype_spec(dtype).numpy
+def memref_view(unranked: UnrankedMemRef, storage: np.dtype) -> np.ndarray:
+    """A numpy view (no copy) of the memory a memref descriptor describes."""
     rank = unranked.rank
     descriptor = ctypes.cast(unranked.descriptor, ctypes.POINTER(ranked_memref_type(rank))).contents
     shape = tuple(descriptor.shape) if rank else ()
     strides = tuple(descriptor.strides) if rank else ()
     if any(n == 0 for n in shape):
-        return from_storage_array(np.empty(shape, storage), dtype)
+        return np.empty(shape, storage)
     extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
     address = descriptor.aligned + descriptor.offset * storage.itemsize
     raw = (ctypes.c_byte * (extent * storage.itemsize)).from_address(address)
     flat = np.frombuffer(raw, dtype=storage)
-    view = np.lib.stride_tricks.as_strided(
-        flat, shape=shape, strides=[s * storage.itemsize for s in strides]
-    )
-    return from_storage_array(view.copy(), dtype)
+    return np.lib.stride_tricks.as_strided(flat, shape=shape, strides=[s * storage.itemsize for s in strides])
+
+
+def read_memref(unranked: UnrankedMemRef, dtype: torch.dtype) -> torch.Tensor:
+    """Copy a returned memref (a view of JIT-owned memory) into a new tensor."""
+    return from_storage_array(memref_view(unranked, dtype_spec(dtype).numpy).copy(), dtype)
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(UnrankedMemRef), ctypes.POINTER(UnrankedMemRef))
+def _memref_copy(element_size, source, target):
+    """`memrefCopy` of MLIR's C runner utils, which the wheel does not ship.
+
+    `finalize-memref-to-llvm` calls it for copies between non-identity layouts.
+    """
+    element = np.dtype((np.void, element_size))
+    np.copyto(memref_view(target.contents, element), memref_view(source.contents, element))
 
 
 # --- the boundary rewrite for bf16 -------------------------------------------------
@@ -185,10 +196,12 @@ def bf16_boundary_as_i16(module: ir.Module) -> None:
 LOWER_PIPELINE = ("func.func(convert-elementwise-to-linalg)",) + LINALG_TO_LLVM
 
 
-def lower_to_llvm(module: ir.Module, snapshots: Snapshots | None = None) -> ir.Module:
-    """linalg-on-tensors -> LLVM dialect (stage `lower`), in place."""
+def lower_to_llvm(
+    module: ir.Module, snapshots: Snapshots | None = None, to_linalg: Sequence[str] = ()
+) -> ir.Module:
+    """Backend IR -> (linalg-on-tensors via `to_linalg`) -> LLVM dialect: stage `lower`, in place."""
     bf16_boundary_as_i16(module)
-    return run_stage(module, "lower", LOWER_PIPELINE, snapshots)
+    return run_stage(module, "lower", tuple(to_linalg) + LOWER_PIPELINE, snapshots)
 
 
 def _return_callback_name(module: ir.Module) -> str | None:
@@ -223,6 +236,7 @@ class RefBackendProgram:
             )
             self._callback = prototype(self._consume)
         self._engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
+        self._engine.raw_register_runtime("memrefCopy", ctypes.cast(_memref_copy, ctypes.c_void_p))
         if self._callback is not None:
             self._engine.register_runtime(callback_name, self._callback)
 
@@ -252,16 +266,21 @@ class RefBackendProgram:
 
 
 def compile_linalg(
-    linalg_module: ir.Module,
+    backend_module: ir.Module,
     result_dtypes: Sequence[torch.dtype],
     *,
+    to_linalg: Sequence[str] = (),
     snapshots: Snapshots | None = None,
     opt_level: int = 0,
 ) -> RefBackendProgram:
-    """linalg-on-tensors module -> callable program (stages `lower`, then JIT)."""
-    lower_to_llvm(linalg_module, snapshots)
+    """Backend IR module -> callable program (stage `lower`, then the JIT).
+
+    `to_linalg` is the backend's own conversion to linalg-on-tensors (TOSA,
+    StableHLO); it runs as the first part of `lower`.
+    """
+    lower_to_llvm(backend_module, snapshots, to_linalg)
     try:
-        return RefBackendProgram(linalg_module, result_dtypes, opt_level=opt_level)
+        return RefBackendProgram(backend_module, result_dtypes, opt_level=opt_level)
     except StageError:
         raise
     except Exception as error:

@@ -109,6 +109,12 @@ def new_context() -> ir.Context:
     torch_dialect.register_dialect(context)
     _stablehlo.register_dialect(context)
     context.enable_multithreading(False)
+    # `torch_c` (the torch <-> builtin tensor casts between backend passes) has no
+    # Python registration; a pass that depends on it loads it, so IR saved mid-way
+    # through a backend pipeline parses again.
+    with context:
+        module = ir.Module.parse("func.func @load_dependent_dialects() { return }")
+        passmanager.PassManager.parse("builtin.module(func.func(convert-torch-to-linalg))").run(module.operation)
     return context
 
 

@@ -117,3 +117,29 @@ def test_xfail_sets_are_validated(tmp_path):
     ]:
         with pytest.raises(XfailError, match=message):
             load_xfails("linalg", known, write(tmp_path, text))
+
+
+def test_params_go_to_whichever_of_constructor_and_inputs_names_them(empty_registry):
+    @e2e_test(
+        inputs=lambda tu, rows: [tu.rand(rows, 2)],
+        params={"Two": dict(rows=2, scale=2.0), "Three": dict(rows=3, scale=3.0)},
+    )
+    class Scale(torch.nn.Module):
+        def __init__(self, scale):
+            super().__init__()
+            self.scale = scale
+
+        def forward(self, x):
+            return x * self.scale
+
+    trace = golden_trace(empty_registry["Scale_Three"], empty_registry["Scale_Three"].module_factory())
+    assert trace[0].inputs[0].shape == (3, 2)
+    torch.testing.assert_close(trace[0].outputs, trace[0].inputs[0] * 3.0)
+
+    with pytest.raises(RegistryError, match=r"params \['typo'\] are taken neither"):
+        e2e_test(inputs=lambda tu: [tu.rand(2)], params={"A": dict(typo=1)})(Scale)
+
+
+def test_testutils_make_zero_d_tensors():
+    tu = TestUtils(0)
+    assert tu.rand().shape == () and tu.randn().shape == () and tu.randint(high=3).shape == ()

@@ -12,7 +12,7 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-CONFIG_NAMES = ("linalg", "tosa", "stablehlo", "eager")
+CONFIG_NAMES = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
 XFAIL_DIR = Path(__file__).parent / "xfail"
 
 

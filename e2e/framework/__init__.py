@@ -9,6 +9,7 @@ from e2e.framework.registry import (
     e2e_test,
     export,
     op_test,
+    op_tests,
     register_test_case,
 )
 from e2e.framework.testutils import TestUtils
@@ -23,5 +24,6 @@ __all__ = [
     "e2e_test",
     "export",
     "op_test",
+    "op_tests",
     "register_test_case",
 ]

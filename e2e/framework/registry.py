@@ -133,9 +133,10 @@ def e2e_test(
 ):
     """Register an nn.Module class as one test, or one test per entry of `params`.
 
-    `inputs(tu)` returns the forward arguments; with `params`, `inputs` may also take
-    the variant's keyword arguments (those it names). `dynamic=True` makes every dim
-    of every tensor input dynamic; a list gives per-input shapes with -1 for dynamic.
+    `inputs(tu)` returns the forward arguments. A `params` entry's keys go to the
+    module's constructor and/or to `inputs`, each getting the keys it names (a key
+    neither names is an error). `dynamic=True` makes every dim of every tensor input
+    dynamic; a list gives per-input shapes with -1 for dynamic.
     Names: `name` (default: the class name), plus `_<variant>` per params entry.
     """
 
@@ -144,10 +145,15 @@ def e2e_test(
         variants = params.items() if params else [(None, {})]
         for variant, kwargs in variants:
             test_name = f"{base}_{variant}" if variant else base
+            unused = set(kwargs) - _accepted(cls.__init__, kwargs) - _accepted(inputs, kwargs)
+            if unused:
+                raise RegistryError(
+                    f"{test_name}: params {sorted(unused)} are taken neither by {cls.__name__}() nor by inputs"
+                )
             register(
                 Test(
                     test_name,
-                    _factory(cls, dict(kwargs), inputs, dynamic),
+                    _factory(cls, _taken_by(cls.__init__, kwargs), inputs, dynamic, kwargs),
                     _invoker(inputs, dict(kwargs)),
                     tolerance,
                     _source_of(cls),
@@ -156,6 +162,19 @@ def e2e_test(
         return cls
 
     return decorator
+
+
+def _accepted(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> set[str]:
+    if fn is torch.nn.Module.__init__:  # takes **kwargs, but only to reject them
+        return set()
+    parameters = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return set(kwargs)
+    return set(kwargs) & set(parameters)
+
+
+def _taken_by(fn: Callable[..., Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in kwargs.items() if k in _accepted(fn, kwargs)}
 
 
 def op_test(
@@ -168,8 +187,23 @@ def op_test(
 ) -> Test:
     """Register a test of a plain function of tensors (wrapped in a module)."""
     module_cls = type(name, (FunctionModule,), {})
-    factory = _factory(module_cls, {"fn": fn}, inputs, dynamic)
+    factory = _factory(module_cls, {"fn": fn}, inputs, dynamic, {})
     return register(Test(name, factory, _invoker(inputs, {}), tolerance, _source_of(inputs)))
+
+
+def op_tests(
+    base: str,
+    fns: Mapping[str, Callable[..., Any]],
+    inputs: InputsFn,
+    *,
+    dynamic: bool | Sequence[Sequence[int] | None] = False,
+    tolerance: Tolerance | None = None,
+) -> list[Test]:
+    """One `op_test` per function, named `<base>_<key>`: a sweep in one definition."""
+    return [
+        op_test(f"{base}_{key}", fn, inputs, dynamic=dynamic, tolerance=tolerance)
+        for key, fn in fns.items()
+    ]
 
 
 class FunctionModule(torch.nn.Module):
@@ -182,8 +216,7 @@ class FunctionModule(torch.nn.Module):
 
 
 def _call_inputs(inputs: InputsFn, tu: TestUtils, kwargs: Mapping[str, Any]) -> list[Any]:
-    wanted = inspect.signature(inputs).parameters
-    return list(inputs(tu, **{k: v for k, v in kwargs.items() if k in wanted}))
+    return list(inputs(tu, **_taken_by(inputs, kwargs)))
 
 
 def _invoker(inputs: InputsFn, kwargs: Mapping[str, Any]):
@@ -193,12 +226,12 @@ def _invoker(inputs: InputsFn, kwargs: Mapping[str, Any]):
     return invoke
 
 
-def _factory(cls, kwargs: Mapping[str, Any], inputs: InputsFn, dynamic):
+def _factory(cls, kwargs: Mapping[str, Any], inputs: InputsFn, dynamic, input_kwargs: Mapping[str, Any]):
     """A factory whose instances carry `dynamic` as an annotation of their forward."""
     if dynamic is False:
         return lambda: cls(**kwargs)
     if dynamic is True:
-        example = _call_inputs(inputs, TestUtils(seed=0), kwargs)
+        example = _call_inputs(inputs, TestUtils(seed=0), input_kwargs)
         shapes = [[-1] * x.dim() if isinstance(x, torch.Tensor) else None for x in example]
     else:
         shapes = [None if s is None else list(s) for s in dynamic]

@@ -13,7 +13,10 @@ def seed_for(test_name: str) -> int:
 
 
 class TestUtils:
-    """Makes deterministic inputs from its own generator (never the global RNG)."""
+    """Makes deterministic inputs from its own generator (never the global RNG).
+
+    Every maker takes the shape as separate ints; no ints make a 0-d tensor.
+    """
 
     __test__ = False  # not a pytest class
 
@@ -22,11 +25,11 @@ class TestUtils:
 
     def rand(self, *shape: int, low: float = 0.0, high: float = 1.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """Uniform in [low, high)."""
-        values = torch.rand(*shape, generator=self.generator, dtype=torch.float64)
+        values = torch.rand(shape, generator=self.generator, dtype=torch.float64)
         return (low + (high - low) * values).to(dtype)
 
     def randn(self, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-        return torch.randn(*shape, generator=self.generator, dtype=torch.float64).to(dtype)
+        return torch.randn(shape, generator=self.generator, dtype=torch.float64).to(dtype)
 
     def randint(self, *shape: int, low: int = 0, high: int = 10, dtype: torch.dtype = torch.int64) -> torch.Tensor:
         """Uniform integers in [low, high)."""
@@ -36,4 +39,4 @@ class TestUtils:
         return torch.full(shape, float("nan"), dtype=dtype)
 
     def bools(self, *shape: int) -> torch.Tensor:
-        return torch.rand(*shape, generator=self.generator) < 0.5
+        return torch.rand(shape, generator=self.generator) < 0.5

@@ -45,16 +45,12 @@ def toolchain_for(config) -> dict[str, list[str]]:
         "torch-backend": [*pipelines.FX_TO_TORCH_BACKEND, *to_backend, *to_linalg, *lower],
         "backend": [*to_backend, *to_linalg, *lower],
         "lower": [*to_linalg, *lower],
-        "lower-linalg": lower,
     }
 
 
 def stage_pipeline(config, stage: str, stage_input: str) -> list[str]:
     """The rest of the compile from `stage`'s saved input (its snapshot)."""
-    chains = toolchain_for(config)
-    if stage == "lower" and not re.search(r"\b(tosa|stablehlo)\.", stage_input) and "lower-linalg" in chains:
-        return chains["lower-linalg"]  # the snapshot of `lower` was overwritten by linalg IR
-    return chains[stage]
+    return toolchain_for(config)[stage]
 
 
 @dataclass

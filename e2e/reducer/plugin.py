@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from e2e.configs import load_config
 from e2e.framework import isolation
 from e2e.reducer.failure import DEFAULT_TIME_BOX, ReduceOutcome, reduce_result
 
@@ -21,12 +22,12 @@ class ReducerPlugin:
         if not hasattr(config, "workerinput"):  # the controller: bundles of an earlier run are stale
             shutil.rmtree(self.reports_dir / "repro", ignore_errors=True)
 
-    def e2e_after_result(self, item, prepared, result) -> None:
+    def pytest_e2e_after_result(self, item, prepared, result) -> None:
         if result.passed or result.outcome == "error":
             return
         if item.get_closest_marker("xfail") is not None and not self.reduce_xfailed:
             return
-        config = __import__("e2e.configs", fromlist=["load_config"]).load_config(result.config)
+        config = load_config(result.config)
         # Isolated: a crashing query or a leak never touches the pytest process.
         outcome = isolation.run_forked(
             lambda: reduce_result(result, prepared, config, self.reports_dir, self.time_box),
