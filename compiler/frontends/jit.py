@@ -364,7 +364,7 @@ class _Emitter:
     def generic(self, node: torch._C.Node) -> None:
         qualified = _qualified_op_name(node)  # "aten::add.Tensor"
         namespace, _, rest = qualified.partition("::")
-        dialect_name = _view_of_copy(f"torch.{namespace}.{rest}")
+        dialect_name = _view_of_copy(f"torch.{namespace}.{_ALIASES.get(qualified, rest)}")
         operands = [self.use(v) for v in node.inputs()]
         result_types = [mlir_type(v.type()) for v in node.outputs()]
         attributes = ""
@@ -487,6 +487,17 @@ def _qualified_op_name(node: torch._C.Node) -> str:
         schema = torch._C.parse_schema(schema_text)
         return schema.name + (f".{schema.overload_name}" if schema.overload_name else "")
     return node.kind()
+
+
+# TorchScript spellings of ops whose canonical name the torch dialect lowers.
+_ALIASES = {
+    "aten::__and__.Tensor": "bitwise_and.Tensor",
+    "aten::__or__.Tensor": "bitwise_or.Tensor",
+    "aten::__xor__.Tensor": "bitwise_xor.Tensor",
+    "aten::__and__.Scalar": "bitwise_and.Scalar",
+    "aten::__lshift__.Tensor": "bitwise_left_shift.Tensor",
+    "aten::__rshift__.Tensor": "bitwise_right_shift.Tensor",
+}
 
 
 def _view_of_copy(dialect_name: str) -> str:

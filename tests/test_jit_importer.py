@@ -1,0 +1,203 @@
+"""The JIT IR importer and the `ltc` / `torchscript` frontends, through their public APIs."""
+
+from __future__ import annotations
+
+from typing import List, Tuple
+
+import pytest
+import torch
+
+from compiler import compile_torch_backend_ir, pipelines
+from compiler.frontends.jit import ConstantInput, TensorArg, import_graph
+from compiler.jit_compile import compile_jit_module, jit_to_torch_backend_ir
+from compiler.stages import StageError, module_text, run_stage
+
+
+def _compile_graph(graph: torch._C.Graph, inputs) -> tuple[str, object]:
+    imported = import_graph(graph, inputs)
+    raw = module_text(imported.module)
+    run_stage(imported.module, "torch-backend", pipelines.JIT_TO_TORCH_BACKEND)
+    return raw, compile_torch_backend_ir(module_text(imported.module), "linalg")
+
+
+# --- control flow ------------------------------------------------------------------
+
+
+def _repeat_double(x: torch.Tensor, n: int) -> torch.Tensor:
+    y = x
+    for _ in range(n):
+        y = y * 2.0
+    if n > 2:
+        y = y - 1.0
+    return y
+
+
+def _count_halvings(x: torch.Tensor, n: int) -> torch.Tensor:
+    steps = 0
+    while n > 1:
+        n = n // 2
+        steps += 1
+    return x + steps
+
+
+def _branch_on_data(x: torch.Tensor) -> torch.Tensor:
+    # The branches yield scalars: value semantics are not inferred across regions.
+    if bool(x.sum() > 0):
+        k = 3.0
+    else:
+        k = -1.0
+    return x * k
+
+
+def test_counted_loop_and_if_on_constants_execute():
+    graph = torch.jit.script(_repeat_double).graph
+    raw, program = _compile_graph(graph, [TensorArg((2, 3), torch.float32), ConstantInput(3)])
+    x = torch.randn(2, 3)
+    # A counted loop over tensors is unrolled (shape inference cannot see through it).
+    assert raw.count("torch.aten.mul.Scalar") == 3
+    torch.testing.assert_close(program(x)[0], _repeat_double(x, 3))
+
+
+def test_while_loop_becomes_prim_loop():
+    # Import only: lowering a while-style `torch.prim.Loop` does not terminate (known gap).
+    graph = torch.jit.script(_count_halvings).graph
+    raw = module_text(import_graph(graph, [TensorArg((4,), torch.float32), ConstantInput(20)]).module)
+    assert "torch.prim.Loop" in raw and "torch.prim.Loop.condition" in raw
+    assert "torch.aten.floordiv.int" in raw
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_if_on_tensor_data_becomes_prim_if_and_executes(sign):
+    graph = torch.jit.script(_branch_on_data).graph
+    raw, program = _compile_graph(graph, [TensorArg((3,), torch.float32)])
+    assert "torch.prim.If" in raw
+    x = torch.rand(3) * sign
+    torch.testing.assert_close(program(x)[0], _branch_on_data(x))
+
+
+# --- lists, tuples, attributes, unknown ops ------------------------------------------
+
+
+class ListsAndTuples(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> Tuple[torch.Tensor, List[torch.Tensor]]:
+        a, b = torch.chunk(x, 2, dim=0)  # prim::ListUnpack
+        pair = (a + y, b * y)  # prim::TupleConstruct / TupleUnpack
+        first, second = pair
+        return torch.cat([first, second], 1), [first.sum(0), second]
+
+
+def test_lists_and_tuples_torchscript():
+    module, x, y = ListsAndTuples(), torch.randn(4, 3), torch.randn(2, 3)
+    compiled = compile_jit_module(module, (x, y), "torchscript")
+    assert compiled.lowered.notes["capture"] == "script"
+    got, expected = compiled(x, y), module(x, y)
+    assert isinstance(got, tuple) and isinstance(got[1], list) and len(got[1]) == 2
+    torch.testing.assert_close(got, expected)
+
+
+class WithState(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(5, 3)
+        self.register_buffer("offset", torch.arange(3, dtype=torch.float32))
+        self.scale = 2
+
+    def forward(self, x):
+        return self.linear(x) * self.scale + self.offset
+
+
+@pytest.mark.parametrize("frontend", ["torchscript", "ltc"])
+def test_parameters_and_buffers_become_unelided_constants(frontend):
+    torch.manual_seed(0)
+    module, x = WithState(), torch.randn(2, 5)
+    lowered = jit_to_torch_backend_ir(module, (x,), frontend)
+    # Only the user input is an argument; the weights are literals with their data.
+    assert lowered.argument_indices == [0]
+    assert "dense_resource<" in lowered.torch_backend_ir
+    assert "..." not in lowered.torch_backend_ir
+    assert "func.func @main(%arg0: !torch.vtensor<[2,5],f32>) -> !torch.vtensor<[2,3],f32>" in lowered.torch_backend_ir
+    program = compile_torch_backend_ir(lowered.torch_backend_ir, "linalg")
+    torch.testing.assert_close(program(*lowered.arguments((x,)))[0], module(x))
+
+
+def test_op_unknown_to_the_torch_dialect_becomes_torch_operator():
+    graph = torch._C.parse_ir(
+        """graph(%x : Tensor):
+  %y : Tensor = aten::frobnicate(%x)
+  %z : Tensor = aten::tanh(%y)
+  return (%z)"""
+    )
+    imported = import_graph(graph, [TensorArg((3,), torch.float32)])
+    assert imported.unknown_ops == ["aten.frobnicate"]
+    raw = module_text(imported.module)
+    assert 'torch.operator "aten.frobnicate"' in raw and "torch.aten.tanh" in raw
+
+
+class Hypot(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.hypot(a, b)
+
+
+def test_unknown_op_fails_in_lowering_naming_the_op():
+    a, b = torch.rand(3), torch.rand(3)
+    with pytest.raises(StageError) as caught:
+        jit_to_torch_backend_ir(Hypot(), (a, b), "torchscript")
+    assert caught.value.stage == "torch-backend"
+    assert "aten.hypot" in str(caught.value)
+
+
+def test_unsupported_graph_input_is_an_import_error():
+    graph = torch.jit.script(_repeat_double).graph
+    with pytest.raises(StageError) as caught:
+        import_graph(graph, [TensorArg((2,), torch.float32)])
+    assert caught.value.stage == "import" and "2 inputs" in caught.value.message
+
+
+# --- end to end -------------------------------------------------------------------------
+
+
+class SmallMLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.hidden = torch.nn.Linear(6, 8)
+        self.out = torch.nn.Linear(8, 2)
+
+    def forward(self, x):
+        return torch.softmax(self.out(torch.relu(self.hidden(x))), dim=-1)
+
+
+@pytest.mark.parametrize("frontend", ["ltc", "torchscript"])
+def test_mlp_end_to_end_matches_native(frontend):
+    torch.manual_seed(1)
+    module, x = SmallMLP(), torch.randn(3, 6)
+    compiled = compile_jit_module(module, (x,), frontend)
+    try:
+        torch.testing.assert_close(compiled(x), module(x))
+        other = torch.randn(3, 6)  # the program is not specialized to the example's values
+        torch.testing.assert_close(compiled(other), module(other))
+    finally:
+        compiled.close()
+
+
+class VarArgs(torch.nn.Module):
+    def forward(self, *xs):
+        return xs[0] + xs[1]
+
+
+def test_torchscript_falls_back_to_trace_and_says_why():
+    a, b = torch.randn(2, 2), torch.randn(2, 2)
+    compiled = compile_jit_module(VarArgs(), (a, b), "torchscript")
+    assert compiled.lowered.notes["capture"] == "trace"
+    assert "torch.jit.script" in compiled.lowered.notes["fallback_reason"]
+    torch.testing.assert_close(compiled(a, b), a + b)
+
+
+class Amax(torch.nn.Module):
+    def forward(self, x):
+        return x.amax(0) + 1
+
+
+def test_ltc_refuses_ops_it_ran_eagerly():
+    with pytest.raises(StageError) as caught:
+        jit_to_torch_backend_ir(Amax(), (torch.randn(3, 4),), "ltc")
+    assert caught.value.stage == "capture" and "aten::amax" in caught.value.message
