@@ -82,6 +82,9 @@ def _capture(module: torch.nn.Module, example_inputs: Sequence[object], method: 
             raise StageError("capture", f"output leaf {i} is a {type(leaf).__name__}, not a tensor")
     if not flat_outputs:
         raise StageError("capture", "the method returns no tensors")
+    for i, leaf in enumerate(flat_outputs):
+        if leaf.device.type != "lazy":  # e.g. made without lazy inputs; LTC never saw it
+            raise StageError("capture", f"output leaf {i} is on {leaf.device}, not traced on the lazy device")
 
     graph_text = torch._C._lazy._get_tensors_backend(flat_outputs)
     tensor_ids, values = torch._C._lazy_ts_backend._get_tensors_ts_device_data_node(flat_outputs)
