@@ -70,7 +70,10 @@ def _capture(module: torch.nn.Module, example_inputs: Sequence[object], method: 
     dtypes = [x.dtype for x in flat_inputs if isinstance(x, torch.Tensor)]
 
     torch._lazy.metrics.reset()
-    outputs = getattr(lazy_module, method)(*pytree.tree_unflatten(lazy_inputs, in_spec))
+    # Tensors the method makes itself (arange, zeros, ...) are lazy too, so they are
+    # traced rather than mixed in from the CPU.
+    with torch.device("lazy"):
+        outputs = getattr(lazy_module, method)(*pytree.tree_unflatten(lazy_inputs, in_spec))
     # An op without a lazy lowering runs eagerly (counted as `aten::<op>`); its result
     # would enter the graph as a constant computed from these example inputs.
     fallbacks = sorted(n for n in torch._lazy.metrics.counter_names() if n.startswith("aten::"))
@@ -88,7 +91,7 @@ def _capture(module: torch.nn.Module, example_inputs: Sequence[object], method: 
 
     graph_text = torch._C._lazy._get_tensors_backend(flat_outputs)
     tensor_ids, values = torch._C._lazy_ts_backend._get_tensors_ts_device_data_node(flat_outputs)
-    graph = torch._C.parse_ir(graph_text)
+    graph = torch._C.parse_ir(graph_text, parse_tensor_constants=True)
     if len(list(graph.inputs())) != len(tensor_ids):
         raise StageError(
             "capture",
