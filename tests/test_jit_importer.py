@@ -201,3 +201,23 @@ def test_ltc_refuses_ops_it_ran_eagerly():
     with pytest.raises(StageError) as caught:
         jit_to_torch_backend_ir(Amax(), (torch.randn(3, 4),), "ltc")
     assert caught.value.stage == "capture" and "aten::amax" in caught.value.message
+
+
+class LazyDecomposed(torch.nn.Module):
+    """Uses ops the LTC TorchScript backend lacks, traced through PyTorch's decompositions."""
+
+    def forward(self, x, y):
+        a = torch.nn.functional.hardtanh(x) + torch.nn.functional.mish(x) + torch.nn.functional.hardswish(y)
+        b = torch.logical_and(x > 0, y > 0) | (x > 0.5)
+        norms = torch.linalg.vector_norm(x, 2, 1), torch.count_nonzero(b, 1), torch.floor_divide(x, y.abs() + 1)
+        return a, b, torch.dot(x[0], y[0]), *norms
+
+
+def test_ltc_traces_ops_it_lacks_through_their_decompositions():
+    from compiler.frontends.lazy import LAZY_DECOMPOSED_OPS
+
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    compiled = compile_jit_module(LazyDecomposed(), (x, y), frontend="ltc")
+    for got, expected in zip(compiled(x, y), LazyDecomposed()(x, y)):
+        torch.testing.assert_close(got, expected)
+    assert {"hardtanh", "mish", "logical_and", "dot", "floor_divide"} <= set(LAZY_DECOMPOSED_OPS)

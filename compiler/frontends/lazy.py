@@ -22,16 +22,40 @@ from compiler.frontends.jit import ConstantInput, GraphInput, TensorArg
 from compiler.stages import StageError
 
 _INITIALIZED = False
+_DECOMPOSITIONS = None  # the Library holding the Lazy-key kernels must stay alive
+
+
+# Ops the TorchScript LTC backend has no lowering for (it would run them eagerly on
+# the CPU, breaking the graph) whose PyTorch decompositions trace with ops it has.
+# Only decompositions into aten ops work: those into prims need `as_strided`, which
+# the lazy device lacks. tests/test_jit_importer.py checks each one traces.
+LAZY_DECOMPOSED_OPS = (
+    "hardtanh",
+    "hardswish",
+    "mish",
+    "any.dim",
+    "dot",
+    "floor_divide",
+    "linalg_vector_norm",
+    "count_nonzero.dim_IntList",
+    "logical_and",
+)
 
 
 def _init_ts_backend() -> None:
-    global _INITIALIZED  # the backend can be initialized once per process
+    global _INITIALIZED, _DECOMPOSITIONS  # the backend can be initialized once per process
     if not _INITIALIZED:
         import torch._lazy
         import torch._lazy.metrics
         import torch._lazy.ts_backend
+        from torch._decomp import decomposition_table
 
         torch._lazy.ts_backend.init()
+        _DECOMPOSITIONS = torch.library.Library("aten", "IMPL")
+        for name in LAZY_DECOMPOSED_OPS:
+            packet, _, overload = name.partition(".")
+            op = getattr(getattr(torch.ops.aten, packet), overload or "default")
+            _DECOMPOSITIONS.impl(name, decomposition_table[op], "Lazy")
         _INITIALIZED = True
 
 
