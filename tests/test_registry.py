@@ -143,3 +143,22 @@ def test_params_go_to_whichever_of_constructor_and_inputs_names_them(empty_regis
 def test_testutils_make_zero_d_tensors():
     tu = TestUtils(0)
     assert tu.rand().shape == () and tu.randn().shape == () and tu.randint(high=3).shape == ()
+
+
+def test_update_xfails_adds_failures_drops_passes_and_keeps_hand_written_reasons(tmp_path):
+    import json
+
+    from e2e.configs.update_xfails import update
+
+    write(tmp_path, "A_basic  # hand-written reason\nB_basic  # fixed since\n")
+    results = tmp_path / "results.json"
+    rows = [
+        {"test": "A_basic", "config": "linalg", "outcome": "fail", "signature": "backend | p | x"},
+        {"test": "B_basic", "config": "linalg", "outcome": "pass", "signature": None},
+        {"test": "C_basic", "config": "linalg", "outcome": "crash", "signature": "crash | lower | boom"},
+    ]
+    results.write_text(json.dumps(rows))
+    assert update(results, tmp_path) == {"linalg": (1, 1)}
+    assert (tmp_path / "linalg.txt").read_text() == (
+        "A_basic  # hand-written reason\nC_basic  # crash: crash | lower | boom\n"
+    )
