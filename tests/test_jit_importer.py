@@ -221,3 +221,27 @@ def test_ltc_traces_ops_it_lacks_through_their_decompositions():
     for got, expected in zip(compiled(x, y), LazyDecomposed()(x, y)):
         torch.testing.assert_close(got, expected)
     assert {"hardtanh", "mish", "logical_and", "dot", "floor_divide"} <= set(LAZY_DECOMPOSED_OPS)
+
+
+class Factories(torch.nn.Module):
+    def forward(self, x):
+        return torch.arange(2, 8, dtype=torch.int32) + x, torch.eye(3) * 2, torch.linspace(0, 1, 5) + 1
+
+
+def test_ltc_factories_enter_the_graph_as_constants():
+    x = torch.randint(0, 5, (6,), dtype=torch.int32)
+    compiled = compile_jit_module(Factories(), (x,), frontend="ltc")
+    for got, expected in zip(compiled(x), Factories()(x)):
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got, expected)
+
+
+class Variances(torch.nn.Module):
+    def forward(self, x):
+        return torch.var_mean(x, 1, keepdim=True), torch.var(x, 0, unbiased=False), torch.var(x)
+
+
+def test_ltc_variance_decomposition_matches_native():
+    x = torch.randn(4, 6)
+    compiled = compile_jit_module(Variances(), (x,), frontend="ltc")
+    torch.testing.assert_close(compiled(x), Variances()(x))
