@@ -237,14 +237,15 @@ def pytest_runtest_makereport(item, call):
     if call.when != "call" or not isinstance(item, E2EItem) or item.result is None:
         return
     result = item.result
-    report.user_properties.append(("e2e", result.to_json()))
+    report.user_properties.append(("e2e", result.to_json()))  # for the summary (travels with xdist)
     for key in ("stage", "signature", "ir_path", "repro_path"):
         value = getattr(result, key)
         if value:
-            report.user_properties.append((f"e2e_{key}", value))
+            # item.user_properties reach the teardown report, which --junitxml reads.
+            item.user_properties.append((f"e2e_{key}", value))
     if result.repro_path:
-        # Jenkins/GitLab attachment convention, read from the JUnit system-out.
-        report.sections.append(("Captured stdout call", f"[[ATTACHMENT|{result.repro_path}]]\n"))
+        # The Jenkins/GitLab attachment convention, read from the JUnit system-out.
+        item.add_report_section("call", "stdout", f"[[ATTACHMENT|{result.repro_path}]]\n")
 
 
 _ROWS: list[dict] = []

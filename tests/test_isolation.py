@@ -116,6 +116,7 @@ def test_a_segfaulting_test_leaves_the_others_running_and_reported(tmp_path, wor
         sys.executable, "-m", "pytest", str(suite), "--suite-dir", str(suite), "--config", "linalg",
         "--xfail-dir", str(tmp_path / "xfail"), "--reports-dir", str(tmp_path / "reports"),
         "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "-p", "conftest", "-q", *workers,
+        "--junitxml", str(tmp_path / "junit.xml"),
     ]
     run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     out = run.stdout
@@ -124,3 +125,6 @@ def test_a_segfaulting_test_leaves_the_others_running_and_reported(tmp_path, wor
     assert "ForcedSegfault_basic on linalg: crash in stage `capture`" in out
     assert "killed by SIGSEGV" in out
     assert "broken.py could not be imported" in out
+    junit = (tmp_path / "junit.xml").read_text()
+    assert '<property name="e2e_stage" value="capture"' in junit
+    assert 'name="e2e_signature" value="crash | capture' in junit
