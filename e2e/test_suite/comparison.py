@@ -2,51 +2,36 @@
 
 import torch
 
-from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
+from e2e.framework import TestUtils, annotate_args, export, op_test, op_tests, register_test_case
 
 COMPARISONS = {"Eq": torch.eq, "Ne": torch.ne, "Lt": torch.lt, "Le": torch.le, "Gt": torch.gt, "Ge": torch.ge}
 
 
-class Compare(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, a, b):
-        return self.fn(a, b)
-
-
 # Integers from a small range so that equality actually happens.
-e2e_test(
+op_tests(
+    "CompareTensor",
     inputs=lambda tu: [tu.randint(3, 4, low=0, high=3).float(), tu.randint(3, 4, low=0, high=3).float()],
-    name="CompareTensor",
     dynamic=True,
-    params={f"{op}Float": dict(fn=fn) for op, fn in COMPARISONS.items()},
-)(Compare)
+    fns={f"{op}Float": fn for op, fn in COMPARISONS.items()},
+)
 
-e2e_test(
+op_tests(
+    "CompareBroadcast",
     inputs=lambda tu: [tu.randint(3, 4, low=0, high=3), tu.randint(4, low=0, high=3)],
-    name="CompareBroadcast",
-    params={"EqInt64": dict(fn=torch.eq), "LtInt64": dict(fn=torch.lt), "GeInt64": dict(fn=torch.ge)},
-)(Compare)
+    fns={"EqInt64": torch.eq, "LtInt64": torch.lt, "GeInt64": torch.ge},
+)
 
 
-@e2e_test(
+op_tests(
+    "CompareScalar",
     inputs=lambda tu: [tu.randn(3, 4)],
     dynamic=True,
-    params={
-        "GtZero": dict(fn=lambda x: x > 0.0),
-        "LeHalf": dict(fn=lambda x: x <= 0.5),
-        "NeZero": dict(fn=lambda x: x != 0.0),
+    fns={
+        "GtZero": lambda x: x > 0.0,
+        "LeHalf": lambda x: x <= 0.5,
+        "NeZero": lambda x: x != 0.0,
     },
 )
-class CompareScalar(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 op_test("CompareScalar_EqInt32", lambda x: x == 2, lambda tu: [tu.randint(3, 4, low=0, high=4, dtype=torch.int32)])

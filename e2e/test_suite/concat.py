@@ -2,11 +2,12 @@
 
 import torch
 
-from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
+from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, op_tests, register_test_case
 
 
-@e2e_test(
+e2e_test(
     inputs=lambda tu, shapes, dtype=torch.float32: [tu.randn(*s).to(dtype) for s in shapes],
+    name="Concat",
     params={
         "CatDim0": dict(fn=lambda a, b: torch.cat([a, b]), shapes=[(2, 4), (3, 4)]),
         "CatDim1": dict(fn=lambda a, b: torch.cat([a, b], 1), shapes=[(3, 2), (3, 5)]),
@@ -20,28 +21,15 @@ from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, r
         "Hstack": dict(fn=lambda a, b: torch.hstack([a, b]), shapes=[(3, 2), (3, 4)]),
         "Vstack": dict(fn=lambda a, b: torch.vstack([a, b]), shapes=[(4,), (4,)]),
     },
-)
-class Concat(torch.nn.Module):
-    def __init__(self, fn, shapes, dtype=None):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *xs):
-        return self.fn(*xs)
+)(FunctionModule)
 
 
-@e2e_test(
+op_tests(
+    "ConcatDynamic",
     inputs=lambda tu: [tu.randn(2, 4), tu.randn(3, 4)],
     dynamic=True,
-    params={"Cat": dict(fn=lambda a, b: torch.cat([a, b])), "CatWithItself": dict(fn=lambda a, b: torch.cat([a, b, a]))},
+    fns={"Cat": lambda a, b: torch.cat([a, b]), "CatWithItself": lambda a, b: torch.cat([a, b, a])},
 )
-class ConcatDynamic(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, a, b):
-        return self.fn(a, b)
 
 
 op_test("StackDynamic", lambda a, b: torch.stack([a, b], 1), lambda tu: [tu.randn(3, 4), tu.randn(3, 4)], dynamic=True)

@@ -2,61 +2,49 @@
 
 import torch
 
-from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
+from e2e.framework import TestUtils, annotate_args, export, op_test, op_tests, register_test_case
 
 
 # Constructors whose result is combined with the input, so every test has an argument.
-@e2e_test(
+op_tests(
+    "Construct",
     inputs=lambda tu: [tu.randn(3, 4)],
-    params={
-        "Arange": dict(fn=lambda x: x + torch.arange(4)),
-        "ArangeStartEndStep": dict(fn=lambda x: x * torch.arange(1, 9, 2)),
-        "ArangeFloatStep": dict(fn=lambda x: x + torch.arange(0.0, 1.0, 0.25)),
-        "Full": dict(fn=lambda x: x + torch.full((3, 4), 2.5)),
-        "Zeros": dict(fn=lambda x: torch.zeros(3, 4) + x),
-        "Ones": dict(fn=lambda x: x - torch.ones(1, 4)),
-        "Eye": dict(fn=lambda x: x[:, :3] @ torch.eye(3)),
-        "EyeRectangular": dict(fn=lambda x: x * torch.eye(3, 4)),
-        "Linspace": dict(fn=lambda x: x * torch.linspace(-1.0, 1.0, 4)),
-        "ZerosLike": dict(fn=lambda x: torch.zeros_like(x) + 1.0),
-        "OnesLike": dict(fn=lambda x: torch.ones_like(x) * x),
-        "FullLike": dict(fn=lambda x: torch.full_like(x, 7.0)),
-        "EmptyLikeFilled": dict(fn=lambda x: torch.empty_like(x).fill_(3.0)),
-        "NewZeros": dict(fn=lambda x: x.new_zeros(2, 3)),
-        "NewOnes": dict(fn=lambda x: x.new_ones(4)),
-        "Tril": dict(fn=torch.tril),
-        "TriuDiagonal1": dict(fn=lambda x: torch.triu(x, 1)),
+    fns={
+        "Arange": lambda x: x + torch.arange(4),
+        "ArangeStartEndStep": lambda x: x * torch.arange(1, 9, 2),
+        "ArangeFloatStep": lambda x: x + torch.arange(0.0, 1.0, 0.25),
+        "Full": lambda x: x + torch.full((3, 4), 2.5),
+        "Zeros": lambda x: torch.zeros(3, 4) + x,
+        "Ones": lambda x: x - torch.ones(1, 4),
+        "Eye": lambda x: x[:, :3] @ torch.eye(3),
+        "EyeRectangular": lambda x: x * torch.eye(3, 4),
+        "Linspace": lambda x: x * torch.linspace(-1.0, 1.0, 4),
+        "ZerosLike": lambda x: torch.zeros_like(x) + 1.0,
+        "OnesLike": lambda x: torch.ones_like(x) * x,
+        "FullLike": lambda x: torch.full_like(x, 7.0),
+        "EmptyLikeFilled": lambda x: torch.empty_like(x).fill_(3.0),
+        "NewZeros": lambda x: x.new_zeros(2, 3),
+        "NewOnes": lambda x: x.new_ones(4),
+        "Tril": torch.tril,
+        "TriuDiagonal1": lambda x: torch.triu(x, 1),
     },
 )
-class Construct(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 # Sizes taken from dynamic input dims.
-@e2e_test(
+op_tests(
+    "ConstructDynamic",
     inputs=lambda tu: [tu.randn(3, 5)],
     dynamic=True,
-    params={
-        "ArangeOfDim": dict(fn=lambda x: x + torch.arange(x.shape[1])),
-        "ZerosOfShape": dict(fn=lambda x: torch.zeros(x.shape)),
-        "OnesLike": dict(fn=torch.ones_like),
-        "FullLikeInt64": dict(fn=lambda x: torch.full_like(x, 3, dtype=torch.int64)),
-        "NewFullOfDim": dict(fn=lambda x: x.new_full((x.shape[0], 2), 0.5)),
-        "CausalMaskOfDim": dict(fn=lambda x: torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()),
+    fns={
+        "ArangeOfDim": lambda x: x + torch.arange(x.shape[1]),
+        "ZerosOfShape": lambda x: torch.zeros(x.shape),
+        "OnesLike": torch.ones_like,
+        "FullLikeInt64": lambda x: torch.full_like(x, 3, dtype=torch.int64),
+        "NewFullOfDim": lambda x: x.new_full((x.shape[0], 2), 0.5),
+        "CausalMaskOfDim": lambda x: torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril(),
     },
 )
-class ConstructDynamic(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 op_test("ArangeInt64Output", lambda x: torch.arange(x.shape[0]) * 2, lambda tu: [tu.randn(5)])

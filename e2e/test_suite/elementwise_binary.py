@@ -2,7 +2,7 @@
 
 import torch
 
-from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
+from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, op_tests, register_test_case
 
 BINARY_OPS = {
     "Add": torch.add,
@@ -15,22 +15,13 @@ BINARY_OPS = {
 }
 
 
-class Binary(torch.nn.Module):
-    def __init__(self, fn, **_shapes):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, a, b):
-        return self.fn(a, b)
-
-
 # Same shapes, every dim dynamic.
-e2e_test(
+op_tests(
+    "Binary",
     inputs=lambda tu: [tu.randn(3, 4), tu.rand(3, 4, low=0.5, high=2.0)],
-    name="Binary",
     dynamic=True,
-    params={f"{op}SameShape": dict(fn=fn) for op, fn in BINARY_OPS.items()},
-)(Binary)
+    fns={f"{op}SameShape": fn for op, fn in BINARY_OPS.items()},
+)
 
 # Broadcasting patterns, with the op fixed to add/mul.
 e2e_test(
@@ -42,19 +33,20 @@ e2e_test(
         "MulRank3ByRank2": dict(fn=torch.mul, lhs=(2, 3, 4), rhs=(3, 1)),
         "SubLeadingOnes": dict(fn=torch.sub, lhs=(1, 1, 4), rhs=(2, 3, 4)),
     },
-)(Binary)
+)(FunctionModule)
 
 # Broadcasting where the broadcast dims are dynamic (sizes only known at run time).
-e2e_test(
+op_tests(
+    "BinaryBroadcastDynamic",
     inputs=lambda tu: [tu.randn(2, 3, 4), tu.randn(3, 4)],
-    name="BinaryBroadcastDynamic",
     dynamic=[[-1, -1, -1], [-1, -1]],
-    params={"Add": dict(fn=torch.add), "Mul": dict(fn=torch.mul)},
-)(Binary)
+    fns={"Add": torch.add, "Mul": torch.mul},
+)
 
 
-@e2e_test(
+e2e_test(
     inputs=lambda tu, dtype: [tu.randint(3, 4, low=-8, high=8, dtype=dtype), tu.randint(3, 4, low=1, high=5, dtype=dtype)],
+    name="BinaryInt",
     params={
         "AddInt64": dict(fn=torch.add, dtype=torch.int64),
         "MulInt32": dict(fn=torch.mul, dtype=torch.int32),
@@ -66,28 +58,15 @@ e2e_test(
         "AddUInt8": dict(fn=torch.add, dtype=torch.uint8),
         "MulInt8": dict(fn=torch.mul, dtype=torch.int8),
     },
-)
-class BinaryInt(torch.nn.Module):
-    def __init__(self, fn, dtype):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, a, b):
-        return self.fn(a, b)
+)(FunctionModule)
 
 
-@e2e_test(
+op_tests(
+    "BinaryBool",
     inputs=lambda tu: [tu.bools(3, 4), tu.bools(3, 4)],
-    params={"LogicalAnd": dict(fn=torch.logical_and), "LogicalOr": dict(fn=torch.logical_or),
-            "BitwiseOrBool": dict(fn=torch.bitwise_or), "LogicalXor": dict(fn=torch.logical_xor)},
+    fns={"LogicalAnd": torch.logical_and, "LogicalOr": torch.logical_or,
+         "BitwiseOrBool": torch.bitwise_or, "LogicalXor": torch.logical_xor},
 )
-class BinaryBool(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, a, b):
-        return self.fn(a, b)
 
 
 # TestUtils cannot make 0-d tensors (`tu.randn()` raises), so squeeze a 1-element one.

@@ -3,11 +3,13 @@
 import torch
 import torch.nn.functional as F
 
-from e2e.framework import TestUtils, annotate_args, e2e_test, export, register_test_case
+from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_tests, register_test_case
 
 
-@e2e_test(
+# `fn` goes to FunctionModule; `low`/`high` only set the input range.
+e2e_test(
     inputs=lambda tu, low=-2.0, high=2.0: [tu.rand(3, 4, low=low, high=high)],
+    name="ElementwiseUnary",
     dynamic=True,
     params={
         "Sin": dict(fn=torch.sin),
@@ -32,40 +34,25 @@ from e2e.framework import TestUtils, annotate_args, e2e_test, export, register_t
         "Atan": dict(fn=torch.atan),
         "Asin": dict(fn=torch.asin, low=-0.9, high=0.9),
     },
-)
-class ElementwiseUnary(torch.nn.Module):
-    """`low`/`high` only set the input range."""
-
-    def __init__(self, fn, low=None, high=None):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
+)(FunctionModule)
 
 
-@e2e_test(
+op_tests(
+    "Activation",
     inputs=lambda tu: [tu.randn(2, 3, 4)],
-    params={
-        "Relu": dict(fn=torch.relu),
-        "Sigmoid": dict(fn=torch.sigmoid),
-        "Silu": dict(fn=F.silu),
-        "GeluTanh": dict(fn=lambda x: F.gelu(x, approximate="tanh")),
-        "LeakyRelu": dict(fn=lambda x: F.leaky_relu(x, 0.1)),
-        "Elu": dict(fn=F.elu),
-        "Softplus": dict(fn=F.softplus),
-        "Hardtanh": dict(fn=lambda x: F.hardtanh(x, -0.5, 0.5)),
-        "Hardswish": dict(fn=F.hardswish),
-        "Mish": dict(fn=F.mish),
+    fns={
+        "Relu": torch.relu,
+        "Sigmoid": torch.sigmoid,
+        "Silu": F.silu,
+        "GeluTanh": lambda x: F.gelu(x, approximate="tanh"),
+        "LeakyRelu": lambda x: F.leaky_relu(x, 0.1),
+        "Elu": F.elu,
+        "Softplus": F.softplus,
+        "Hardtanh": lambda x: F.hardtanh(x, -0.5, 0.5),
+        "Hardswish": F.hardswish,
+        "Mish": F.mish,
     },
 )
-class Activation(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 @e2e_test(
@@ -87,8 +74,9 @@ class Clamp(torch.nn.Module):
 
 
 # Integer, bool and reduced/extended-precision float inputs.
-@e2e_test(
+e2e_test(
     inputs=lambda tu, make: [make(tu)],
+    name="UnaryTyped",
     params={
         "AbsInt64": dict(fn=torch.abs, make=lambda tu: tu.randint(3, 4, low=-10, high=10)),
         "NegInt32": dict(fn=torch.neg, make=lambda tu: tu.randint(3, 4, low=-10, high=10, dtype=torch.int32)),
@@ -100,14 +88,7 @@ class Clamp(torch.nn.Module):
         "SigmoidBFloat16": dict(fn=torch.sigmoid, make=lambda tu: tu.randn(3, 4, dtype=torch.bfloat16)),
         "ReluInt64": dict(fn=torch.relu, make=lambda tu: tu.randint(3, 4, low=-10, high=10)),
     },
-)
-class UnaryTyped(torch.nn.Module):
-    def __init__(self, fn, make):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
+)(FunctionModule)
 
 
 @e2e_test(inputs=lambda tu: [torch.cat([tu.randn(2, 4), tu.nans(1, 4)])])

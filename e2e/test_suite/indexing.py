@@ -2,55 +2,44 @@
 
 import torch
 
-from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
+from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, op_tests, register_test_case
 
 
-@e2e_test(
+op_tests(
+    "Slice",
     inputs=lambda tu: [tu.randn(4, 6, 5)],
-    params={
-        "SliceRange": dict(fn=lambda x: x[1:3]),
-        "SliceStep2": dict(fn=lambda x: x[:, ::2]),
-        "SliceNegativeBounds": dict(fn=lambda x: x[:, -4:-1]),
-        "SliceLastDim": dict(fn=lambda x: x[..., 1:4]),
-        "SliceMultipleDims": dict(fn=lambda x: x[1:, 2:5, :3]),
-        "SelectInt": dict(fn=lambda x: x[2]),
-        "SelectNegative": dict(fn=lambda x: x[:, -1]),
-        "SelectThenSlice": dict(fn=lambda x: x[1, 2:, 0]),
-        "NoneIndexInsertsDim": dict(fn=lambda x: x[:, None, 1]),
+    fns={
+        "SliceRange": lambda x: x[1:3],
+        "SliceStep2": lambda x: x[:, ::2],
+        "SliceNegativeBounds": lambda x: x[:, -4:-1],
+        "SliceLastDim": lambda x: x[..., 1:4],
+        "SliceMultipleDims": lambda x: x[1:, 2:5, :3],
+        "SelectInt": lambda x: x[2],
+        "SelectNegative": lambda x: x[:, -1],
+        "SelectThenSlice": lambda x: x[1, 2:, 0],
+        "NoneIndexInsertsDim": lambda x: x[:, None, 1],
     },
 )
-class Slice(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
-@e2e_test(
+op_tests(
+    "SliceDynamic",
     inputs=lambda tu: [tu.randn(6, 5)],
     dynamic=True,
-    params={
-        "SliceRange": dict(fn=lambda x: x[1:3]),
-        "SliceToEnd": dict(fn=lambda x: x[:, 2:]),
-        "SliceStep2": dict(fn=lambda x: x[::2]),
-        "Select": dict(fn=lambda x: x[:, 1]),
-        "SliceUsingSize": dict(fn=lambda x: x[: x.shape[0] // 2]),
+    fns={
+        "SliceRange": lambda x: x[1:3],
+        "SliceToEnd": lambda x: x[:, 2:],
+        "SliceStep2": lambda x: x[::2],
+        "Select": lambda x: x[:, 1],
+        "SliceUsingSize": lambda x: x[: x.shape[0] // 2],
     },
 )
-class SliceDynamic(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 # Tensor indices as inputs: int64 (and int32 where torch allows it).
-@e2e_test(
+e2e_test(
     inputs=lambda tu, index: [tu.randn(5, 6), index(tu)],
+    name="IndexWithTensor",
     params={
         "IndexSelectDim0": dict(fn=lambda x, i: torch.index_select(x, 0, i), index=lambda tu: tu.randint(3, high=5)),
         "IndexSelectDim1Int32": dict(fn=lambda x, i: torch.index_select(x, 1, i), index=lambda tu: tu.randint(4, high=6, dtype=torch.int32)),
@@ -61,14 +50,7 @@ class SliceDynamic(torch.nn.Module):
         "AdvancedIndexColumns": dict(fn=lambda x, i: x[:, i], index=lambda tu: tu.randint(2, 3, high=6)),
         "AdvancedIndexNegative": dict(fn=lambda x, i: x[i], index=lambda tu: tu.randint(3, low=-5, high=0)),
     },
-)
-class IndexWithTensor(torch.nn.Module):
-    def __init__(self, fn, index):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x, i):
-        return self.fn(x, i)
+)(FunctionModule)
 
 
 op_test("AdvancedIndexTwoTensors", lambda x, i, j: x[i, j], lambda tu: [tu.randn(5, 6), tu.randint(4, high=5), tu.randint(4, high=6)])

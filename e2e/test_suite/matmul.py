@@ -3,11 +3,12 @@
 import torch
 import torch.nn.functional as F
 
-from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
+from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
 
 
-@e2e_test(
+e2e_test(
     inputs=lambda tu, lhs, rhs: [tu.randn(*lhs), tu.randn(*rhs)],
+    name="MatmulOp",
     dynamic=True,
     params={
         "Mm": dict(fn=torch.mm, lhs=(3, 4), rhs=(4, 5)),
@@ -19,14 +20,7 @@ from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, r
         "Matmul2d3d": dict(fn=torch.matmul, lhs=(3, 4), rhs=(2, 4, 5)),
         "Matmul4dBroadcastBatch": dict(fn=torch.matmul, lhs=(2, 1, 3, 4), rhs=(1, 3, 4, 5)),
     },
-)
-class MatmulOp(torch.nn.Module):
-    def __init__(self, fn, lhs, rhs):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, a, b):
-        return self.fn(a, b)
+)(FunctionModule)
 
 
 @e2e_test(

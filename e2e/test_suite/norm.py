@@ -39,23 +39,16 @@ class Norm(torch.nn.Module):
         return self.norm(x)
 
 
-@e2e_test(
+e2e_test(
     inputs=lambda tu, shape: [tu.randn(*shape)],
+    name="NormDynamic",
     dynamic=True,
     params={
         "LayerNorm": dict(make=lambda: torch.nn.LayerNorm(8), shape=(3, 5, 8)),
         "BatchNorm2d": dict(make=lambda: _with_running_stats(torch.nn.BatchNorm2d(3)), shape=(2, 3, 4, 4)),
         "GroupNorm": dict(make=lambda: torch.nn.GroupNorm(2, 4), shape=(2, 4, 3, 3)),
     },
-)
-class NormDynamic(torch.nn.Module):
-    def __init__(self, make, shape):
-        super().__init__()
-        self.norm = make()
-        self.eval()
-
-    def forward(self, x):
-        return self.norm(x)
+)(Norm)
 
 
 op_test("Normalize_Dim1", lambda x: F.normalize(x, dim=1), lambda tu: [tu.randn(3, 6)])

@@ -3,52 +3,40 @@
 import torch
 import torch.nn.functional as F
 
-from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
+from e2e.framework import TestUtils, annotate_args, export, op_test, op_tests, register_test_case
 
 
-@e2e_test(
+op_tests(
+    "Pool",
     inputs=lambda tu: [tu.randn(1, 3, 8, 8)],
-    params={
-        "MaxPool2d_Kernel2": dict(fn=lambda x: F.max_pool2d(x, 2)),
-        "MaxPool2d_Kernel3Stride2Padding1": dict(fn=lambda x: F.max_pool2d(x, 3, stride=2, padding=1)),
-        "MaxPool2d_CeilMode": dict(fn=lambda x: F.max_pool2d(x, 3, stride=2, ceil_mode=True)),
-        "MaxPool2d_Dilation2": dict(fn=lambda x: F.max_pool2d(x, 2, dilation=2)),
-        "MaxPool2d_WithIndices": dict(fn=lambda x: F.max_pool2d(x, 2, return_indices=True)),
-        "AvgPool2d_Kernel2": dict(fn=lambda x: F.avg_pool2d(x, 2)),
-        "AvgPool2d_Padding1": dict(fn=lambda x: F.avg_pool2d(x, 3, stride=2, padding=1)),
-        "AvgPool2d_ExcludePad": dict(fn=lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False)),
-        "AvgPool2d_CeilMode": dict(fn=lambda x: F.avg_pool2d(x, 3, stride=2, ceil_mode=True)),
-        "AdaptiveAvgPool2d_1x1": dict(fn=lambda x: F.adaptive_avg_pool2d(x, 1)),
-        "AdaptiveAvgPool2d_2x2": dict(fn=lambda x: F.adaptive_avg_pool2d(x, (2, 2))),
-        "AdaptiveAvgPool2d_3x3NonDivisible": dict(fn=lambda x: F.adaptive_avg_pool2d(x, 3)),
-        "AdaptiveMaxPool2d_2x2": dict(fn=lambda x: F.adaptive_max_pool2d(x, 2)),
+    fns={
+        "MaxPool2d_Kernel2": lambda x: F.max_pool2d(x, 2),
+        "MaxPool2d_Kernel3Stride2Padding1": lambda x: F.max_pool2d(x, 3, stride=2, padding=1),
+        "MaxPool2d_CeilMode": lambda x: F.max_pool2d(x, 3, stride=2, ceil_mode=True),
+        "MaxPool2d_Dilation2": lambda x: F.max_pool2d(x, 2, dilation=2),
+        "MaxPool2d_WithIndices": lambda x: F.max_pool2d(x, 2, return_indices=True),
+        "AvgPool2d_Kernel2": lambda x: F.avg_pool2d(x, 2),
+        "AvgPool2d_Padding1": lambda x: F.avg_pool2d(x, 3, stride=2, padding=1),
+        "AvgPool2d_ExcludePad": lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, count_include_pad=False),
+        "AvgPool2d_CeilMode": lambda x: F.avg_pool2d(x, 3, stride=2, ceil_mode=True),
+        "AdaptiveAvgPool2d_1x1": lambda x: F.adaptive_avg_pool2d(x, 1),
+        "AdaptiveAvgPool2d_2x2": lambda x: F.adaptive_avg_pool2d(x, (2, 2)),
+        "AdaptiveAvgPool2d_3x3NonDivisible": lambda x: F.adaptive_avg_pool2d(x, 3),
+        "AdaptiveMaxPool2d_2x2": lambda x: F.adaptive_max_pool2d(x, 2),
     },
 )
-class Pool(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
-@e2e_test(
+op_tests(
+    "PoolDynamic",
     inputs=lambda tu: [tu.randn(2, 3, 8, 8)],
     dynamic=[[-1, 3, -1, -1]],
-    params={
-        "MaxPool2d": dict(fn=lambda x: F.max_pool2d(x, 2)),
-        "AvgPool2d": dict(fn=lambda x: F.avg_pool2d(x, 2)),
-        "GlobalAvgPool": dict(fn=lambda x: F.adaptive_avg_pool2d(x, 1)),
+    fns={
+        "MaxPool2d": lambda x: F.max_pool2d(x, 2),
+        "AvgPool2d": lambda x: F.avg_pool2d(x, 2),
+        "GlobalAvgPool": lambda x: F.adaptive_avg_pool2d(x, 1),
     },
 )
-class PoolDynamic(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 op_test("MaxPool1d_Kernel2", lambda x: F.max_pool1d(x, 2), lambda tu: [tu.randn(2, 3, 10)])

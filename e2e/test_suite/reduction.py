@@ -2,64 +2,53 @@
 
 import torch
 
-from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
+from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, op_tests, register_test_case
 
 
-@e2e_test(
+op_tests(
+    "Reduce",
     inputs=lambda tu: [tu.randn(3, 4, 5)],
     dynamic=True,
-    params={
-        "SumAll": dict(fn=torch.sum),
-        "SumDim": dict(fn=lambda x: torch.sum(x, 1)),
-        "SumDimKeepdim": dict(fn=lambda x: torch.sum(x, 1, keepdim=True)),
-        "SumDims": dict(fn=lambda x: torch.sum(x, (0, 2))),
-        "SumNegativeDim": dict(fn=lambda x: torch.sum(x, -1)),
-        "MeanAll": dict(fn=torch.mean),
-        "MeanDimKeepdim": dict(fn=lambda x: torch.mean(x, -1, keepdim=True)),
-        "AmaxDim": dict(fn=lambda x: torch.amax(x, 2)),
-        "AminDims": dict(fn=lambda x: torch.amin(x, (0, 1))),
-        "ProdDim": dict(fn=lambda x: torch.prod(x, 1)),
-        "MaxAll": dict(fn=torch.max),
-        "MaxDim": dict(fn=lambda x: torch.max(x, 1)),
-        "MinDimKeepdim": dict(fn=lambda x: torch.min(x, 0, keepdim=True)),
-        "Argmax": dict(fn=lambda x: torch.argmax(x, 2)),
-        "ArgminKeepdim": dict(fn=lambda x: torch.argmin(x, 1, keepdim=True)),
+    fns={
+        "SumAll": torch.sum,
+        "SumDim": lambda x: torch.sum(x, 1),
+        "SumDimKeepdim": lambda x: torch.sum(x, 1, keepdim=True),
+        "SumDims": lambda x: torch.sum(x, (0, 2)),
+        "SumNegativeDim": lambda x: torch.sum(x, -1),
+        "MeanAll": torch.mean,
+        "MeanDimKeepdim": lambda x: torch.mean(x, -1, keepdim=True),
+        "AmaxDim": lambda x: torch.amax(x, 2),
+        "AminDims": lambda x: torch.amin(x, (0, 1)),
+        "ProdDim": lambda x: torch.prod(x, 1),
+        "MaxAll": torch.max,
+        "MaxDim": lambda x: torch.max(x, 1),
+        "MinDimKeepdim": lambda x: torch.min(x, 0, keepdim=True),
+        "Argmax": lambda x: torch.argmax(x, 2),
+        "ArgminKeepdim": lambda x: torch.argmin(x, 1, keepdim=True),
     },
 )
-class Reduce(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
-@e2e_test(
+op_tests(
+    "Statistic",
     inputs=lambda tu: [tu.randn(4, 6)],
-    params={
-        "VarDim": dict(fn=lambda x: torch.var(x, 1)),
-        "VarUnbiasedFalse": dict(fn=lambda x: torch.var(x, 0, unbiased=False)),
-        "StdAll": dict(fn=torch.std),
-        "VarMeanDim": dict(fn=lambda x: torch.var_mean(x, 1, keepdim=True)),
-        "VectorNormL2": dict(fn=lambda x: torch.linalg.vector_norm(x, 2, dim=1)),
-        "VectorNormL1": dict(fn=lambda x: torch.linalg.vector_norm(x, 1, dim=0)),
-        "NormFrobenius": dict(fn=lambda x: torch.norm(x)),
-        "Logsumexp": dict(fn=lambda x: torch.logsumexp(x, 1)),
-        "Cumsum": dict(fn=lambda x: torch.cumsum(x, 1)),
+    fns={
+        "VarDim": lambda x: torch.var(x, 1),
+        "VarUnbiasedFalse": lambda x: torch.var(x, 0, unbiased=False),
+        "StdAll": torch.std,
+        "VarMeanDim": lambda x: torch.var_mean(x, 1, keepdim=True),
+        "VectorNormL2": lambda x: torch.linalg.vector_norm(x, 2, dim=1),
+        "VectorNormL1": lambda x: torch.linalg.vector_norm(x, 1, dim=0),
+        "NormFrobenius": lambda x: torch.norm(x),
+        "Logsumexp": lambda x: torch.logsumexp(x, 1),
+        "Cumsum": lambda x: torch.cumsum(x, 1),
     },
 )
-class Statistic(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
-@e2e_test(
+e2e_test(
     inputs=lambda tu, make: [make(tu)],
+    name="ReduceTyped",
     params={
         "SumInt64": dict(fn=lambda x: torch.sum(x, 1), make=lambda tu: tu.randint(3, 4, low=-5, high=5)),
         "SumInt32ToInt64": dict(fn=lambda x: torch.sum(x), make=lambda tu: tu.randint(3, 4, high=5, dtype=torch.int32)),
@@ -72,14 +61,7 @@ class Statistic(torch.nn.Module):
         "AnyAllBool": dict(fn=torch.any, make=lambda tu: tu.bools(3, 4)),
         "CountNonzero": dict(fn=lambda x: torch.count_nonzero(x, 1), make=lambda tu: tu.randint(3, 4, low=0, high=2)),
     },
-)
-class ReduceTyped(torch.nn.Module):
-    def __init__(self, fn, make):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
+)(FunctionModule)
 
 
 # Reducing dynamic dims down to nothing keeps the static ones.

@@ -2,79 +2,61 @@
 
 import torch
 
-from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
+from e2e.framework import TestUtils, annotate_args, export, op_test, op_tests, register_test_case
 
 
-@e2e_test(
+op_tests(
+    "Shape",
     inputs=lambda tu: [tu.randn(2, 3, 4)],
-    params={
-        "Reshape2d": dict(fn=lambda x: x.reshape(6, 4)),
-        "ReshapeInferred": dict(fn=lambda x: x.reshape(-1, 2)),
-        "ViewFlat": dict(fn=lambda x: x.view(24)),
-        "ViewSplitDim": dict(fn=lambda x: x.view(2, 3, 2, 2)),
-        "Permute": dict(fn=lambda x: x.permute(2, 0, 1)),
-        "Transpose01": dict(fn=lambda x: x.transpose(0, 1)),
-        "TransposeNegative": dict(fn=lambda x: x.transpose(-1, -2)),
-        "Unsqueeze0": dict(fn=lambda x: x.unsqueeze(0)),
-        "UnsqueezeLast": dict(fn=lambda x: x.unsqueeze(-1)),
-        "Flatten": dict(fn=torch.flatten),
-        "FlattenStart1": dict(fn=lambda x: torch.flatten(x, 1)),
-        "Unflatten": dict(fn=lambda x: x.unflatten(2, (2, 2))),
-        "Expand": dict(fn=lambda x: x[:, :1, :].expand(2, 5, 4)),
-        "Repeat": dict(fn=lambda x: x.repeat(1, 2, 1)),
-        "Movedim": dict(fn=lambda x: torch.movedim(x, 0, -1)),
-        "TransposeThenReshape": dict(fn=lambda x: x.transpose(1, 2).reshape(2, 12)),
-        "Narrow": dict(fn=lambda x: x.narrow(2, 1, 2)),
+    fns={
+        "Reshape2d": lambda x: x.reshape(6, 4),
+        "ReshapeInferred": lambda x: x.reshape(-1, 2),
+        "ViewFlat": lambda x: x.view(24),
+        "ViewSplitDim": lambda x: x.view(2, 3, 2, 2),
+        "Permute": lambda x: x.permute(2, 0, 1),
+        "Transpose01": lambda x: x.transpose(0, 1),
+        "TransposeNegative": lambda x: x.transpose(-1, -2),
+        "Unsqueeze0": lambda x: x.unsqueeze(0),
+        "UnsqueezeLast": lambda x: x.unsqueeze(-1),
+        "Flatten": torch.flatten,
+        "FlattenStart1": lambda x: torch.flatten(x, 1),
+        "Unflatten": lambda x: x.unflatten(2, (2, 2)),
+        "Expand": lambda x: x[:, :1, :].expand(2, 5, 4),
+        "Repeat": lambda x: x.repeat(1, 2, 1),
+        "Movedim": lambda x: torch.movedim(x, 0, -1),
+        "TransposeThenReshape": lambda x: x.transpose(1, 2).reshape(2, 12),
+        "Narrow": lambda x: x.narrow(2, 1, 2),
     },
 )
-class Shape(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
-@e2e_test(
+op_tests(
+    "Squeeze",
     inputs=lambda tu: [tu.randn(3, 1, 4, 1)],
-    params={
-        "SqueezeAll": dict(fn=torch.squeeze),
-        "SqueezeDim": dict(fn=lambda x: x.squeeze(1)),
-        "SqueezeDims": dict(fn=lambda x: x.squeeze((1, 3))),
-        "SqueezeNonUnitDimIsNoop": dict(fn=lambda x: x.squeeze(0)),
+    fns={
+        "SqueezeAll": torch.squeeze,
+        "SqueezeDim": lambda x: x.squeeze(1),
+        "SqueezeDims": lambda x: x.squeeze((1, 3)),
+        "SqueezeNonUnitDimIsNoop": lambda x: x.squeeze(0),
     },
 )
-class Squeeze(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 # Dynamic dims: the reshape target must be computed from the run-time sizes.
-@e2e_test(
+op_tests(
+    "ShapeDynamic",
     inputs=lambda tu: [tu.randn(3, 4, 6)],
     dynamic=True,
-    params={
-        "ViewMergeLeading": dict(fn=lambda x: x.view(-1, x.shape[2])),
-        "ReshapeSplitLast": dict(fn=lambda x: x.reshape(x.shape[0], x.shape[1], 2, -1)),
-        "Permute": dict(fn=lambda x: x.permute(1, 2, 0)),
-        "FlattenAll": dict(fn=torch.flatten),
-        "Unsqueeze": dict(fn=lambda x: x.unsqueeze(1)),
-        "ExpandNewDim": dict(fn=lambda x: x.unsqueeze(0).expand(2, -1, -1, -1)),
-        "TransposeContiguous": dict(fn=lambda x: x.transpose(0, 2).contiguous()),
+    fns={
+        "ViewMergeLeading": lambda x: x.view(-1, x.shape[2]),
+        "ReshapeSplitLast": lambda x: x.reshape(x.shape[0], x.shape[1], 2, -1),
+        "Permute": lambda x: x.permute(1, 2, 0),
+        "FlattenAll": torch.flatten,
+        "Unsqueeze": lambda x: x.unsqueeze(1),
+        "ExpandNewDim": lambda x: x.unsqueeze(0).expand(2, -1, -1, -1),
+        "TransposeContiguous": lambda x: x.transpose(0, 2).contiguous(),
     },
 )
-class ShapeDynamic(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 op_test("ExpandAs", lambda x, y: x.expand_as(y), lambda tu: [tu.randn(3, 1), tu.randn(3, 4)])

@@ -3,11 +3,12 @@
 import torch
 import torch.nn.functional as F
 
-from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
+from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, op_tests, register_test_case
 
 
-@e2e_test(
+e2e_test(
     inputs=lambda tu, scale=1.0: [tu.randn(2, 3, 5) * scale],
+    name="Softmax",
     params={
         "SoftmaxLastDim": dict(fn=lambda x: F.softmax(x, -1)),
         "SoftmaxDim0": dict(fn=lambda x: F.softmax(x, 0)),
@@ -19,29 +20,16 @@ from e2e.framework import TestUtils, annotate_args, e2e_test, export, op_test, r
         "SoftminLastDim": dict(fn=lambda x: F.softmin(x, -1)),
         "SoftmaxDtypeFloat64": dict(fn=lambda x: F.softmax(x, -1, dtype=torch.float64)),
     },
-)
-class Softmax(torch.nn.Module):
-    def __init__(self, fn, scale=None):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
+)(FunctionModule)
 
 
-@e2e_test(
+op_tests(
+    "SoftmaxDynamic",
     inputs=lambda tu: [tu.randn(3, 7)],
     dynamic=True,
-    params={"Softmax": dict(fn=lambda x: F.softmax(x, -1)), "LogSoftmax": dict(fn=lambda x: F.log_softmax(x, -1)),
-            "SoftmaxDim0": dict(fn=lambda x: F.softmax(x, 0))},
+    fns={"Softmax": lambda x: F.softmax(x, -1), "LogSoftmax": lambda x: F.log_softmax(x, -1),
+         "SoftmaxDim0": lambda x: F.softmax(x, 0)},
 )
-class SoftmaxDynamic(torch.nn.Module):
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
 
 
 op_test("SoftmaxFloat16", lambda x: F.softmax(x, -1), lambda tu: [tu.randn(3, 5, dtype=torch.float16)])

@@ -31,8 +31,9 @@ class ToDtype(torch.nn.Module):
         return x.to(self.dtype)
 
 
-@e2e_test(
+e2e_test(
     inputs=lambda tu, make: [make(tu)],
+    name="Convert",
     params={
         "Int64ToFloat32": dict(dtype=torch.float32, make=lambda tu: tu.randint(3, 4, low=-100, high=100)),
         "Int32ToInt64": dict(dtype=torch.int64, make=lambda tu: tu.randint(3, 4, low=-100, high=100, dtype=torch.int32)),
@@ -46,14 +47,7 @@ class ToDtype(torch.nn.Module):
         "UInt8ToFloat32": dict(dtype=torch.float32, make=lambda tu: tu.randint(3, 4, low=0, high=255, dtype=torch.uint8)),
         "Int8ToInt64": dict(dtype=torch.int64, make=lambda tu: tu.randint(3, 4, low=-128, high=127, dtype=torch.int8)),
     },
-)
-class Convert(torch.nn.Module):
-    def __init__(self, dtype, make):
-        super().__init__()
-        self.dtype = dtype
-
-    def forward(self, x):
-        return x.to(self.dtype)
+)(ToDtype)
 
 
 op_test("ToDtypeDynamic_Float32ToInt64", lambda x: x.to(torch.int64), lambda tu: [tu.rand(3, 4, low=-3.0, high=3.0)], dynamic=True)
