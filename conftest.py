@@ -73,7 +73,17 @@ def pytest_configure(config):
             config.getoption("reduce_xfailed"),
         )
         config.pluginmanager.register(plugin, "e2e-reducer")
-        plugin.clear_stale_bundles(config)
+        if _runs_the_suite(config):  # `pytest tests` must not wipe the bundles of a suite run
+            plugin.clear_stale_bundles(config)
+
+
+def _runs_the_suite(config) -> bool:
+    suite = Path(config.getoption("suite_dir")).resolve()
+    for arg in config.args:
+        path = Path(arg.split("::")[0]).resolve()
+        if path == suite or suite.is_relative_to(path) or path.is_relative_to(suite):
+            return True
+    return False
 
 
 def selected_configs(config) -> list[str]:

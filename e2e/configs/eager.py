@@ -11,7 +11,8 @@ import copy
 from dataclasses import dataclass, field
 
 from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager
-from compiler.stages import Snapshots, StageError
+from compiler import compile_torch_backend_ir, pipelines
+from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
 from e2e.framework.trace import Trace, TraceItem, clone_tree
 
 
@@ -19,6 +20,7 @@ from e2e.framework.trace import Trace, TraceItem, clone_tree
 class EagerProgram:
     session: EagerSession
     module: object
+    snapshots: Snapshots
     notes: list[str] = field(default_factory=list)
 
 
@@ -30,7 +32,7 @@ class EagerConfig:
     def compile(self, prepared, snapshots: Snapshots) -> EagerProgram:
         # Nothing to compile ahead: ops are compiled as they are dispatched.
         session = EagerSession(self.backend)
-        return EagerProgram(session, to_eager(copy.deepcopy(prepared.module), session))
+        return EagerProgram(session, to_eager(copy.deepcopy(prepared.module), session), snapshots)
 
     def run(self, program: EagerProgram, golden: Trace) -> Trace:
         trace = []
@@ -41,15 +43,43 @@ class EagerConfig:
                 trace.append(TraceItem(item.method, item.inputs, from_eager(outputs)))
         fallbacks = program.session.report.fallbacks
         if fallbacks:
-            first = fallbacks[0]
-            raise StageError(
-                first.stage,
-                f"{first.op} fell back to PyTorch: {first.message}",
-                failing_pass=first.failing_pass,
-                diagnostics=[f.describe() for f in fallbacks],
-                input_ir=first.failing_ir or first.torch_ir,
-            )
+            raise self._fallback_error(fallbacks, program.snapshots)
         return trace
+
+    def _fallback_error(self, fallbacks, snapshots: Snapshots) -> StageError:
+        """The first fallback as a failure, its single op recompiled stage by stage.
+
+        The replay writes that op's stage snapshots where every config writes them,
+        so the failure reads and reduces like one of an FX config.
+        """
+        first = fallbacks[0]
+        summary = [f"{first.op} fell back to PyTorch", *(f.describe() for f in fallbacks)]
+        replayed = _replay(first.torch_ir, self.backend, snapshots) if first.torch_ir else None
+        if replayed is not None:
+            return StageError(
+                replayed.stage,
+                replayed.message,
+                failing_pass=replayed.failing_pass,
+                diagnostics=[replayed.message, *summary],
+                input_ir=replayed.input_ir,
+            )
+        return StageError(
+            first.stage,
+            f"{first.op} fell back to PyTorch: {first.message}",
+            failing_pass=first.failing_pass,
+            diagnostics=summary,
+            input_ir=first.failing_ir or first.torch_ir,
+        )
+
+
+def _replay(torch_ir: str, backend: str, snapshots: Snapshots) -> StageError | None:
+    try:
+        module = parse_module(torch_ir)
+        run_stage(module, "torch-backend", pipelines.FX_TO_TORCH_BACKEND, snapshots)
+        compile_torch_backend_ir(module_text(module), backend, snapshots=snapshots).close()
+    except StageError as error:
+        return error
+    return None
 
 
 CONFIG = EagerConfig()
