@@ -115,3 +115,7 @@ def test_reproducer_resource_joins_existing_resources():
     from compiler.stages import parse_module
 
     parse_module(joined)
+
+
+def test_an_empty_shape_is_not_mistaken_for_an_address():
+    assert "tensor<Nxf32>" in normalize("'tensor.cast' op operand type 'tensor<0xf32>' is bad")

@@ -14,7 +14,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r'loc\((?:"[^"]*"|[^()]|\([^()]*\))*\)'), "loc"),  # loc("f.py":3:0), loc(fused[...])
     (re.compile(r'"[^"\s]*":\d+:\d+:?'), ""),  # "-":12:10:
     (re.compile(r"(?:/[\w.+-]+)+(?::\d+)*"), "<path>"),
-    (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
+    (re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "<addr>"),  # not `tensor<0xf32>`
     (re.compile(r"%[\w.#-]+"), "%v"),  # SSA names
     (re.compile(r"\^bb\d+"), "^bb"),
     (re.compile(r"(?<![\w.])\d+(?=x)"), "N"),  # the leading size of 3x4xf32
