@@ -16,7 +16,6 @@ resolve `prim::GetAttr`.
 
 from __future__ import annotations
 
-import math
 import struct
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -26,7 +25,14 @@ import torch
 from torch_mlir import ir
 import torch_mlir.dialects._torch_ops_gen as _torch_ops
 
-from compiler.refbackend import DTYPES
+from compiler.frontends.jit_types import (
+    builtin_tensor_type,
+    element_type,
+    float_literal,
+    mlir_type,
+    string_literal,
+    value_tensor_type,
+)
 from compiler.stages import StageError, new_context, parse_module
 
 __all__ = ["ConstantInput", "ImportedGraph", "TensorArg", "import_graph", "torch_dialect_ops"]
@@ -106,81 +112,6 @@ def import_graph(
     return ImportedGraph(module, sorted(set(emitter.unknown_ops)))
 
 
-# --- types ---------------------------------------------------------------------------
-
-_SCALAR_TYPES = {
-    "IntType": "int",
-    "SymIntType": "int",
-    "ScalarTypeType": "int",
-    "LayoutType": "int",
-    "MemoryFormatType": "int",
-    "FloatType": "float",
-    "SymFloatType": "float",
-    "BoolType": "bool",
-    "SymBoolType": "bool",
-    "StringType": "str",
-    "NoneType": "none",
-    "DeviceObjType": "Device",
-    "NumberType": "number",
-    "GeneratorType": "Generator",
-    "AnyType": "any",
-    "TensorType": "tensor",
-}
-
-
-def _type_body(jit_type: torch._C.JitType) -> str:
-    """The torch-dialect type without its `!torch.` prefix (as nested in list<...>)."""
-    kind = jit_type.kind()
-    if kind in _SCALAR_TYPES:
-        return _SCALAR_TYPES[kind]
-    if kind == "ListType":
-        return f"list<{_type_body(jit_type.getElementType())}>"
-    if kind == "OptionalType":
-        return f"optional<{_type_body(jit_type.getElementType())}>"
-    if kind == "TupleType":
-        return "tuple<" + ", ".join(_type_body(t) for t in jit_type.elements()) + ">"
-    if kind == "UnionType":
-        return "union<" + ", ".join(_type_body(t) for t in jit_type.containedTypes()) + ">"
-    if kind == "DictType":
-        return f"dict<{_type_body(jit_type.getKeyType())}, {_type_body(jit_type.getValueType())}>"
-    raise StageError("import", f"JIT type {jit_type} ({kind}) has no torch-dialect equivalent")
-
-
-def mlir_type(jit_type: torch._C.JitType) -> str:
-    return "!torch." + _type_body(jit_type)
-
-
-def value_tensor_type(shape: Sequence[int], dtype: torch.dtype) -> str:
-    dims = ",".join("?" if d < 0 else str(d) for d in shape)
-    return f"!torch.vtensor<[{dims}],{_element_type(dtype)}>"
-
-
-def _element_type(dtype: torch.dtype) -> str:
-    if dtype not in DTYPES:
-        raise StageError("import", f"no torch-dialect element type for {dtype}")
-    return DTYPES[dtype].mlir
-
-
-def _builtin_tensor_type(shape: Sequence[int], dtype: torch.dtype) -> str:
-    return "tensor<" + "".join(f"{d}x" for d in shape) + _element_type(dtype) + ">"
-
-
-def _string_literal(text: str) -> str:
-    escaped = "".join(
-        ch if 32 <= ord(ch) < 127 and ch not in '"\\' else "".join(f"\\{b:02X}" for b in ch.encode())
-        for ch in text
-    )
-    return f'"{escaped}"'
-
-
-def _float_literal(value: float) -> str:
-    if math.isfinite(value):
-        text = repr(float(value))  # MLIR wants a '.' in a float literal: 1e-05 -> 1.0e-05
-        mantissa, e, exponent = text.partition("e")
-        return (mantissa if "." in mantissa else mantissa + ".0") + e + exponent
-    return "0x" + struct.pack(">d", value).hex().upper()  # nan/inf as bit patterns
-
-
 # --- the emitter ---------------------------------------------------------------------
 
 
@@ -239,7 +170,7 @@ class _Emitter:
             line += f" {{{attributes}}}"
         line += f" : ({operand_types}) -> {result_text}"
         if location:
-            line += f" loc({_string_literal(location)})"
+            line += f" loc({string_literal(location)})"
         self.emit(line)
         for result, result_type in zip(results, result_types):
             self.types[result] = result_type
@@ -311,9 +242,9 @@ class _Emitter:
             elif kind == "TupleType":
                 elements = [mlir_type(t) for t in value.type().elements()]
                 unpacked = self.op("torch.prim.TupleUnpack", [self.use(value)], elements)
-                for element_ssa, element_type in zip(unpacked, value.type().elements()):
-                    if element_type.kind() != "TensorType":
-                        raise StageError("import", f"a graph output holds a {element_type}, not a tensor")
+                for jit_element in value.type().elements():
+                    if jit_element.kind() != "TensorType":
+                        raise StageError("import", f"a graph output holds a {jit_element}, not a tensor")
                 flat.extend(unpacked)
             elif kind == "TensorType":
                 flat.append(self.use(value))
@@ -370,7 +301,7 @@ class _Emitter:
         attributes = ""
         if dialect_name not in torch_dialect_ops():
             self.unknown_ops.append(f"{namespace}.{rest}")
-            attributes = f"name = {_string_literal(f'{namespace}.{rest}')}"
+            attributes = f"name = {string_literal(f'{namespace}.{rest}')}"
             dialect_name = "torch.operator"
         results = self.op(dialect_name, operands, result_types, attributes=attributes, location=qualified)
         for value, result in zip(node.outputs(), results):
@@ -404,12 +335,12 @@ class _Emitter:
             return ssa
         if isinstance(python_value, float):
             return self.op(
-                "torch.constant.float", [], ["!torch.float"], attributes=f"value = {_float_literal(python_value)} : f64"
+                "torch.constant.float", [], ["!torch.float"], attributes=f"value = {float_literal(python_value)} : f64"
             )[0]
         if isinstance(python_value, str):
-            return self.op("torch.constant.str", [], ["!torch.str"], attributes=f"value = {_string_literal(python_value)}")[0]
+            return self.op("torch.constant.str", [], ["!torch.str"], attributes=f"value = {string_literal(python_value)}")[0]
         if isinstance(python_value, torch.device):
-            return self.op("torch.constant.device", [], ["!torch.Device"], attributes=f"value = {_string_literal(str(python_value))}")[0]
+            return self.op("torch.constant.device", [], ["!torch.Device"], attributes=f"value = {string_literal(str(python_value))}")[0]
         if isinstance(python_value, torch.dtype):
             return self.python_constant(_DTYPE_CODES[python_value])
         if isinstance(python_value, torch.Tensor):
@@ -454,7 +385,7 @@ class _Emitter:
         else:
             array = storage.numpy()
         data = np.ascontiguousarray(array).tobytes()
-        builtin_type = _builtin_tensor_type(shape, dtype)
+        builtin_type = builtin_tensor_type(shape, dtype)
         if tensor.numel() <= 1:
             # Resources mishandle 0-d and splat data; small literals are plain hex.
             attribute = f'dense<"0x{data.hex().upper()}"> : {builtin_type}' if data else f"dense<> : {builtin_type}"
@@ -470,10 +401,10 @@ class _Emitter:
         # A value-semantics literal copied to a tensor: what value-semantics maximization expects.
         dims = ",".join(map(str, shape))
         literal = self.op(
-            "torch.vtensor.literal", [], [f"!torch.vtensor<[{dims}],{_element_type(dtype)}>"],
+            "torch.vtensor.literal", [], [f"!torch.vtensor<[{dims}],{element_type(dtype)}>"],
             attributes=f"value = {attribute}", location=location,
         )[0]
-        copied = self.op("torch.copy.to_tensor", [literal], [f"!torch.tensor<[{dims}],{_element_type(dtype)}>"])[0]
+        copied = self.op("torch.copy.to_tensor", [literal], [f"!torch.tensor<[{dims}],{element_type(dtype)}>"])[0]
         return self.cast_to(copied, "!torch.tensor")
 
 

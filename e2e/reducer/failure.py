@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from e2e.reducer.bundle import BundleInfo, add_test, claim, signature_key, write_bundle
-from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, observe
+from e2e.reducer.case import ERROR, Case, compile_signature, observe
 from e2e.reducer.localize import (
     Localized,
     localize_crash,

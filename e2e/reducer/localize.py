@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import os
-import re
 import shutil
 import tempfile
 from dataclasses import dataclass
