@@ -60,6 +60,7 @@ def jit_to_torch_backend_ir(
     """
     snapshots = snapshots if snapshots is not None else Snapshots()
     notes: dict[str, Any] = {}
+    snapshots.enter("capture")
     if frontend == "ltc":
         captured = lazy.capture(module, example_inputs, method)
         notes["capture"] = "lazy"
@@ -71,6 +72,7 @@ def jit_to_torch_backend_ir(
     else:
         raise ValueError(f"unknown JIT frontend {frontend!r}; known: {', '.join(FRONTENDS)}")
 
+    snapshots.enter("import")
     imported = jit.import_graph(captured.graph, captured.graph_inputs)
     expected_results = captured.out_spec.num_leaves
     results = _result_count(imported.module)
