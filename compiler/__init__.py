@@ -21,7 +21,15 @@ from torch_mlir import ir
 from compiler import pipelines
 from compiler.frontends import fx
 from compiler.refbackend import TORCH_DTYPE_OF_MLIR, RefBackendProgram, compile_linalg
-from compiler.stages import Snapshots, StageError, module_text, new_context, parse_module, run_stage
+from compiler.stages import (
+    Snapshots,
+    StageError,
+    module_text,
+    new_context,
+    parse_module,
+    run_stage,
+    split_top_level,
+)
 
 __all__ = [
     "CompiledModule",
@@ -42,7 +50,7 @@ def result_dtypes(module: ir.Module | str, entry: str = "main") -> list[torch.dt
         raise StageError("import", f"no function @{entry} with results in the module")
     results = match[1].strip()
     dtypes = []
-    for type_text in pytree.tree_leaves(_split_types(results)):
+    for type_text in _split_types(results):
         tensor = re.fullmatch(r"!torch\.vtensor<(?:\[[^\]]*\]|\*),\s*(.+)>", type_text)
         if tensor is None or tensor[1] not in TORCH_DTYPE_OF_MLIR:
             raise StageError(
@@ -54,19 +62,10 @@ def result_dtypes(module: ir.Module | str, entry: str = "main") -> list[torch.dt
 
 
 def _split_types(results: str) -> list[str]:
+    """`(!torch.vtensor<[3,4],f32>, ...)` -> its types (`<` nests inside them)."""
     if results.startswith("(") and results.endswith(")"):
         results = results[1:-1]
-    # `<` nests too inside `!torch.vtensor<[3,4],f32>`.
-    parts, depth, start = [], 0, 0
-    for i, ch in enumerate(results):
-        depth += ch in "<[(" and 1 or 0
-        depth -= ch in ">])" and 1 or 0
-        if ch == "," and depth == 0:
-            parts.append(results[start:i].strip())
-            start = i + 1
-    if results[start:].strip():
-        parts.append(results[start:].strip())
-    return parts
+    return split_top_level(results, "<[(", ">])")
 
 
 def fx_to_torch_backend_ir(

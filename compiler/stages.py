@@ -53,6 +53,12 @@ class StageError(Exception):
         )
 
 
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's text (frontends quote it in StageErrors)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
 def _rebuild_stage_error(stage, message, failing_pass, diagnostics, input_ir) -> StageError:
     return StageError(
         stage, message, failing_pass=failing_pass, diagnostics=diagnostics, input_ir=input_ir
@@ -157,13 +163,13 @@ def expand_pipeline(pipeline: Sequence[str], context: ir.Context) -> list[str]:
     return passes
 
 
-def split_top_level(text: str) -> list[str]:
-    """Split a pass list on the commas not nested in (), {} or []."""
+def split_top_level(text: str, opening: str = "({[", closing: str = ")}]") -> list[str]:
+    """Split on the commas not nested in brackets (by default those of a pass list)."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
-        if ch in "({[":
+        if ch in opening:
             depth += 1
-        elif ch in ")}]":
+        elif ch in closing:
             depth -= 1
         elif ch == "," and depth == 0:
             parts.append(text[start:i].strip())

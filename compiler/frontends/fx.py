@@ -16,7 +16,7 @@ from torch_mlir import ir
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 
-from compiler.stages import StageError, new_context
+from compiler.stages import StageError, first_line, new_context
 
 
 def dynamic_shapes_for(
@@ -69,7 +69,7 @@ def capture(
         )
         return program.run_decompositions(get_decomposition_table())
     except Exception as error:
-        raise StageError("capture", f"torch.export: {type(error).__name__}: {_first_line(error)}") from error
+        raise StageError("capture", f"torch.export: {type(error).__name__}: {first_line(error)}") from error
 
 
 def import_program(program: ExportedProgram, context: ir.Context | None = None) -> ir.Module:
@@ -78,7 +78,7 @@ def import_program(program: ExportedProgram, context: ir.Context | None = None) 
     try:
         importer.import_frozen_program(program, func_name="main")
     except Exception as error:
-        raise StageError("import", f"FxImporter: {type(error).__name__}: {_first_line(error)}") from error
+        raise StageError("import", f"FxImporter: {type(error).__name__}: {first_line(error)}") from error
     return importer.module
 
 
@@ -90,8 +90,3 @@ class _MethodAsForward(torch.nn.Module):
 
     def forward(self, *args):
         return getattr(self.module, self.method)(*args)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

@@ -20,7 +20,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from compiler.frontends.jit import ConstantInput, GraphInput, TensorArg
-from compiler.stages import StageError
+from compiler.stages import StageError, first_line
 
 _INITIALIZED = False
 _DECOMPOSITIONS = None  # the Library holding our Lazy-key kernels must stay alive
@@ -118,7 +118,7 @@ def capture(module: torch.nn.Module, example_inputs: Sequence[object], method: s
     except StageError:
         raise
     except Exception as error:
-        raise StageError("capture", f"lazy tensor trace: {type(error).__name__}: {_first_line(error)}") from error
+        raise StageError("capture", f"lazy tensor trace: {type(error).__name__}: {first_line(error)}") from error
 
 
 def _capture(module: torch.nn.Module, example_inputs: Sequence[object], method: str) -> LazyCapture:
@@ -185,8 +185,3 @@ def _device_datum(value: Any) -> torch.Tensor:
         # A 0-d float32 neither widens float32 tensors nor makes int tensors float64.
         return torch.tensor(value, dtype=torch.float32)
     raise StageError("capture", f"a lazy device datum of type {type(value).__name__} is not supported")
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

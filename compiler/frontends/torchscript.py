@@ -17,7 +17,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from compiler.frontends.jit import ConstantInput, GraphInput, TensorArg
-from compiler.stages import StageError
+from compiler.stages import StageError, first_line
 
 
 @dataclass
@@ -43,7 +43,7 @@ def capture(
     try:
         outputs = getattr(copy.deepcopy(module), method)(*example_inputs)
     except Exception as error:
-        raise StageError("capture", f"eager run: {type(error).__name__}: {_first_line(error)}") from error
+        raise StageError("capture", f"eager run: {type(error).__name__}: {first_line(error)}") from error
     flat_outputs, out_spec = pytree.tree_flatten(outputs)
     for i, leaf in enumerate(flat_outputs):
         if not isinstance(leaf, torch.Tensor):
@@ -56,7 +56,7 @@ def capture(
         # Folds the checks on constant attributes (`if self.padding_idx is not None`).
         torch._C._jit_pass_constant_propagation(graph)
     except Exception as error:
-        raise StageError("capture", f"inlining the {how}d graph: {type(error).__name__}: {_first_line(error)}") from error
+        raise StageError("capture", f"inlining the {how}d graph: {type(error).__name__}: {first_line(error)}") from error
 
     graph_values = list(graph.inputs())
     if how == "trace":
@@ -93,7 +93,7 @@ def _script_or_trace(module: torch.nn.Module, example_inputs: Sequence[object], 
     try:
         return torch.jit.script(module), "script", None
     except Exception as script_error:
-        reason = f"torch.jit.script: {type(script_error).__name__}: {_first_line(script_error)}"
+        reason = f"torch.jit.script: {type(script_error).__name__}: {first_line(script_error)}"
     try:
         if method == "forward":
             traced = torch.jit.trace(module, tuple(example_inputs), check_trace=False)
@@ -102,11 +102,6 @@ def _script_or_trace(module: torch.nn.Module, example_inputs: Sequence[object], 
     except Exception as trace_error:
         raise StageError(
             "capture",
-            f"{reason}; torch.jit.trace fallback: {type(trace_error).__name__}: {_first_line(trace_error)}",
+            f"{reason}; torch.jit.trace fallback: {type(trace_error).__name__}: {first_line(trace_error)}",
         ) from trace_error
     return traced, "trace", reason
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__

@@ -224,37 +224,21 @@ def run_pair(
 
 
 def _ended_abnormally(test: Test, config, outcome, ir_dir: Path) -> Result:
+    """The Result of a child that timed out, crashed, or raised past its own handling."""
     marker = ir_dir / "current-stage"
     stage = marker.read_text().strip() if marker.exists() else "capture"
     if isinstance(outcome, isolation.TimedOut):
-        message = f"no result after {outcome.seconds:.0f} s (killed)"
-        return Result(
-            test.name,
-            config.name,
-            TIMEOUT,
-            stage=stage,
-            signature=f"timeout | {stage}",
-            error=f"timeout in stage {stage}: {message}\n{outcome.stderr_tail[-2000:]}".strip(),
-        )
-    if isinstance(outcome, isolation.Crashed):
+        kind, signature = TIMEOUT, f"timeout | {stage}"
+        error = f"timeout in stage {stage}: no result after {outcome.seconds:.0f} s (killed)\n"
+        error += outcome.stderr_tail[-2000:]
+    elif isinstance(outcome, isolation.Crashed):
         first = _first_native_error(outcome.stderr_tail) or outcome.reason
-        return Result(
-            test.name,
-            config.name,
-            CRASH,
-            stage=stage,
-            signature=f"crash | {stage} | {normalize(first)}",
-            error=f"crash in stage {stage}: the process was {outcome.reason}\n{outcome.stderr_tail[-3000:]}".strip(),
-        )
-    # Raised: an exception escaped the child's own handling (a framework bug).
-    return Result(
-        test.name,
-        config.name,
-        ERROR,
-        stage=stage,
-        signature=f"framework | {stage}",
-        error=f"internal error in stage {stage}:\n{outcome.traceback}",
-    )
+        kind, signature = CRASH, f"crash | {stage} | {normalize(first)}"
+        error = f"crash in stage {stage}: the process was {outcome.reason}\n{outcome.stderr_tail[-3000:]}"
+    else:  # Raised: a framework bug
+        kind, signature = ERROR, f"framework | {stage}"
+        error = f"internal error in stage {stage}:\n{outcome.traceback}"
+    return Result(test.name, config.name, kind, stage=stage, signature=signature, error=error.strip())
 
 
 def _first_native_error(stderr: str) -> str | None:
