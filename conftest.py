@@ -22,7 +22,7 @@ import pytest
 from e2e.configs import CONFIG_NAMES, XFAIL_DIR, XfailError, load_config, load_xfails, xfail_path
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY, RegistryError
 from e2e.framework.report import failure_text, summarize, write_results
-from e2e.framework.result import Result
+from e2e.framework.result import SHAPE_MODES, SKIP, Result
 from e2e.framework.runner import PreparedCache, run_pair
 
 ROOT = Path(__file__).parent
@@ -55,6 +55,12 @@ def pytest_addoption(parser):
         "--no-isolation",
         action="store_true",
         help="compile and run in the pytest process (for pdb; a crash then ends the run)",
+    )
+    group.addoption(
+        "--shapes",
+        choices=SHAPE_MODES,
+        default="annotated",
+        help="annotated: `-1` dims of annotate_args are dynamic (default); static: the example inputs' shapes, as upstream",
     )
     group.addoption("--no-reduce", action="store_true", help="do not write reproducer bundles for failures")
     group.addoption(
@@ -140,6 +146,8 @@ class E2EFile(pytest.File):
             for config in configs:
                 item = E2EItem.from_parent(self, name=f"{name}[{config}]", test_name=name, config_name=config)
                 item.add_marker(pytest.mark.xdist_group(name))
+                for mark in GLOBAL_TEST_REGISTRY[name].marks:
+                    item.add_marker(getattr(pytest.mark, mark))
                 yield item
 
 
@@ -188,6 +196,7 @@ class E2EItem(pytest.Item):
     def runtest(self):
         test = GLOBAL_TEST_REGISTRY[self.test_name]
         prepared = _PREPARED.get(test)
+        prepared.shape_mode = self.config.getoption("shapes")
         self.result = run_pair(
             prepared,
             load_config(self.config_name),
@@ -195,6 +204,9 @@ class E2EItem(pytest.Item):
             timeout=_child_timeout(self),
             isolate=not self.config.getoption("no_isolation"),
         )
+        self.result.shape_mode = prepared.shape_mode
+        if self.result.outcome == SKIP:
+            pytest.skip(f"{self.config_name} cannot run {self.test_name} as asked: {self.result.error}")
         self.ihook.pytest_e2e_after_result(item=self, prepared=prepared, result=self.result)
         if not self.result.passed:
             raise E2EFailure(self.result)

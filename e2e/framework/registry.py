@@ -56,6 +56,10 @@ class Test:
     # Overrides the dtype table in compare.py for this test.
     tolerance: Tolerance | None = None
     source: str = ""  # "file.py:line", for error messages
+    # This test's own per-pair budget in seconds (upstream's `timeout_seconds`); None: the run's.
+    timeout_seconds: float | None = None
+    # pytest marks the plugin puts on this test's items (e.g. "opinfo"), for `-m` selection.
+    marks: tuple[str, ...] = ()
 
     def arg_shapes(self, module: torch.nn.Module, method: str = "forward") -> list[list[int] | None] | None:
         """Per-argument shapes (-1 = dynamic) from `annotate_args`, without `self`."""

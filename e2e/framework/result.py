@@ -6,6 +6,17 @@ from dataclasses import asdict, dataclass, field
 
 # How a pair ended before xfail sets are applied (the plugin adds xfail / xpass).
 PASS, FAIL, CRASH, TIMEOUT, ERROR = "pass", "fail", "crash", "timeout", "error"
+# The config cannot honour what the test asks (e.g. dynamic dims on a static-only frontend):
+# neither a pass nor a compiler failure; pytest reports it as skipped with the reason.
+SKIP = "skip"
+
+# Shape modes: `annotated` exports `-1` dims of `annotate_args` as dynamic; `static`
+# exports the example inputs' shapes, as upstream torch-mlir's FX configs do.
+SHAPE_MODES = ("annotated", "static")
+
+
+class NotApplicable(Exception):
+    """Raised by a config's compile when it cannot honour the test; ends as outcome `skip`."""
 
 
 @dataclass
@@ -21,6 +32,7 @@ class Result:
     duration: float = 0.0
     notes: list[str] = field(default_factory=list)  # e.g. "torch.jit.trace fallback: ..."
     repro_path: str | None = None  # reproducer bundle, when one was written
+    shape_mode: str = "annotated"  # one of SHAPE_MODES
 
     @property
     def passed(self) -> bool:

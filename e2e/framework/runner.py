@@ -25,7 +25,7 @@ from compiler.stages import Snapshots, StageError, write_atomic
 from e2e.framework import isolation
 from e2e.framework.compare import compare_traces
 from e2e.framework.registry import Test
-from e2e.framework.result import CRASH, ERROR, FAIL, PASS, TIMEOUT, Result
+from e2e.framework.result import CRASH, ERROR, FAIL, PASS, SKIP, TIMEOUT, NotApplicable, Result
 from e2e.framework.trace import Trace, golden_trace
 from e2e.reducer.signature import mismatch_signature, normalize, stage_signature
 
@@ -40,6 +40,7 @@ class PreparedTest:
     golden_error: str | None = None
     shared: dict[Any, Any] = field(default_factory=dict)  # config-shared frontend results
     new_shared: dict[Any, Any] = field(default_factory=dict)  # filled in a child, sent back
+    shape_mode: str = "annotated"  # one of result.SHAPE_MODES
 
     def share(self, key: Any, compute: Callable[[], Any]) -> Any:
         """`compute()` once per test and process; StageErrors are shared too."""
@@ -61,6 +62,9 @@ class PreparedTest:
         return list(dict.fromkeys(item.method for item in self.golden))
 
     def arg_shapes(self, method: str) -> list[list[int] | None] | None:
+        """The argument shapes to compile for (-1 = dynamic); None: the example inputs' shapes."""
+        if self.shape_mode == "static":
+            return None
         return self.test.arg_shapes(self.module, method)
 
 
@@ -124,6 +128,9 @@ def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tu
         notes.extend(getattr(artifact, "notes", ()))
         snapshots.enter("execute")
         trace = config.run(artifact, prepared.golden)
+    except NotApplicable as error:
+        stage = snapshots.current or "capture"
+        return Result(test.name, config.name, SKIP, stage=stage, error=str(error), notes=notes), prepared.new_shared
     except StageError as error:
         result = Result(
             test.name,
