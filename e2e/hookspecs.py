@@ -1,12 +1,11 @@
-"""Hooks the e2e plugin adds to pytest (registered by conftest.py)."""
+"""Hooks the e2e plugin adds to pytest."""
 
 import pytest
 
 
 @pytest.hookspec
-def pytest_e2e_after_result(item, prepared, result):
-    """Called after each (test, config) pair ran, before it is reported.
+def pytest_e2e_after_result(item, result):
+    """Called after a (test, config) pair failed and was reduced, before it is reported.
 
-    `result` (an e2e.framework.result.Result) may be amended, e.g. the reducer sets
-    `result.repro_path` and adds notes.
+    `result` (an e2e.framework.result.Result) may be amended: notes, repro_path.
     """

@@ -1,10 +1,7 @@
-"""Crashes, hangs and broken tests end as results; the run goes on."""
+"""Crashes, hangs, runaway memory and broken tests end as results; the run goes on."""
 
 import ctypes
 import os
-import subprocess
-import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -12,15 +9,28 @@ import pytest
 import torch
 
 from e2e.framework import isolation
+from e2e.framework.host import TestHost
+from e2e.framework.isolation import MIB, Limits
 from e2e.framework.registry import Test
-from e2e.framework.result import CRASH, ERROR, FAIL, PASS, TIMEOUT
+from e2e.framework.result import CRASH, ERROR, FAIL, MEMORY, PASS, TIMEOUT
 from e2e.framework.runner import prepare, run_pair
 
-ROOT = Path(__file__).parent.parent
+LIMITS = Limits(20, 2048 * MIB)
 
 
 def segfault():
     ctypes.string_at(0)
+
+
+def native_hang():
+    ctypes.CDLL(None).sleep(600)  # in C: no Python signal handler runs
+
+
+def allocate_without_bound():
+    hoard = []
+    while True:  # 16 MiB at a time until the cap stops it (the cap in these tests: 200 MiB)
+        hoard.append(bytearray(16 * MIB))
+        hoard[-1][:: 4096] = b"x" * (16 * MIB // 4096)
 
 
 def test_forked_value_comes_back():
@@ -36,9 +46,15 @@ def test_segfault_and_abort_become_crashes():
 
 def test_hang_becomes_a_timeout_and_the_child_is_killed():
     start = time.monotonic()
-    outcome = isolation.run_forked(lambda: time.sleep(60), timeout=1)
+    outcome = isolation.run_forked(native_hang, timeout=1)
     assert isinstance(outcome, isolation.TimedOut)
     assert time.monotonic() - start < 10
+
+
+def test_runaway_allocation_is_killed_at_the_cap():
+    outcome = isolation.run_forked(allocate_without_bound, timeout=60, memory_bytes=200 * MIB)
+    assert isinstance(outcome, isolation.OverMemory), outcome
+    assert 200 * MIB < outcome.peak_rss < 200 * MIB + isolation.rss_bytes(os.getpid()) + 200 * MIB
 
 
 def test_exception_in_the_child_is_returned_with_its_traceback():
@@ -62,69 +78,114 @@ class Config:
         return golden
 
 
-def simple_test():
-    return Test("Probe_basic", torch.nn.Identity, lambda m, tu: m.forward(tu.rand(2)))
+def simple_test(name="Probe_basic", module=torch.nn.Identity, invoke=lambda m, tu: m.forward(tu.rand(2))):
+    return Test(name, module, invoke)
 
 
 @pytest.mark.parametrize(
     "behaviour, outcome",
-    [(lambda: None, PASS), (segfault, CRASH), (lambda: time.sleep(60), TIMEOUT), (lambda: 1 / 0, FAIL)],
-    ids=["pass", "segfault", "hang", "exception"],
+    [
+        (lambda: None, PASS),
+        (segfault, CRASH),
+        (native_hang, TIMEOUT),
+        (allocate_without_bound, MEMORY),
+        (lambda: 1 / 0, FAIL),
+    ],
+    ids=["pass", "segfault", "hang", "memory", "exception"],
 )
 def test_run_pair_reports_each_ending_with_its_stage(tmp_path, behaviour, outcome):
-    result = run_pair(prepare(simple_test()), Config(behaviour), reports_dir=tmp_path, timeout=2)
+    limits = Limits(3, 200 * MIB)
+    result = run_pair(prepare(simple_test()), Config(behaviour), reports_dir=tmp_path, limits=limits)
     assert result.outcome == outcome
     if outcome != PASS:
         assert result.stage == "backend"
         assert result.ir_path and Path(result.ir_path).read_text() == "module {}"
     if outcome == CRASH:
         assert result.signature.startswith("crash | backend")
+    if outcome == MEMORY:
+        assert "0.2 GiB" in result.error and "--memory-cap" in result.error
 
 
-def test_a_test_that_fails_natively_is_an_error_result(tmp_path):
-    broken = Test("Broken_basic", torch.nn.Identity, lambda m, tu: m.forward(tu.rand(2), tu.rand(3)))
-    result = run_pair(prepare(broken), Config(lambda: None), reports_dir=tmp_path, timeout=5)
-    assert result.outcome == ERROR and result.stage == "golden"
-    assert "the test failed on native torch" in result.error
+class Uncopyable(torch.nn.Module):
+    def __deepcopy__(self, memo):
+        raise TypeError("holds a handle that cannot be copied")
+
+    def forward(self, x):
+        return x
 
 
-SUITE = '''
-import ctypes
-import torch
-from torch._subclasses.fake_tensor import FakeTensor
-from e2e.framework import op_test
-
-def crash_when_compiled(x):
-    if isinstance(x, FakeTensor):  # only while torch.export traces, i.e. in the compile stage
-        ctypes.string_at(0)
-    return x + 1
-
-op_test("ForcedSegfault_basic", crash_when_compiled, lambda tu: [tu.rand(3)])
-for i in range(3):
-    op_test(f"Healthy{i}_basic", torch.tanh, lambda tu: [tu.rand(2, 3)])
-'''
+class ReturnsString(torch.nn.Module):
+    def forward(self, x):
+        return "not a tensor"
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_a_segfaulting_test_leaves_the_others_running_and_reported(tmp_path, workers):
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "crashy.py").write_text(textwrap.dedent(SUITE))
-    (suite / "broken.py").write_text("raise RuntimeError('this test file is broken')\n")
-    (tmp_path / "xfail").mkdir()
-    command = [
-        sys.executable, "-m", "pytest", str(suite), "--suite-dir", str(suite), "--config", "linalg",
-        "--xfail-dir", str(tmp_path / "xfail"), "--reports-dir", str(tmp_path / "reports"),
-        "--rootdir", str(ROOT), "-c", str(ROOT / "pyproject.toml"), "-p", "conftest", "-q", *workers,
-        "--junitxml", str(tmp_path / "junit.xml"),
-    ]
-    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    out = run.stdout
-    assert run.returncode == 1, out + run.stderr
-    assert "3 passed" in out and "2 failed" in out, out
-    assert "ForcedSegfault_basic on linalg: crash in stage `capture`" in out
-    assert "killed by SIGSEGV" in out
-    assert "broken.py could not be imported" in out
-    junit = (tmp_path / "junit.xml").read_text()
-    assert '<property name="e2e_stage" value="capture"' in junit
-    assert 'name="e2e_signature" value="crash | capture' in junit
+@pytest.mark.parametrize(
+    "test, kind, words",
+    [
+        (simple_test(invoke=lambda m, tu: m.forward(tu.rand(2), tu.rand(3))), "invoker", "failed on native torch"),
+        (simple_test(module=Uncopyable), "deepcopy", "cannot be deep-copied"),
+        (simple_test(module=ReturnsString), "outputs", "returned a str"),
+        (simple_test(module=lambda: torch.nn.Dropout(p=2.0)), "module_factory", "module_factory raised"),
+        (simple_test(invoke=lambda m, tu: None), "outputs", "made no call"),
+    ],
+    ids=["invoker", "uncopyable", "string-output", "factory", "no-call"],
+)
+def test_a_broken_test_is_reported_as_broken_in_stage_golden(tmp_path, test, kind, words):
+    result = run_pair(prepare(test), Config(lambda: None), reports_dir=tmp_path, limits=LIMITS)
+    assert (result.outcome, result.stage) == (ERROR, "golden")
+    assert result.signature == f"golden | broken test | {kind}"
+    assert words in result.error
+
+
+class CrashesNatively(torch.nn.Module):
+    def forward(self, x):
+        segfault()
+
+
+class HangsNatively(torch.nn.Module):
+    def forward(self, x):
+        native_hang()
+
+
+class HangsInPython(torch.nn.Module):
+    def forward(self, x):
+        while True:
+            pass
+
+
+@pytest.mark.parametrize(
+    "module, outcome", [(CrashesNatively, CRASH), (HangsNatively, TIMEOUT), (HangsInPython, TIMEOUT)]
+)
+def test_a_golden_run_that_crashes_or_hangs_ends_as_every_configs_result(tmp_path, module, outcome):
+    host = TestHost(simple_test(module=module), shape_mode="annotated", config_loader=lambda n: Config(lambda: None),
+                    golden_limits=Limits(2, 200 * MIB))
+    try:
+        results = [host.run(name, tmp_path, LIMITS) for name in ("linalg", "tosa")]
+    finally:
+        host.close()
+    assert [(r.outcome, r.stage, r.config) for r in results] == [(outcome, "golden", "linalg"), (outcome, "golden", "tosa")]
+
+
+def test_configs_of_one_test_share_its_host(tmp_path):
+    """The second config reuses what the first one's process computed, not its own."""
+
+    class Sharing(Config):
+        def compile(self, prepared, snapshots):
+            return prepared.share("frontend", os.getpid)  # the pid of whoever computed it
+
+        def run(self, computed_by, golden):
+            if self.name == "second" and computed_by == os.getpid():
+                raise AssertionError("the frontend ran again in the second config's process")
+            return golden
+
+    def load(name):
+        config = Sharing(lambda: None)
+        config.name = name
+        return config
+
+    host = TestHost(simple_test(), shape_mode="annotated", config_loader=load, golden_limits=LIMITS)
+    try:
+        first, second = host.run("first", tmp_path, LIMITS), host.run("second", tmp_path, LIMITS)
+    finally:
+        host.close()
+    assert (first.outcome, second.outcome) == (PASS, PASS), second.error

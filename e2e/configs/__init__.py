@@ -1,68 +1,81 @@
-"""The configs, by name, and their xfail sets.
+"""The configs: what a config is, the built-in ones, and how others are added.
 
-A config is an object with a `name`, `compile(prepared, snapshots) -> artifact` and
-`run(artifact, golden_trace) -> trace`; each lives in `e2e/configs/<name>.py` as
-`CONFIG`. Its expected failures are in `e2e/configs/xfail/<name>.txt`: one test
-name per line, sorted, each with `# reason`.
+A config compiles a prepared test and runs the golden trace's calls on what it built:
+
+    class MyConfig:
+        name = "mybackend"
+        def compile(self, prepared, snapshots) -> artifact: ...
+        def run(self, artifact, golden_trace) -> trace: ...
+
+The built-in configs live in `e2e/configs/<name>.py` as `CONFIG`. Others are added
+without editing the project: name them as `module:attribute` in `--config`, or publish
+them under the `e2e_conformance.configs` entry-point group. Expected failures are in
+`e2e/configs/xfail/<name>.txt` (see `xfails.py`).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
-from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from e2e.configs.xfails import XfailEntry, XfailError, load_xfails, xfail_path
+
+__all__ = [
+    "CONFIG_NAMES",
+    "Config",
+    "ENTRY_POINT_GROUP",
+    "XFAIL_DIR",
+    "XfailEntry",
+    "XfailError",
+    "available_configs",
+    "load_config",
+    "load_xfails",
+    "xfail_path",
+]
 
 CONFIG_NAMES = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
+ENTRY_POINT_GROUP = "e2e_conformance.configs"
 XFAIL_DIR = Path(__file__).parent / "xfail"
 
 
-def load_config(name: str):
-    if name not in CONFIG_NAMES:
-        raise ValueError(f"unknown config {name!r}; known: {', '.join(CONFIG_NAMES)}")
-    return importlib.import_module(f"e2e.configs.{name}").CONFIG
+@runtime_checkable
+class Config(Protocol):
+    """What the runner needs of a config."""
+
+    name: str
+
+    def compile(self, prepared: Any, snapshots: Any) -> Any: ...
+
+    def run(self, artifact: Any, golden: Any) -> Any: ...
 
 
-@dataclass(frozen=True)
-class XfailEntry:
-    test: str
-    reason: str
-    line: int
+def _plugin_configs() -> dict[str, Any]:
+    return {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
 
 
-class XfailError(ValueError):
-    pass
+def available_configs() -> list[str]:
+    """The built-in configs, then those published by installed packages."""
+    return list(CONFIG_NAMES) + sorted(set(_plugin_configs()) - set(CONFIG_NAMES))
 
 
-def xfail_path(config: str, directory: Path = XFAIL_DIR) -> Path:
-    return directory / f"{config}.txt"
-
-
-def load_xfails(
-    config: str, known_tests: set[str] | None = None, directory: Path = XFAIL_DIR
-) -> dict[str, XfailEntry]:
-    """Parse and validate one xfail file: reasons present, sorted, no duplicates, known names."""
-    path = xfail_path(config, directory)
-    if not path.exists():
-        return {}
-    entries: dict[str, XfailEntry] = {}
-    problems: list[str] = []
-    previous = ""
-    for number, raw in enumerate(path.read_text().splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        name, _, reason = (part.strip() for part in line.partition("#"))
-        where = f"{path}:{number}"
-        if not reason:
-            problems.append(f"{where}: {name} has no reason (write `{name}  # why it fails`)")
-        if name in entries:
-            problems.append(f"{where}: {name} is listed twice (first on line {entries[name].line})")
-        if name < previous:
-            problems.append(f"{where}: {name} is out of order (the file is sorted)")
-        if known_tests is not None and name not in known_tests:
-            problems.append(f"{where}: unknown test {name!r}: remove the line (renamed or deleted test?)")
-        entries[name] = XfailEntry(name, reason, number)
-        previous = name
-    if problems:
-        raise XfailError("invalid xfail set:\n  " + "\n  ".join(problems))
-    return entries
+@functools.cache
+def load_config(spec: str) -> Config:
+    """A config by built-in name, entry-point name, or `module:attribute`."""
+    if spec in CONFIG_NAMES:
+        config = importlib.import_module(f"e2e.configs.{spec}").CONFIG
+    elif ":" in spec:
+        module, _, attribute = spec.partition(":")
+        try:
+            config = getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError) as error:
+            raise ValueError(f"config {spec!r} could not be loaded: {error}") from error
+    elif spec in (plugins := _plugin_configs()):
+        config = plugins[spec].load()
+    else:
+        raise ValueError(f"unknown config {spec!r}; known: {', '.join(available_configs())}, or module:attribute")
+    if not isinstance(config, Config):
+        raise ValueError(f"config {spec!r} is not a config: it needs `name`, `compile` and `run`")
+    return config

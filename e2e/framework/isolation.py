@@ -1,35 +1,71 @@
-"""Run a function in a forked child, so a crash or hang in native code is survived.
+"""Run user and compiler code in forked children, so no crash, hang or runaway
+allocation can take the run down.
 
-The child inherits the parent's memory (the module, the golden trace, the shared
-torch-backend IR) for free, returns its value pickled through a pipe, and exits, which
-also frees every ExecutionEngine it created: memory stays flat over long runs. The
-child's stderr goes to a file whose tail is kept when it crashes (LLVM assertions and
-"Segmentation fault" messages land there).
+`Child` forks a process that serves requests (`serve(channel)`); the parent sends it
+pickled messages and waits for each reply under `Limits`: a deadline and a memory cap
+on the child's resident set, polled while it works. A child that dies, overstays its
+deadline or outgrows its cap is killed and reported as `Crashed`, `TimedOut` or
+`OverMemory`, with the tail of its stderr (LLVM assertions, "Segmentation fault" and
+faulthandler's Python stack land there). `run_forked` is the one-shot form.
+
+Children inherit the parent's memory (modules, golden traces, shared IR) for free, and
+their exit frees every ExecutionEngine they created: memory stays flat over long runs.
+Every child asks the kernel to kill it when its parent dies (PR_SET_PDEATHSIG), so a
+killed run never leaves a spinning child behind.
 """
 
 from __future__ import annotations
 
+import ctypes
 import faulthandler
 import os
 import pickle
 import select
 import signal
+import struct
+import sys
 import tempfile
 import time
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable
 
+MIB = 1 << 20
+GIB = 1 << 30
+_POLL_SECONDS = 0.05
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may take: wall seconds, and the resident memory the child may add
+    to what it inherited from its parent (None: unbounded)."""
+
+    seconds: float
+    memory_bytes: int | None = None
+
+    def describe_memory(self) -> str:
+        return "unbounded" if self.memory_bytes is None else f"{self.memory_bytes / GIB:.1f} GiB"
+
 
 @dataclass
 class Crashed:
     reason: str  # "killed by SIGSEGV", "exited with status 3"
     stderr_tail: str
+    peak_rss: int = 0
 
 
 @dataclass
 class TimedOut:
     seconds: float
+    stderr_tail: str
+    peak_rss: int = 0
+
+
+@dataclass
+class OverMemory:
+    limit: int
+    peak_rss: int
     stderr_tail: str
 
 
@@ -41,6 +77,9 @@ class Raised:
     traceback: str
 
 
+Ended = Crashed | TimedOut | OverMemory
+
+
 def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
@@ -48,7 +87,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _tail(path: str, limit: int = 4000) -> str:
+def _tail(path: str, limit: int = 16000) -> str:
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -58,66 +97,219 @@ def _tail(path: str, limit: int = 4000) -> str:
         return ""
 
 
-def run_forked(fn: Callable[[], Any], timeout: float) -> Any | Crashed | TimedOut | Raised:
-    """`fn()` in a forked child; its return value, or how the child ended."""
-    read_fd, write_fd = os.pipe()
-    stderr_file = tempfile.NamedTemporaryFile(prefix="e2e-child-", suffix=".stderr", delete=False)
-    stderr_file.close()
-    pid = os.fork()
-    if pid == 0:  # child
-        os.close(read_fd)
-        status = 0
-        try:
-            fd = os.open(stderr_file.name, os.O_WRONLY)
-            os.dup2(fd, 2)
-            faulthandler.enable()  # a crash's Python stack goes to the kept stderr tail
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            signal.signal(signal.SIGALRM, signal.SIG_DFL)  # never pytest-timeout's handler
-            try:
-                payload = pickle.dumps(("ok", fn()))
-            except BaseException as error:  # noqa: BLE001 - everything is reported
-                text = traceback.format_exc()
-                try:
-                    payload = pickle.dumps(("raised", Raised(error, text)))
-                except Exception:
-                    payload = pickle.dumps(("raised", Raised(None, text)))
-            with os.fdopen(write_fd, "wb") as pipe:
-                pipe.write(payload)
-        except BaseException:
-            status = 70
-        finally:
-            os._exit(status)
-
-    os.close(write_fd)
-    chunks: list[bytes] = []
-    deadline = time.monotonic() + timeout
+def rss_bytes(pid: int) -> int:
+    """Resident set size of a live process (0 when it is gone)."""
     try:
+        with open(f"/proc/{pid}/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def die_with_parent() -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux)."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+class Channel:
+    """Length-prefixed pickles over a pair of pipe fds."""
+
+    def __init__(self, read_fd: int, write_fd: int):
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+
+    def send(self, message: Any) -> None:
+        try:
+            payload = pickle.dumps(message)
+        except Exception:  # an unpicklable reply is reported, not lost
+            payload = pickle.dumps(("raised", Raised(None, traceback.format_exc())))
+        data = struct.pack("<Q", len(payload)) + payload
+        view = memoryview(data)
+        while view:
+            written = os.write(self.write_fd, view)
+            view = view[written:]
+
+    def receive(self) -> Any:
+        """Block until one whole message arrives (child side)."""
+        header = self._read_exactly(8)
+        if header is None:
+            raise EOFError
+        body = self._read_exactly(struct.unpack("<Q", header)[0])
+        if body is None:
+            raise EOFError
+        return pickle.loads(body)
+
+    def _read_exactly(self, size: int) -> bytes | None:
+        chunks, left = [], size
+        while left:
+            chunk = os.read(self.read_fd, min(left, 1 << 20))
+            if not chunk:
+                return None
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class Child:
+    """A forked child running `serve(channel)`; `request` talks to it under limits."""
+
+    def __init__(self, serve: Callable[[Channel], None], *, name: str = "child"):
+        to_child_r, to_child_w = os.pipe()
+        from_child_r, from_child_w = os.pipe()
+        stderr_file = tempfile.NamedTemporaryFile(prefix=f"e2e-{name}-", suffix=".stderr", delete=False)
+        stderr_file.close()
+        self.stderr_path = stderr_file.name
+        self.peak_rss = 0
+        # A forked child starts out sharing its parent's pages: the cap counts its growth.
+        self.baseline_rss = rss_bytes(os.getpid())
+        self.pid = os.fork()
+        if self.pid == 0:
+            os.close(to_child_w)
+            os.close(from_child_r)
+            status = 0
+            try:
+                die_with_parent()
+                fd = os.open(self.stderr_path, os.O_WRONLY)
+                os.dup2(fd, 2)
+                os.close(fd)
+                # Not pytest's captured sys.stderr: Python tracebacks and faulthandler's stack
+                # of a crash go to fd 2, whose tail the parent keeps in the result.
+                sys.stderr = open(2, "w", closefd=False, buffering=1)
+                faulthandler.enable(file=sys.stderr)
+                for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
+                    signal.signal(number, signal.SIG_DFL)  # never the parent's handlers
+                serve(Channel(to_child_r, from_child_w))
+            except BaseException:  # noqa: BLE001 - the parent reports the exit status
+                traceback.print_exc()
+                status = 70
+            finally:
+                os._exit(status)
+        os.close(to_child_r)
+        os.close(from_child_w)
+        self._channel = Channel(from_child_r, to_child_w)
+        self._buffer = b""
+
+    @property
+    def alive(self) -> bool:
+        return self.pid != 0
+
+    def request(self, message: Any, limits: Limits) -> Any:
+        """Send `message`; the child's reply, or how the child ended (it is then reaped)."""
+        try:
+            self._channel.send(message)
+        except (BrokenPipeError, OSError):
+            return self._ended(limits)
+        return self.wait_reply(limits)
+
+    def wait_reply(self, limits: Limits) -> Any:
+        deadline = time.monotonic() + limits.seconds
         while True:
+            message = self._take_message()
+            if message is not None:
+                return message[0]
             remaining = deadline - time.monotonic()
+            rss = rss_bytes(self.pid)
+            self.peak_rss = max(self.peak_rss, rss)
+            if limits.memory_bytes is not None and rss - self.baseline_rss > limits.memory_bytes:
+                self.kill()
+                return OverMemory(limits.memory_bytes, self.peak_rss, _tail(self.stderr_path))
             if remaining <= 0:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                pid = 0
-                return TimedOut(timeout, _tail(stderr_file.name))
-            ready, _, _ = select.select([read_fd], [], [], min(remaining, 1.0))
+                self.kill()
+                return TimedOut(limits.seconds, _tail(self.stderr_path), self.peak_rss)
+            ready, _, _ = select.select([self._channel.read_fd], [], [], min(remaining, _POLL_SECONDS))
             if ready:
-                chunk = os.read(read_fd, 1 << 20)
+                chunk = os.read(self._channel.read_fd, 1 << 20)
                 if not chunk:
-                    break
-                chunks.append(chunk)
-        _, status = os.waitpid(pid, 0)
-        pid = 0
-        if chunks:
-            kind, value = pickle.loads(b"".join(chunks))
-            return value
+                    message = self._take_message()
+                    return message[0] if message is not None else self._ended(limits)
+                self._buffer += chunk
+
+    def _take_message(self) -> tuple[Any] | None:
+        if len(self._buffer) < 8:
+            return None
+        size = struct.unpack("<Q", self._buffer[:8])[0]
+        if len(self._buffer) < 8 + size:
+            return None
+        body, self._buffer = self._buffer[8 : 8 + size], self._buffer[8 + size :]
+        return (pickle.loads(body),)
+
+    def _ended(self, limits: Limits) -> Crashed | OverMemory:
+        """The child closed its end without a reply: reap it and say how it ended."""
+        _, status = os.waitpid(self.pid, 0)
+        self.pid = 0
+        tail = _tail(self.stderr_path)
         if os.WIFSIGNALED(status):
             reason = f"killed by {_signal_name(os.WTERMSIG(status))}"
         else:
             reason = f"exited with status {os.WEXITSTATUS(status)} before returning a result"
-        return Crashed(reason, _tail(stderr_file.name))
+        if limits.memory_bytes is not None and _looks_out_of_memory(tail):
+            return OverMemory(limits.memory_bytes, self.peak_rss, tail)
+        return Crashed(reason, tail, self.peak_rss)
+
+    def kill(self) -> None:
+        if self.pid:
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+            self.pid = 0
+
+    def close(self, grace: float = 5.0) -> None:
+        """Ask the child to exit (its channel closes), kill it if it does not."""
+        self._channel.close()
+        if self.pid:
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline:
+                pid, _ = os.waitpid(self.pid, os.WNOHANG)
+                if pid:
+                    self.pid = 0
+                    break
+                time.sleep(0.01)
+            self.kill()
+        try:
+            os.unlink(self.stderr_path)
+        except OSError:
+            pass
+
+
+def _looks_out_of_memory(stderr_tail: str) -> bool:
+    return any(word in stderr_tail for word in ("MemoryError", "std::bad_alloc", "out of memory", "Cannot allocate"))
+
+
+def run_forked(fn: Callable[[], Any], timeout: float, memory_bytes: int | None = None) -> Any:
+    """`fn()` in a forked child; its return value, or how the child ended
+    (`Crashed`, `TimedOut`, `OverMemory`; `Raised` when `fn` raised)."""
+
+    def serve(channel: Channel) -> None:
+        channel.receive()
+        channel.send(call_reporting(fn))
+
+    child = Child(serve, name="run")
+    try:
+        return child.request("go", Limits(timeout, memory_bytes))
     finally:
-        if pid:  # interrupted (e.g. by pytest-timeout): never leave the child behind
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-        os.close(read_fd)
-        os.unlink(stderr_file.name)
+        child.close()
+
+
+def call_reporting(fn: Callable[[], Any]) -> Any:
+    """`fn()`, or a `Raised` that carries what it raised (in a child, before replying)."""
+    try:
+        return fn()
+    except BaseException as error:  # noqa: BLE001 - everything is reported
+        text = traceback.format_exc()
+        try:
+            pickle.dumps(error)
+            return Raised(error, text)
+        except Exception:
+            return Raised(None, text)

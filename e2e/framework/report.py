@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -22,16 +21,32 @@ def failure_text(result: Result, nodeid: str) -> str:
         lines.append(f"IR given to the failing stage: {result.ir_path}")
     if result.repro_path:
         lines.append(f"reproducer: {result.repro_path}/README.md")
-    lines.append(f"rerun: pytest e2e -k '{result.test} and {result.config}'")
+    lines.append(f"rerun: pytest '{nodeid}'")
     return "\n".join(lines)
+
+
+def header_lines(meta: dict, suites: list[Path], reports_dir: Path) -> list[str]:
+    """The report header: what compiler is under test, and where things go."""
+    cap = meta["memory_cap_gib"]
+    memory = f"{cap:.1f} GiB" if cap else "no memory cap"
+    return [
+        f"e2e: torch {meta['torch']}",
+        f"e2e: torch-mlir {meta['torch_mlir']}",
+        f"e2e: suites {', '.join(str(s) for s in suites)}; configs {', '.join(meta['configs'])}; "
+        f"shapes {meta['shape_mode']}; budget {meta['budget_s']:.0f} s and "
+        f"{memory} per pair; "
+        f"reports in {reports_dir}",
+    ]
 
 
 def summarize(rows: list[dict]) -> str:
     """Per config: counts by final outcome, and the most common failing stages."""
     by_config: dict[str, Counter] = defaultdict(Counter)
     stages: dict[str, Counter] = defaultdict(Counter)
+    cached: Counter = Counter()
     for row in rows:
         by_config[row["config"]][row["final"]] += 1
+        cached[row["config"]] += bool(row.get("cached"))
         if row["final"] not in ("passed", "xpassed") and row.get("stage"):
             stages[row["config"]][row["stage"]] += 1
     lines = []
@@ -40,11 +55,6 @@ def summarize(rows: list[dict]) -> str:
         total = sum(counts.values())
         parts = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
         top = ", ".join(f"{s} {n}" for s, n in stages[config].most_common(4))
-        lines.append(f"{config:>10}: {total} run: {parts}" + (f"  [failing stages: {top}]" if top else ""))
+        reused = f" ({cached[config]} from the result cache)" if cached[config] else ""
+        lines.append(f"{config:>10}: {total} run{reused}: {parts}" + (f"  [failing stages: {top}]" if top else ""))
     return "\n".join(lines)
-
-
-def write_results(rows: list[dict], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    rows = sorted(rows, key=lambda r: (r["test"], r["config"]))
-    path.write_text(json.dumps(rows, indent=1) + "\n")

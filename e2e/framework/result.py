@@ -6,6 +6,8 @@ from dataclasses import asdict, dataclass, field
 
 # How a pair ended before xfail sets are applied (the plugin adds xfail / xpass).
 PASS, FAIL, CRASH, TIMEOUT, ERROR = "pass", "fail", "crash", "timeout", "error"
+# The pair outgrew its memory cap (`--memory-cap`) and was killed.
+MEMORY = "memory"
 # The config cannot honour what the test asks (e.g. dynamic dims on a static-only frontend):
 # neither a pass nor a compiler failure; pytest reports it as skipped with the reason.
 SKIP = "skip"
@@ -33,6 +35,8 @@ class Result:
     notes: list[str] = field(default_factory=list)  # e.g. "torch.jit.trace fallback: ..."
     repro_path: str | None = None  # reproducer bundle, when one was written
     shape_mode: str = "annotated"  # one of SHAPE_MODES
+    peak_rss_mib: float = 0.0  # the largest resident set of the pair's child
+    cached: bool = False  # taken from the result cache of an earlier run
 
     @property
     def passed(self) -> bool:

@@ -10,6 +10,7 @@ goes, and kept under `reports/ir/<test>/<config>/` when the pair fails.
 
 from __future__ import annotations
 
+import copy
 import functools
 import shutil
 import time
@@ -20,13 +21,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 import torch
+import torch.utils._pytree as pytree
 
 from compiler.stages import Snapshots, StageError, write_atomic
 from e2e.framework import isolation
 from e2e.framework.compare import compare_traces
 from e2e.framework.registry import Test
-from e2e.framework.result import CRASH, ERROR, FAIL, PASS, SKIP, TIMEOUT, NotApplicable, Result
-from e2e.framework.trace import Trace, golden_trace
+from e2e.framework.result import CRASH, ERROR, FAIL, MEMORY, PASS, SKIP, TIMEOUT, NotApplicable, Result
+from e2e.framework.isolation import Limits
+from e2e.framework.testutils import seed_for
+from e2e.framework.trace import Trace, record_trace
 from e2e.reducer.signature import mismatch_signature, normalize, stage_signature
 
 
@@ -38,6 +42,7 @@ class PreparedTest:
     module: torch.nn.Module | None = None  # pristine instance the configs compile
     golden: Trace = field(default_factory=list)
     golden_error: str | None = None
+    golden_kind: str | None = None  # how the test is broken: module_factory, deepcopy, invoker, outputs
     shared: dict[Any, Any] = field(default_factory=dict)  # config-shared frontend results
     new_shared: dict[Any, Any] = field(default_factory=dict)  # filled in a child, sent back
     shape_mode: str = "annotated"  # one of result.SHAPE_MODES
@@ -69,31 +74,54 @@ class PreparedTest:
 
 
 def prepare(test: Test) -> PreparedTest:
+    """Build the module and run the golden trace; a broken test is recorded, not raised.
+
+    This is user code: run it where a crash or hang is contained (a `TestHost`).
+    """
     prepared = PreparedTest(test)
+    step = "module_factory"
     try:
+        torch.manual_seed(seed_for(test.name))  # factories that draw weights draw the same ones
         prepared.module = test.module_factory()
-        prepared.golden = golden_trace(test, prepared.module)
-        if not prepared.golden:
-            prepared.golden_error = "the invoker made no call on the module"
+        step = "deepcopy"
+        native = copy.deepcopy(prepared.module)
+        step = "invoker"
+        prepared.golden = record_trace(test, lambda method, inputs: getattr(native, method)(*inputs))
     except Exception:
-        prepared.golden_error = "the test failed on native torch:\n" + traceback.format_exc(limit=-4)
+        prepared.golden_kind = step
+        prepared.golden_error = _BROKEN[step] + traceback.format_exc(limit=-4)
+        return prepared
+    problem = bad_outputs(prepared.golden)
+    if problem is not None:
+        prepared.golden_kind, prepared.golden_error = "outputs", problem
     return prepared
 
 
-class PreparedCache:
-    """A few recently prepared tests (configs of one test run next to each other)."""
+_BROKEN = {
+    "module_factory": "the test's module_factory raised on native torch:\n",
+    "deepcopy": (
+        "the test's module cannot be deep-copied (the golden run uses a copy, so the "
+        "compiled program starts from the same state):\n"
+    ),
+    "invoker": "the test failed on native torch:\n",
+}
 
-    def __init__(self, size: int = 4):
-        self.size = size
-        self._entries: OrderedDict[str, PreparedTest] = OrderedDict()
 
-    def get(self, test: Test) -> PreparedTest:
-        if test.name not in self._entries:
-            self._entries[test.name] = prepare(test)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-        self._entries.move_to_end(test.name)
-        return self._entries[test.name]
+def bad_outputs(trace: Trace) -> str | None:
+    """Why a golden trace cannot be compared (a broken test), or None."""
+    if not trace:
+        return "the invoker made no call on the module"
+    for number, item in enumerate(trace):
+        where = f"trace item #{number} ({item.method})"
+        if item.outputs is None:
+            return f"{where} returned None: an e2e test returns the values to compare"
+        for leaf in pytree.tree_leaves(item.outputs):
+            if leaf is not None and not isinstance(leaf, (torch.Tensor, bool, int, float)):
+                return (
+                    f"{where} returned a {type(leaf).__name__}: outputs must be tensors, Python "
+                    "scalars, or tuples, lists and dicts of them"
+                )
+    return None
 
 
 @functools.cache
@@ -190,7 +218,7 @@ def run_pair(
     config,
     *,
     reports_dir: Path,
-    timeout: float,
+    limits: Limits,
     isolate: bool = True,
 ) -> Result:
     """One (test, config) pair, end to end, never raising for a compiler failure."""
@@ -202,7 +230,7 @@ def run_pair(
             config.name,
             ERROR,
             stage="golden",
-            signature="golden | broken test",
+            signature=f"golden | broken test | {prepared.golden_kind}",
             error=f"{prepared.golden_error}\n(defined at {test.source})",
         )
     ir_dir = reports_dir / "ir" / test.name / config.name
@@ -213,15 +241,25 @@ def run_pair(
         torch.set_num_threads(1)
         return _compile_and_run(config, prepared, snapshots)
 
+    peak = 0
     if isolate:
         warm_up()
-    outcome = isolation.run_forked(child, timeout) if isolate else child()
+        forked = isolation.Child(lambda channel: (channel.receive(), channel.send(isolation.call_reporting(child))))
+        try:
+            outcome = forked.request("go", limits)
+        finally:
+            peak = forked.peak_rss
+            forked.close()
+    else:
+        outcome = child()
     if isinstance(outcome, tuple):
         result, new_shared = outcome
         prepared.shared.update(new_shared)
     else:
-        result = _ended_abnormally(test, config, outcome, ir_dir)
+        result = abnormal_result(test, config.name, outcome, _current_stage(ir_dir))
     result.duration = time.monotonic() - start
+    result.peak_rss_mib = round(peak / isolation.MIB, 1)
+    result.shape_mode = prepared.shape_mode
     if result.passed:
         shutil.rmtree(ir_dir, ignore_errors=True)
     elif result.ir_path is None and result.stage is not None:
@@ -230,22 +268,48 @@ def run_pair(
     return result
 
 
-def _ended_abnormally(test: Test, config, outcome, ir_dir: Path) -> Result:
-    """The Result of a child that timed out, crashed, or raised past its own handling."""
+def _current_stage(ir_dir: Path) -> str:
     marker = ir_dir / "current-stage"
-    stage = marker.read_text().strip() if marker.exists() else "capture"
+    return marker.read_text().strip() if marker.exists() else "capture"
+
+
+def abnormal_result(test: Test, config: str, outcome, stage: str) -> Result:
+    """The Result of a child that timed out, crashed, outgrew its memory cap, or raised
+    past its own handling, in `stage`."""
     if isinstance(outcome, isolation.TimedOut):
         kind, signature = TIMEOUT, f"timeout | {stage}"
         error = f"timeout in stage {stage}: no result after {outcome.seconds:.0f} s (killed)\n"
         error += outcome.stderr_tail[-2000:]
+    elif isinstance(outcome, isolation.OverMemory):
+        kind, signature = MEMORY, f"memory | {stage}"
+        error = (
+            f"over the memory cap in stage {stage}: the child grew past the cap of "
+            f"{outcome.limit / isolation.GIB:.1f} GiB per pair ({outcome.peak_rss / isolation.GIB:.2f} GiB "
+            f"resident; killed; raise it with --memory-cap)\n{outcome.stderr_tail[-1500:]}"
+        )
     elif isinstance(outcome, isolation.Crashed):
         first = _first_native_error(outcome.stderr_tail) or outcome.reason
         kind, signature = CRASH, f"crash | {stage} | {normalize(first)}"
-        error = f"crash in stage {stage}: the process was {outcome.reason}\n{outcome.stderr_tail[-3000:]}"
-    else:  # Raised: a framework bug
+        error = f"crash in stage {stage}: the process was {outcome.reason}\n{_crash_text(outcome.stderr_tail)}"
+    elif isinstance(outcome, isolation.Raised):  # a framework bug
         kind, signature = ERROR, f"framework | {stage}"
         error = f"internal error in stage {stage}:\n{outcome.traceback}"
-    return Result(test.name, config.name, kind, stage=stage, signature=signature, error=error.strip())
+    else:
+        kind, signature = ERROR, f"framework | {stage}"
+        error = f"internal error in stage {stage}: unexpected reply {outcome!r:.300}"
+    peak = getattr(outcome, "peak_rss", 0)
+    result = Result(test.name, config, kind, stage=stage, signature=signature, error=error.strip())
+    result.peak_rss_mib = round(peak / isolation.MIB, 1)
+    return result
+
+
+def _crash_text(stderr: str) -> str:
+    """What a person needs of a crashed child's stderr: the native messages before the
+    crash, and the innermost frames of faulthandler's Python stack (printed first)."""
+    marker = stderr.find("Fatal Python error")
+    if marker < 0:
+        return stderr[-3000:]
+    return (stderr[max(0, marker - 1500) : marker] + stderr[marker : marker + 3000]).strip()
 
 
 def _first_native_error(stderr: str) -> str | None:

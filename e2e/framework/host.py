@@ -1,0 +1,138 @@
+"""A test host: one forked process per test that holds everything the test's configs share.
+
+The host builds the module and runs the golden trace (user code: it may crash, hang,
+or allocate without bound), then serves requests from the pytest process: run a config
+(in a grandchild, under the pair's limits), reduce a failure (in a grandchild too).
+The pytest process never runs a test's module; it only waits, under limits, for
+replies. Configs of one test share the host's export and torch-backend IR, whichever
+config comes first.
+
+    host = TestHost(test, shape_mode="annotated", reports_dir=..., limits=...)
+    result = host.run("linalg", limits)      # a Result, whatever happened
+    host.close()
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from e2e.framework import isolation
+from e2e.framework.isolation import Channel, Child, Limits
+from e2e.framework.registry import Test
+from e2e.framework.result import ERROR, Result
+from e2e.framework.runner import abnormal_result, prepare, run_pair
+
+# What the host itself may need beyond a grandchild's deadline (unpickling, bookkeeping).
+_HOST_MARGIN_SECONDS = 30.0
+
+
+@dataclass
+class _Run:
+    config: str
+    reports_dir: Path
+    limits: Limits
+
+
+@dataclass
+class _Reduce:
+    result: Result
+    reports_dir: Path
+    time_box: float
+    limits: Limits
+
+
+def _serve(test: Test, shape_mode: str, config_loader, channel: Channel) -> None:
+    """The host's loop (in the child): prepare once, then answer requests until EOF."""
+    torch.set_num_threads(1)  # a forked grandchild of a multi-threaded OpenMP process hangs
+    prepared = prepare(test)
+    prepared.shape_mode = shape_mode
+    channel.receive()  # "ready?"
+    channel.send(("ready", prepared.golden_error, prepared.golden_kind))
+    while True:
+        try:
+            request = channel.receive()
+        except EOFError:
+            return
+        if isinstance(request, _Run):
+            config = config_loader(request.config)
+            channel.send(
+                run_pair(prepared, config, reports_dir=request.reports_dir, limits=request.limits, isolate=True)
+            )
+        elif isinstance(request, _Reduce):
+            channel.send(_reduce(prepared, config_loader, request))
+        else:
+            channel.send(isolation.Raised(None, f"unknown request {request!r}"))
+
+
+def _reduce(prepared, config_loader, request: _Reduce):
+    from e2e.reducer.failure import reduce_result
+
+    config = config_loader(request.result.config)
+    return isolation.run_forked(
+        lambda: reduce_result(request.result, prepared, config, request.reports_dir, request.time_box),
+        request.limits.seconds,
+        request.limits.memory_bytes,
+    )
+
+
+class TestHost:
+    """The pytest side of one test's host process."""
+
+    __test__ = False  # not a pytest class
+
+    def __init__(self, test: Test, *, shape_mode: str, config_loader, golden_limits: Limits):
+        self.test = test
+        self.shape_mode = shape_mode
+        self._child = Child(lambda channel: _serve(test, shape_mode, config_loader, channel), name="host")
+        # Set when the test itself is broken: every config of the test reports it.
+        self.golden_failure: Result | None = None
+        reply = self._child.request("ready?", golden_limits)
+        if isinstance(reply, tuple) and reply[0] == "ready":
+            _, error, kind = reply
+            if error is not None:
+                self.golden_failure = Result(
+                    test.name, "", ERROR, stage="golden", signature=f"golden | broken test | {kind}",
+                    error=f"{error}\n(defined at {test.source})",
+                )
+        else:
+            self.golden_failure = abnormal_result(test, "", reply, "golden")
+            self.golden_failure.error += f"\n(the module's construction or golden run; defined at {test.source})"
+            self._child.kill()
+
+    @property
+    def peak_rss(self) -> int:
+        return self._child.peak_rss
+
+    def run(self, config: str, reports_dir: Path, limits: Limits) -> Result:
+        """One pair on this host; a Result whatever happens."""
+        if self.golden_failure is not None:
+            return self._for_config(self.golden_failure, config)
+        host_limits = Limits(limits.seconds + _HOST_MARGIN_SECONDS, None)
+        reply = self._child.request(_Run(config, reports_dir, limits), host_limits)
+        if isinstance(reply, Result):
+            return reply
+        result = abnormal_result(self.test, config, reply, "execute")
+        result.error = f"the test host died while running {config}:\n{result.error}"
+        self._child.kill()
+        self.golden_failure = Result(self.test.name, "", ERROR, stage="golden", signature="framework | host died",
+                                     error="the test host died earlier in this run")
+        return result
+
+    def reduce(self, result: Result, reports_dir: Path, time_box: float, memory_bytes: int | None):
+        """The reducer's outcome for a failing pair (or how its child ended)."""
+        if self.golden_failure is not None or not self._child.alive:
+            return isolation.Raised(None, "the test host is gone")
+        limits = Limits(time_box * 2 + 120, memory_bytes)
+        host_limits = Limits(limits.seconds + _HOST_MARGIN_SECONDS, None)
+        return self._child.request(_Reduce(result, reports_dir, time_box, limits), host_limits)
+
+    @staticmethod
+    def _for_config(result: Result, config: str) -> Result:
+        copy = Result(**{**result.to_json(), "config": config})
+        return copy
+
+    def close(self) -> None:
+        self._child.close()

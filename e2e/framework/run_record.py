@@ -1,0 +1,102 @@
+"""The record of a run in its reports directory, kept consistent whatever ends the run.
+
+    reports/run.json       run id, status (running | finished | interrupted), command, versions
+    reports/results.jsonl  one row per pair, appended as each pair finishes
+    reports/results.json   every row, sorted, written when the run ends
+
+A run holds a lock on the directory for its whole life: a second run on the same
+directory is refused with a clear error instead of deleting files the first one is
+writing. A run killed outright leaves `run.json` saying `running` for a dead pid, and
+every row it had in `results.jsonl`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+
+class ReportsDirBusy(RuntimeError):
+    pass
+
+
+def write_json_atomic(path: Path, value: Any) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(value, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+class RunRecord:
+    def __init__(self, reports_dir: Path, meta: dict[str, Any]):
+        self.reports_dir = Path(reports_dir)
+        self.meta = meta
+        self.run_id = uuid.uuid4().hex[:12]
+        self.started = time.time()
+        self.rows: list[dict] = []
+        self._lock_fd: int | None = None
+        self._jsonl = None
+
+    def start(self) -> None:
+        self.reports_dir.mkdir(parents=True, exist_ok=True)
+        lock_path = self.reports_dir / ".lock"
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            holder = self._read_run()
+            raise ReportsDirBusy(
+                f"{self.reports_dir} is in use by another live run (pid {holder.get('pid', '?')}, "
+                f"run {holder.get('run_id', '?')}, started {holder.get('started_at', '?')}): wait for it, "
+                "or give this run its own directory with --reports-dir"
+            ) from None
+        self._lock_fd = fd
+        (self.reports_dir / "results.json").unlink(missing_ok=True)
+        self._jsonl = open(self.reports_dir / "results.jsonl", "w")
+        self._write_run("running")
+
+    def _read_run(self) -> dict:
+        try:
+            return json.loads((self.reports_dir / "run.json").read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _write_run(self, status: str, **extra: Any) -> None:
+        write_json_atomic(
+            self.reports_dir / "run.json",
+            {
+                "run_id": self.run_id,
+                "status": status,
+                "pid": os.getpid(),
+                "started_at": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(self.started)),
+                "duration_s": round(time.time() - self.started, 1),
+                "rows": len(self.rows),
+                **self.meta,
+                **extra,
+            },
+        )
+
+    def add(self, row: dict) -> None:
+        row = {**row, "run_id": self.run_id}
+        self.rows.append(row)
+        if self._jsonl is not None:
+            self._jsonl.write(json.dumps(row) + "\n")
+            self._jsonl.flush()
+
+    def finish(self, status: str, **extra: Any) -> None:
+        """Write results.json and the final run.json, and release the directory."""
+        if self._lock_fd is None:
+            return
+        rows = sorted(self.rows, key=lambda r: (r["test"], r["config"]))
+        write_json_atomic(self.reports_dir / "results.json", rows)
+        self._write_run(status, **extra)
+        if self._jsonl is not None:
+            self._jsonl.close()
+            self._jsonl = None
+        os.close(self._lock_fd)
+        self._lock_fd = None

@@ -1,0 +1,632 @@
+"""The pytest plugin of the e2e suite (installed as a `pytest11` entry point).
+
+Each test registered by a suite file becomes one item per config,
+`<file>::<TestName>::<config>`, so `-k tosa`, `-k "MmModule and linalg"`, `--lf`, `-x`,
+`-n 2` and `--junitxml` work as usual. Suite directories come from `--e2e-suite DIR`
+or the `e2e_suite` ini option (this repository's pyproject sets `e2e/test_suite`).
+
+How a test runs: its module is built and its golden trace computed in a forked *test
+host* (`e2e.framework.host`); each config runs in a grandchild of it under the pair's
+limits (`--timeout`, `--memory-cap`). The pytest process never runs a test's module,
+so nothing a test does can end the run. Under xdist, the items of one test form one
+scheduling scope, so a test's configs run on one worker and share its host.
+Expected failures come from `xfail/<config>[.static].txt` and are strict: a test that
+passes fails and names the line to delete; one that fails differently fails with both
+signatures.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from e2e.configs import CONFIG_NAMES, XfailError, available_configs, load_config, load_xfails
+from e2e.framework import isolation
+from e2e.framework.cache import ResultCache, pair_key
+from e2e.framework.host import TestHost
+from e2e.framework.isolation import GIB, Limits
+from e2e.framework.registry import GLOBAL_TEST_REGISTRY
+from e2e.framework.report import failure_text, header_lines, summarize
+from e2e.framework.result import ERROR, PASS, SHAPE_MODES, SKIP, Result
+from e2e.framework.run_record import ReportsDirBusy, RunRecord
+from e2e.framework.runner import run_pair, prepare, warm_up
+from e2e.framework.suite_files import SuiteFile, ProbeCache, import_suite_file, probe_suite_file
+
+DEFAULT_BUDGET = 300.0  # seconds per pair when --timeout is not given
+DEFAULT_MEMORY_CAP_GIB = 6.0  # two workers x (host + child) stay well inside 24 GiB
+
+
+def pytest_addhooks(pluginmanager):
+    from e2e import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("e2e", "PyTorch -> MLIR e2e suite")
+    group.addoption("--e2e-suite", "--suite-dir", dest="e2e_suite", action="append", default=[],
+                    help="a directory (or file) of e2e tests to run; repeatable (default: the e2e_suite ini)")
+    group.addoption("--config", action="append", default=[],
+                    help=f"configs to run, comma separated or repeated: {', '.join(CONFIG_NAMES)}, "
+                    "an installed config's name, or module:attribute (default: the built-in ones)")
+    group.addoption("--shapes", choices=SHAPE_MODES, default="annotated",
+                    help="annotated: `-1` dims of annotate_args are dynamic (default); "
+                    "static: the example inputs' shapes, as upstream torch-mlir exports them")
+    group.addoption("--reports-dir", default=None, help="results, saved IR and reproducers (default: <rootdir>/reports)")
+    group.addoption("--xfail-dir", default=None, help="directory of the <config>[.static].txt xfail sets")
+    group.addoption("--memory-cap", type=float, default=DEFAULT_MEMORY_CAP_GIB,
+                    help=f"GiB a pair's child may hold resident before it is killed (default {DEFAULT_MEMORY_CAP_GIB}; 0: none)")
+    group.addoption("--no-result-cache", action="store_true",
+                    help="rerun every pair (by default an unchanged test on an unchanged compiler reuses its result)")
+    group.addoption("--no-isolation", action="store_true",
+                    help="build, compile and run in the pytest process (for pdb; a crash then ends the run)")
+    group.addoption("--no-reduce", action="store_true", help="do not write reproducer bundles for failures")
+    group.addoption("--reduce-timeout", type=float, default=60.0, help="reducer time box per failure, s (default 60)")
+    group.addoption("--reduce-xfailed", action="store_true", help="write bundles for expected failures too")
+    parser.addini("e2e_suite", type="paths", default=[], help="directories of e2e tests run by default")
+    parser.addini("e2e_xfail_dir", type="paths", default=[], help="directory of the xfail sets")
+
+
+class E2EState:
+    """Everything the plugin keeps for one pytest process (in `config.stash`)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.configs = _selected_configs(config)  # name -> spec
+        suites = [Path(p) for p in config.getoption("e2e_suite")] or list(config.getini("e2e_suite"))
+        self.suite_paths = [p.resolve() for p in suites]
+        self.suite_files = _suite_files(self.suite_paths)
+        xfail_dir = config.getoption("xfail_dir") or next(iter(config.getini("e2e_xfail_dir")), None)
+        self.xfail_dir = Path(xfail_dir) if xfail_dir else None  # None: no expected failures
+        self.reports_dir = Path(config.getoption("reports_dir") or Path(config.rootpath) / "reports").resolve()
+        self.shape_mode = config.getoption("shapes")
+        self.budget = _budget(config)
+        cap = config.getoption("memory_cap")
+        self.memory_cap = int(cap * GIB) if cap and cap > 0 else None
+        self.isolate = not config.getoption("no_isolation")
+        self.reduce = not config.getoption("no_reduce")
+        cache_dir = None
+        if not config.getoption("no_result_cache") and self.isolate and getattr(config, "cache", None):
+            cache_dir = Path(config.cache.mkdir("e2e-results"))
+        self.cache = ResultCache(cache_dir)
+        self.probes = ProbeCache(config.cache if cache_dir is not None else None)
+        self.imported: dict[Path, SuiteFile] = {}
+        self.host: TestHost | None = None
+        self.record: RunRecord | None = None
+        self.peaks: dict[str, tuple[float, float]] = {}  # worker -> (own MiB, largest child MiB)
+        self.largest_child = 0.0
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    def limits(self, test) -> Limits:
+        return Limits(test.timeout_seconds or self.budget, self.memory_cap)
+
+    def suite_file(self, path: Path) -> SuiteFile:
+        path = path.resolve()
+        if path not in self.imported:
+            self.imported[path] = import_suite_file(
+                path, Limits(self.budget, self.memory_cap), isolate=self.isolate, known_good=self.probes
+            )
+        return self.imported[path]
+
+    def host_for(self, test) -> TestHost:
+        """The host of `test`, started on first use; the previous test's host is closed."""
+        if self.host is not None and self.host.test.name != test.name:
+            self.host.close()
+            self.host = None
+        if self.host is None:
+            warm_up()  # once per process, before the first fork; never charged to a pair
+            self.host = TestHost(test, shape_mode=self.shape_mode,
+                                 config_loader=lambda name: load_config(self.configs[name]),
+                                 golden_limits=self.limits(test))
+        return self.host
+
+    def close_host(self) -> None:
+        if self.host is not None:
+            self.largest_child = max(self.largest_child, self.host.peak_rss / isolation.MIB)
+            self.host.close()
+            self.host = None
+
+
+STATE = pytest.StashKey[E2EState]()
+
+
+def _selected_configs(config) -> dict[str, str]:
+    specs = [n.strip() for opt in config.getoption("config") for n in opt.split(",") if n.strip()]
+    configs = {}
+    for spec in specs or CONFIG_NAMES:
+        try:
+            configs[load_config(spec).name] = spec
+        except ValueError as error:
+            raise pytest.UsageError(f"{error} (known: {', '.join(available_configs())})") from None
+    return configs
+
+
+def _budget(config) -> float:
+    value = config.getoption("timeout", None) or config.getini("timeout") if _has_timeout(config) else None
+    return float(value) if value and float(value) > 0 else DEFAULT_BUDGET
+
+
+def _has_timeout(config) -> bool:
+    return config.pluginmanager.hasplugin("timeout")
+
+
+def _suite_files(paths: list[Path]) -> set[Path]:
+    files: set[Path] = set()
+    for path in paths:
+        if path.is_file():
+            files.add(path)
+        elif path.is_dir():
+            files.update(p.resolve() for p in path.glob("*.py") if p.name != "__init__.py")
+    return files
+
+
+def pytest_configure(config):
+    state = E2EState(config)
+    config.stash[STATE] = state
+    for mark, text in (("opinfo", "OpInfo sweep tests"), ("models", "tests that need optional model packages")):
+        config.addinivalue_line("markers", f"{mark}: {text}")
+    if config.getoption("e2e_suite") and not _args_given(config):
+        config.args[:] = [str(p) for p in state.suite_paths]  # `pytest --e2e-suite DIR` from anywhere
+    if state.is_worker:
+        isolation.die_with_parent()
+    _stop_on_sigterm()
+    if _runs_the_suite(config, state) and not state.is_worker:
+        if getattr(config.option, "numprocesses", None) and state.xfail_dir:
+            # A worker's collection error reaches the controller as an opaque INTERNALERROR:
+            # check the xfail sets here, from the test names the import probes report.
+            limits = Limits(state.budget, state.memory_cap)
+            _load_xfail_sets(state, [probe_suite_file(p, limits, state.probes) for p in sorted(state.suite_files)])
+        state.record = RunRecord(state.reports_dir, _run_meta(config, state))
+        try:
+            state.record.start()
+        except ReportsDirBusy as error:
+            state.record = None
+            raise pytest.UsageError(str(error)) from None
+
+
+def _args_given(config) -> bool:
+    source = getattr(config, "args_source", None)
+    return source is not None and source.name == "ARGS"
+
+
+def _runs_the_suite(config, state: E2EState) -> bool:
+    for arg in config.args:
+        path = Path(arg.split("::")[0]).resolve()
+        if any(path == s or s.is_relative_to(path) or path.is_relative_to(s) for s in state.suite_paths):
+            return True
+    return False
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM ends the run like Ctrl-C: results so far are written, children killed."""
+
+    def interrupt(number, frame):
+        raise KeyboardInterrupt(f"signal {number}")
+
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, interrupt)
+
+
+def _run_meta(config, state: E2EState) -> dict:
+    import torch
+    import torch_mlir
+
+    return {
+        "command": " ".join(sys.argv),
+        "configs": list(state.configs),
+        "shape_mode": state.shape_mode,
+        "torch": f"{torch.__version__} ({Path(torch.__file__).parent})",
+        "torch_mlir": f"{_version('torch-mlir')} ({next(iter(torch_mlir.__path__))})",
+        "budget_s": state.budget,
+        "memory_cap_gib": state.memory_cap / GIB if state.memory_cap else None,
+    }
+
+
+def _version(distribution: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def pytest_report_header(config):
+    state = config.stash.get(STATE, None)
+    if state is None or not state.suite_paths:
+        return None
+    return header_lines(_run_meta(config, state), state.suite_paths, state.reports_dir)
+
+
+# --- collection ------------------------------------------------------------------------
+
+
+def _python_plugin_takes(file_path: Path, parent) -> bool:
+    """Whether pytest's python plugin will offer this file to `pytest_pycollect_makemodule`."""
+    from _pytest.pathlib import fnmatch_ex
+
+    if parent.session.isinitpath(file_path):
+        return True
+    return any(fnmatch_ex(pattern, file_path) for pattern in parent.config.getini("python_files"))
+
+
+def pytest_collect_file(file_path: Path, parent):
+    state = parent.config.stash[STATE]
+    if file_path.suffix == ".py" and file_path.resolve() in state.suite_files:
+        if not _python_plugin_takes(file_path, parent):
+            return E2EFile.from_parent(parent, path=file_path)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent):
+    # A suite file named test_*.py, or given on the command line, is ours, not a Module.
+    state = parent.config.stash[STATE]
+    if module_path.resolve() in state.suite_files:
+        return E2EFile.from_parent(parent, path=module_path)
+    return None
+
+
+class E2EFile(pytest.File):
+    def collect(self):
+        state = self.config.stash[STATE]
+        suite_file = state.suite_file(self.path)
+        if suite_file.skip_reason:
+            yield SkippedFileItem.from_parent(self, name="import", reason=suite_file.skip_reason)
+            return
+        if suite_file.broken is not None:
+            yield BrokenFileItem.from_parent(self, name="import", result=suite_file.broken)
+            return
+        for name in suite_file.tests:
+            yield E2ETest.from_parent(self, name=name)
+
+
+class E2ETest(pytest.Collector):
+    """One registered test: its items are its configs (one xdist scope, one host)."""
+
+    def collect(self):
+        test = GLOBAL_TEST_REGISTRY[self.name]
+        for config_name in self.config.stash[STATE].configs:
+            item = E2EItem.from_parent(self, name=config_name, test_name=self.name, config_name=config_name)
+            for mark in test.marks:
+                item.add_marker(getattr(pytest.mark, mark))
+            yield item
+
+
+class E2EError(Exception):
+    pass
+
+
+class E2EFailure(Exception):
+    """A pair failed (what an xfail entry expects)."""
+
+    def __init__(self, result: Result):
+        super().__init__(result.error)
+        self.result = result
+
+
+class E2EFailsDifferently(Exception):
+    """A listed test failed, but not the way its xfail entry says: a new bug hides there."""
+
+    def __init__(self, result: Result, entry):
+        super().__init__(result.error)
+        self.result = result
+        self.entry = entry
+
+
+class _ResultItem(pytest.Item):
+    result: Result | None = None
+
+
+class BrokenFileItem(_ResultItem):
+    """A suite file that does not import: one failing item, the run goes on."""
+
+    def __init__(self, *, result: Result, **kwargs):
+        super().__init__(**kwargs)
+        self.result = result
+
+    def runtest(self):
+        raise E2EError(self.result.error)
+
+    def repr_failure(self, excinfo):
+        return f"{self.result.signature}\n\n{excinfo.value}"
+
+    def reportinfo(self):
+        return self.path, None, f"{self.path.name}::import"
+
+
+class SkippedFileItem(pytest.Item):
+    def __init__(self, *, reason: str, **kwargs):
+        super().__init__(**kwargs)
+        self.reason = reason
+
+    def runtest(self):
+        pytest.skip(f"{self.path.name}: {self.reason}")
+
+    def reportinfo(self):
+        return self.path, None, f"{self.path.name}::import"
+
+
+class E2EItem(_ResultItem):
+    def __init__(self, *, test_name: str, config_name: str, **kwargs):
+        super().__init__(**kwargs)
+        self.test_name = test_name
+        self.config_name = config_name
+        self.xfail_entry = None
+
+    def runtest(self):
+        state = self.config.stash[STATE]
+        test = GLOBAL_TEST_REGISTRY[self.test_name]
+        limits = state.limits(test)
+        key = pair_key(test.name, test.source, self.config_name, state.shape_mode, limits.seconds)
+        result = state.cache.get(key)
+        if result is None:
+            result = self._run(state, test, limits)
+            state.cache.put(key, result)
+        self.result = result
+        if result.outcome == SKIP:
+            pytest.skip(f"{self.config_name} cannot run {self.test_name} as asked: {result.error}")
+        if result.passed:
+            return
+        entry = self.xfail_entry
+        if not result.cached and state.reduce and result.outcome != ERROR and (
+            entry is None or self.config.getoption("reduce_xfailed")
+        ):
+            self._reduce(state, result)
+            state.cache.put(key, result)
+        self.ihook.pytest_e2e_after_result(item=self, result=result)
+        if entry is not None and entry.differs_from(result.outcome, result.signature):
+            raise E2EFailsDifferently(result, entry)
+        raise E2EFailure(result)
+
+    def _run(self, state: E2EState, test, limits: Limits) -> Result:
+        if not state.isolate:
+            from e2e.framework.runner import PreparedTest
+
+            prepared = getattr(self.session, "_e2e_prepared", None)
+            if not isinstance(prepared, PreparedTest) or prepared.test.name != test.name:
+                prepared = self.session._e2e_prepared = prepare(test)
+                prepared.shape_mode = state.shape_mode
+            config = load_config(state.configs[self.config_name])
+            return run_pair(prepared, config, reports_dir=state.reports_dir, limits=limits, isolate=False)
+        host = state.host_for(test)
+        result = host.run(self.config_name, state.reports_dir, limits)
+        result.shape_mode = state.shape_mode
+        return result
+
+    def _reduce(self, state: E2EState, result: Result) -> None:
+        from e2e.reducer.failure import ReduceOutcome
+
+        if state.host is None:
+            return
+        time_box = self.config.getoption("reduce_timeout")
+        outcome = state.host.reduce(result, state.reports_dir, time_box, state.memory_cap)
+        if not isinstance(outcome, ReduceOutcome):
+            reason = getattr(outcome, "reason", None) or getattr(outcome, "traceback", None) or repr(outcome)
+            result.notes.append(f"reducer: no bundle: the reducer ended early: {str(reason).strip()[-500:]}")
+            return
+        result.notes.append(outcome.summary())
+        if outcome.bundle is not None and outcome.verified:
+            result.repro_path = str(outcome.bundle)
+        elif outcome.bundle is not None:
+            result.notes.append(f"reducer: bundle {outcome.bundle} did not re-verify: {outcome.note}")
+
+    def repr_failure(self, excinfo):
+        value = excinfo.value
+        if isinstance(value, E2EFailsDifferently):
+            return (
+                f"{self.test_name} on {self.config_name} fails differently than its xfail entry says "
+                f"({value.entry.where}):\n  expected: {value.entry.reason}\n"
+                f"  now:      {value.result.outcome}: {value.result.signature}\n"
+                "Look at the new failure (a new bug may hide behind the old one); then update the entry.\n\n"
+                + failure_text(value.result, self.nodeid)
+            )
+        if isinstance(value, E2EFailure):
+            return failure_text(value.result, self.nodeid)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.test_name} on {self.config_name}"
+
+
+def pytest_collection_modifyitems(session, config, items):
+    state = config.stash[STATE]
+    e2e_items = [i for i in items if isinstance(i, E2EItem)]
+    if not e2e_items:
+        return
+    xfails = _load_xfail_sets(state, [state.suite_file(path) for path in sorted(state.suite_files)])
+    budget_backstop = _backstop(config, state)
+    for item in e2e_items:
+        entry = xfails[item.config_name].get(item.test_name)
+        if entry is not None:
+            item.xfail_entry = entry
+            reason = f"{entry.reason} ({entry.where}; if it passes now, delete that line)"
+            item.add_marker(pytest.mark.xfail(reason=reason, strict=True, raises=E2EFailure))
+        if budget_backstop:
+            item.add_marker(pytest.mark.timeout(budget_backstop))
+    _longest_first(config, items)
+
+
+def _load_xfail_sets(state: E2EState, files: list[SuiteFile]) -> dict[str, dict]:
+    """Each selected config's xfail set, validated against every suite file's tests (not
+    only the selected ones); when a file did not import, stale names cannot be told."""
+    complete = all(f.broken is None and f.skip_reason is None for f in files)
+    known = {name for f in files for name in f.tests} if complete else None
+    try:
+        return {
+            name: load_xfails(name, known, state.xfail_dir, state.shape_mode) if state.xfail_dir else {}
+            for name in state.configs
+        }
+    except XfailError as error:
+        raise pytest.UsageError(f"{error}\nFix the lines above, or refresh the sets (README: 'Expected failures').") from None
+
+
+def _backstop(config, state: E2EState) -> float | None:
+    """pytest-timeout only guards the framework itself: our own limits end a pair, and the
+    reducer and the golden run have their own; a pair never needs this much."""
+    if not _has_timeout(config):
+        return None
+    return 3 * state.budget + 2 * config.getoption("reduce_timeout") + 300
+
+
+def _longest_first(config, items) -> None:
+    """Order tests by their recorded duration, longest first (xdist hands out scopes in
+    order), keeping each test's items together; unknown tests keep their place after."""
+    durations = config.cache.get("e2e/durations", {}) if getattr(config, "cache", None) else {}
+    if not durations:
+        return
+    order = {id(item): index for index, item in enumerate(items)}
+    first: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first.setdefault(getattr(item, "test_name", item.nodeid), index)
+    items.sort(
+        key=lambda item: (
+            -durations.get(getattr(item, "test_name", ""), 0.0),
+            first[getattr(item, "test_name", item.nodeid)],
+            order[id(item)],
+        )
+    )
+
+
+# --- scheduling --------------------------------------------------------------------------
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """One scope per e2e test (`file::Test`), so its configs share one worker and host."""
+    if config.getoption("dist") not in ("load", "loadgroup", "loadscope"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class PerTestScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            parts = nodeid.split("::")
+            return "::".join(parts[:2]) if len(parts) >= 3 else nodeid
+
+    return PerTestScheduling(config, log)
+
+
+# --- reporting ---------------------------------------------------------------------------
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "call" or not isinstance(item, _ResultItem) or item.result is None:
+        return
+    result = item.result
+    report.user_properties.append(("e2e", result.to_json()))  # travels to the xdist controller
+    for key in ("stage", "signature", "ir_path", "repro_path", "shape_mode"):
+        value = getattr(result, key)
+        if value:
+            item.user_properties.append((f"e2e_{key}", value))  # read by --junitxml
+    if result.repro_path:
+        item.add_report_section("call", "stdout", f"[[ATTACHMENT|{result.repro_path}]]\n")
+    if result.outcome not in (PASS, SKIP) and result.error:
+        item.add_report_section("call", "e2e error", result.error)
+
+
+def pytest_runtest_logreport(report):
+    state = _controller_state()
+    if state is None or state.record is None or report.when != "call":
+        return
+    for key, value in report.user_properties:
+        if key == "e2e":
+            final = report.outcome
+            if hasattr(report, "wasxfail"):
+                final = "xpassed" if report.passed else "xfailed"
+            state.record.add({**value, "final": final, "nodeid": report.nodeid})
+
+
+_CONFIG: list[pytest.Config] = []  # the pytest config of this process, for report hooks
+
+
+def _controller_state() -> E2EState | None:
+    return _CONFIG[-1].stash.get(STATE, None) if _CONFIG else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session):
+    _CONFIG.append(session.config)
+
+
+def pytest_unconfigure(config):
+    if config in _CONFIG:
+        _CONFIG.remove(config)
+
+
+def pytest_runtest_teardown(item, nextitem):
+    state = item.config.stash[STATE]
+    next_test = getattr(nextitem, "test_name", None)
+    if state.host is not None and next_test != state.host.test.name:
+        state.close_host()
+
+
+def pytest_testnodedown(node, error):
+    state = node.config.stash[STATE]
+    if "e2e_peak_rss" in getattr(node, "workeroutput", {}):
+        state.peaks[node.gateway.id] = tuple(node.workeroutput["e2e_peak_rss"])
+
+
+def _peak_rss(state: E2EState) -> tuple[float, float]:
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    return own, max(children, state.largest_child)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    state = session.config.stash.get(STATE, None)
+    if state is None:
+        return
+    state.close_host()
+    if state.is_worker:
+        session.config.workeroutput["e2e_peak_rss"] = _peak_rss(state)
+        return
+    if state.record is None:
+        return
+    if not state.peaks and state.record.rows:
+        state.peaks["main"] = _peak_rss(state)
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop
+    _save_durations(session.config, state.record.rows)
+    state.record.finish(
+        "interrupted" if interrupted else "finished",
+        exit_status=int(exitstatus),
+        peak_rss_mib={w: {"worker": round(o), "largest_child": round(c)} for w, (o, c) in state.peaks.items()},
+    )
+
+
+def _save_durations(config, rows: list[dict]) -> None:
+    """Each test's time over its configs, for `_longest_first` next run."""
+    if getattr(config, "cache", None) is None or not rows:
+        return
+    per_test: dict[str, float] = {}
+    for row in rows:
+        if not row.get("cached"):
+            per_test[row["test"]] = per_test.get(row["test"], 0.0) + row.get("duration", 0.0)
+    durations = config.cache.get("e2e/durations", {})
+    durations.update({name: round(seconds, 3) for name, seconds in per_test.items()})
+    config.cache.set("e2e/durations", durations)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    state = config.stash.get(STATE, None)
+    if state is None or state.record is None or not state.record.rows:
+        return
+    terminalreporter.section("e2e summary")
+    terminalreporter.write_line(summarize(state.record.rows))
+    if state.peaks:
+        peaks = ", ".join(
+            f"{worker} {own:.0f} MiB (largest child {child:.0f} MiB)" for worker, (own, child) in sorted(state.peaks.items())
+        )
+        terminalreporter.write_line(f"peak memory per worker: {peaks}")
+    terminalreporter.write_line(f"results: {state.reports_dir / 'results.json'} (run {state.record.run_id})")

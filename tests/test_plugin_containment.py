@@ -1,0 +1,213 @@
+"""Through the real pytest plugin: nothing a test does stops the run or loses its results.
+
+Each run is a real `pytest` subprocess over a suite of deliberately broken tests, serial
+and with `-n 2`: every healthy test is reported, every broken one with its stage, and
+results.json and the JUnit XML are complete.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+BROKEN_SUITE = '''
+import ctypes, os
+import torch
+from e2e.framework import e2e_test, op_test
+
+def segfault(x):
+    ctypes.string_at(0)
+
+def abort(x):
+    os.abort()
+
+def native_hang(x):
+    ctypes.CDLL(None).sleep(600)
+
+def python_hang(x):
+    while True:
+        pass
+
+for i in range(3):
+    op_test(f"Healthy{i}", torch.tanh, lambda tu: [tu.rand(2, 3)])
+op_test("GoldenSegfault", segfault, lambda tu: [tu.rand(2)])
+op_test("GoldenAbort", abort, lambda tu: [tu.rand(2)])
+op_test("GoldenNativeHang", native_hang, lambda tu: [tu.rand(2)])
+op_test("GoldenPythonHang", python_hang, lambda tu: [tu.rand(2)])
+op_test("ReturnsNone", lambda x: None, lambda tu: [tu.rand(2)])
+op_test("ReturnsString", lambda x: "text", lambda tu: [tu.rand(2)])
+
+@e2e_test(inputs=lambda tu: [tu.rand(2)])
+class Uncopyable(torch.nn.Module):
+    def __deepcopy__(self, memo):
+        raise TypeError("cannot be copied")
+    def forward(self, x):
+        return x
+'''
+
+BROKEN_FILES = {
+    "import_segfault.py": "import ctypes\nctypes.string_at(0)\n",
+    "import_exit.py": "import sys\nsys.exit(3)\n",
+    "import_hang.py": "import ctypes\nctypes.CDLL(None).sleep(600)\n",
+    "import_raises.py": "raise RuntimeError('this test file is broken')\n",
+    "needs_missing.py": "import a_package_that_is_not_installed\n",
+}
+
+EXPECTED = {  # test -> (outcome, stage)
+    **{f"Healthy{i}": ("pass", None) for i in range(3)},
+    "GoldenSegfault": ("crash", "golden"),
+    "GoldenAbort": ("crash", "golden"),
+    "GoldenNativeHang": ("timeout", "golden"),
+    "GoldenPythonHang": ("timeout", "golden"),
+    "ReturnsNone": ("error", "golden"),
+    "ReturnsString": ("error", "golden"),
+    "Uncopyable": ("error", "golden"),
+    "import_segfault.py::import": ("crash", "import"),
+    "import_exit.py::import": ("error", "import"),
+    "import_hang.py::import": ("timeout", "import"),
+    "import_raises.py::import": ("error", "import"),
+}
+
+
+def write_suite(directory: Path, files: dict[str, str]) -> Path:
+    suite = directory / "suite"
+    suite.mkdir()
+    for name, text in files.items():
+        (suite / name).write_text(textwrap.dedent(text))
+    return suite
+
+
+def e2e_command(suite: Path, tmp: Path, *extra: str) -> list[str]:
+    return [
+        sys.executable, "-m", "pytest", "-p", "e2e.plugin", "-p", "no:cacheprovider", "--e2e-suite", str(suite),
+        "--config", "linalg", "--no-reduce", "--reports-dir", str(tmp / "reports"),
+        "--junitxml", str(tmp / "junit.xml"), "-q", "-rs", *extra,
+    ]
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_suite_of_broken_tests_ends_with_every_result(tmp_path, workers):
+    suite = write_suite(tmp_path, {"broken_tests.py": BROKEN_SUITE, **BROKEN_FILES})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    run = subprocess.run(
+        e2e_command(suite, tmp_path, "--timeout", "4", *workers), cwd=elsewhere, capture_output=True, text=True,
+        timeout=600,
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode == 1, out
+    last = run.stdout.strip().splitlines()[-1]
+    assert all(count in last for count in ("11 failed", "3 passed", "1 skipped")), out
+    rows = json.loads((tmp_path / "reports" / "results.json").read_text())
+    assert {row["test"]: (row["outcome"], row["stage"]) for row in rows} == EXPECTED
+    run_info = json.loads((tmp_path / "reports" / "run.json").read_text())
+    assert run_info["status"] == "finished" and run_info["rows"] == len(EXPECTED)
+    junit = (tmp_path / "junit.xml").read_text()
+    assert junit.count("<testcase") == len(EXPECTED) + 1  # and the skipped file
+    assert 'name="e2e_stage" value="golden"' in junit
+    assert "needs the package 'a_package_that_is_not_installed'" in out
+    assert "rerun: pytest '" in out
+    segfault = next(row for row in rows if row["test"] == "GoldenSegfault")
+    assert "in segfault" in segfault["error"]  # the Python stack of the crash is kept
+
+
+SLOW_SUITE = '''
+import time
+import torch
+from e2e.framework import op_test
+
+def slow_tanh(x):
+    time.sleep(0.3)
+    return torch.tanh(x)
+
+for i in range(40):
+    op_test(f"Slow{i}", slow_tanh, lambda tu: [tu.rand(2, 3)])
+'''
+
+
+def descendants(pid: int) -> set[int]:
+    children: dict[int, set[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, set()).add(int(entry.name))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+@pytest.mark.parametrize(
+    "signal_number, workers", [(signal.SIGTERM, []), (signal.SIGINT, ["-n", "2"])], ids=["sigterm-serial", "sigint-xdist"]
+)
+def test_a_killed_run_keeps_its_results_and_leaves_no_process(tmp_path, signal_number, workers):
+    suite = write_suite(tmp_path, {"slow.py": SLOW_SUITE})
+    process = subprocess.Popen(
+        e2e_command(suite, tmp_path, "--config", "tosa", *workers), cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    rows_so_far = tmp_path / "reports" / "results.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not (rows_so_far.exists() and rows_so_far.read_text().count("\n") >= 3):
+        time.sleep(0.2)
+    spawned = descendants(process.pid)
+    assert spawned, "the run had started no process"
+    process.send_signal(signal_number)
+    out, _ = process.communicate(timeout=120)
+    time.sleep(1)
+    left = {pid for pid in spawned if Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid)}
+    assert not left, f"processes left behind: {left}\n{out}"
+    run_info = json.loads((tmp_path / "reports" / "run.json").read_text())
+    rows = json.loads((tmp_path / "reports" / "results.json").read_text())
+    streamed = [json.loads(line) for line in rows_so_far.read_text().splitlines()]
+    assert run_info["status"] == "interrupted", out
+    assert len(rows) == len(streamed) >= 3 and len(rows) < 80
+    assert all(row["outcome"] == "pass" for row in rows)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
+    except (OSError, IndexError):
+        return "zombie"
+
+
+def test_a_second_run_on_a_busy_reports_dir_is_refused(tmp_path):
+    suite = write_suite(tmp_path, {"slow.py": SLOW_SUITE})
+    first = subprocess.Popen(e2e_command(suite, tmp_path), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not (tmp_path / "reports" / "run.json").exists():
+            time.sleep(0.2)
+        second = subprocess.run(e2e_command(suite, tmp_path), cwd=tmp_path, capture_output=True, text=True,
+                                timeout=120)
+    finally:
+        first.send_signal(signal.SIGTERM)
+        first.wait(timeout=120)
+    assert second.returncode == 4, second.stdout + second.stderr
+    assert "is in use by another live run" in second.stderr and "--reports-dir" in second.stderr
+
+
+def test_a_bad_xfail_file_under_xdist_names_its_file_and_line(tmp_path):
+    suite = write_suite(tmp_path, {"tests.py": "import torch\nfrom e2e.framework import op_test\n"
+                                   "op_test('Tanh', torch.tanh, lambda tu: [tu.rand(2)])\n"})
+    xfails = tmp_path / "xfail"
+    xfails.mkdir()
+    (xfails / "linalg.txt").write_text("Tanh  # fail: backend | x | y\nRenamedAway  # fail: backend | x | y\n")
+    run = subprocess.run(e2e_command(suite, tmp_path, "--xfail-dir", str(xfails), "-n", "2"), cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert f"{xfails / 'linalg.txt'}:2: unknown test 'RenamedAway'" in run.stderr
+    assert "INTERNALERROR" not in run.stdout + run.stderr
