@@ -73,7 +73,8 @@ def open_in_chromium(page: Path, fragment: str = "") -> tuple[str, list[str]]:
 
 def loaded_cleanly(dom: str, errors: list[str]) -> None:
     assert not errors, "console errors:\n" + "\n".join(errors)
-    assert "data-js-errors" not in dom, re.search(r'data-js-errors="[^"]*"', dom).group(0)
+    thrown = re.search(r'<html[^>]* data-js-errors="([^"]*)"', dom)
+    assert thrown is None, f"uncaught script errors: {thrown and thrown.group(1)}"
     assert 'data-ready="1"' in dom, "the page's script did not run to its end"
 
 

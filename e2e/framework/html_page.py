@@ -9,9 +9,10 @@ unexpected, a tint when it is expected (xfailed).
 PAGE_STYLE = r"""
 :root { --fg:#1d1d1f; --muted:#6b6b70; --line:#d8d8dc; --bg:#fff; --head:#f4f4f6;
   --pass:#2e7d32; --xpass:#7b1fa2; --skip:#9e9e9e;
-  --st-golden:#5d4037; --st-capture:#6a1b9a; --st-import:#ad1457; --st-torch-backend:#e65100;
-  --st-backend:#c62828; --st-lower:#9e7c00; --st-execute:#1565c0; --st-compare:#d81b60;
-  --st-crash:#212121; --st-timeout:#455a64; --st-xpass:#7b1fa2; --st-other:#757575; }
+  /* one distinct hue per failing stage (and per abnormal ending) */
+  --st-golden:#6d4c41; --st-capture:#283593; --st-import:#00838f; --st-torch-backend:#ef6c00;
+  --st-backend:#c62828; --st-lower:#8d7300; --st-execute:#1e88e5; --st-compare:#ad1457;
+  --st-crash:#212121; --st-timeout:#546e7a; --st-xpass:#8e24aa; --st-other:#757575; }
 * { box-sizing: border-box; }
 body { font: 14px/1.4 system-ui, -apple-system, "Segoe UI", sans-serif; color: var(--fg); background: var(--bg);
   margin: 0 24px 48px; }
@@ -36,9 +37,10 @@ table { border-collapse: collapse; }
 #filters input[type=search] { width: 260px; }
 #legend { display: flex; flex-wrap: wrap; gap: 4px; margin: 4px 0 8px; }
 #legend .cell { width: auto; padding: 1px 8px; cursor: default; }
-#matrix-wrap { max-height: 75vh; overflow: auto; border: 1px solid var(--line); }
-#matrix { width: max-content; min-width: 100%; }
+#matrix-wrap { max-height: 75vh; overflow: auto; border: 1px solid var(--line); width: max-content; max-width: 100%; }
+#matrix { width: max-content; }
 #matrix th, #matrix td { border-bottom: 1px solid #eee; padding: 0; }
+#matrix thead th:first-child { text-align: left; }
 #matrix thead th { position: sticky; top: 0; background: var(--head); z-index: 2; padding: 4px 6px;
   border-bottom: 1px solid var(--line); }
 #matrix tbody th { position: sticky; left: 0; background: var(--bg); text-align: left; font-weight: normal;
@@ -50,7 +52,7 @@ table { border-collapse: collapse; }
   white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer; color: #fff; --k: var(--st-other); }
 .cell.f-passed { background: #e3f1e4; color: var(--pass); }
 .cell.f-failed { background: var(--k); font-weight: 600; }
-.cell.f-xfailed { background: color-mix(in srgb, var(--k) 18%, white); color: var(--k); }
+.cell.f-xfailed { background: color-mix(in srgb, var(--k) 16%, white); color: var(--k); box-shadow: inset 3px 0 0 var(--k); }
 .cell.f-xpassed { background: var(--xpass); font-weight: 600; }
 .cell.f-skipped { background: #eee; color: #757575; }
 .cell.none { background: transparent; color: #bbb; cursor: default; }
@@ -67,8 +69,8 @@ table { border-collapse: collapse; }
 #detail dt { color: var(--muted); }
 #detail dd { margin: 0; word-break: break-word; }
 #detail .links a { margin-right: 14px; }
-.sig { border: 1px solid var(--line); border-radius: 4px; margin: 6px 0; }
-.sig > summary { padding: 6px 10px; cursor: pointer; list-style-position: outside; }
+.sig { border: 1px solid var(--line); border-left: 4px solid var(--k); border-radius: 4px; margin: 6px 0; --k: var(--st-other); }
+.sig > summary { padding: 6px 10px; cursor: pointer; }
 .sig > summary code { word-break: break-word; }
 .sig .count { display: inline-block; min-width: 3.5em; font-weight: 700; }
 .sig .body { padding: 4px 12px 10px; }
@@ -78,6 +80,10 @@ table { border-collapse: collapse; }
   color: #fff; --k: var(--st-other); }
 .tag.f-failed { background: var(--k); }
 .tag.f-xfailed { background: color-mix(in srgb, var(--k) 18%, white); color: var(--k); }
+.bar { display: flex; width: 240px; height: 12px; border-radius: 2px; overflow: hidden; background: #eee; }
+.bar span { display: block; height: 100%; }
+.bar .f-passed { background: var(--pass); } .bar .f-failed { background: var(--st-backend); }
+.bar .f-xfailed { background: #f0a8a8; } .bar .f-xpassed { background: var(--xpass); } .bar .f-skipped { background: #bdbdbd; }
 button.link { border: 0; background: none; color: #1565c0; cursor: pointer; padding: 0; font: inherit; text-decoration: underline; }
 """
 
@@ -116,7 +122,7 @@ const hover = (cell) => {
 };
 
 // --- filters -------------------------------------------------------------------
-const state = {configs: new Set(D.configs.map((_, i) => i)), outcome: "", stage: "", sig: -1, text: ""};
+const state = {configs: new Set(D.configs.map((_, i) => i)), outcome: "", stage: "", sig: -1, text: "", pair: ""};
 function countBy(key) {
   const counts = new Map();
   D.cells.forEach((c) => { const k = key(c); if (k !== "" && k !== undefined && k !== -1) counts.set(k, (counts.get(k) || 0) + 1); });
@@ -163,7 +169,7 @@ function readFilters() {
   writeHash();
 }
 // The filters live in the address (#outcome=failed&stage=backend&config=tosa&test=Mm&signature=...),
-// so a view can be bookmarked or sent.
+// so a view can be bookmarked or sent; #pair=<test>/<config> opens one pair's details.
 function filtersFromHash() {
   const p = new URLSearchParams(location.hash.slice(1));
   return {configs: p.get("config") ? p.get("config").split(",") : null, outcome: p.get("outcome") || "",
@@ -176,6 +182,7 @@ function writeHash() {
   if (state.stage) p.set("stage", state.stage);
   if (state.sig >= 0) p.set("signature", D.signatures[state.sig]);
   if (state.text) p.set("test", $("f-text").value.trim());
+  if (state.pair) p.set("pair", state.pair);
   const hash = p.toString();
   if (hash !== location.hash.slice(1)) {
     try { history.replaceState(null, "", hash ? "#" + hash : location.pathname + location.search); } catch (e) { /* some file:// viewers forbid it */ }
@@ -267,11 +274,18 @@ function showDetail(i) {
   const panel = $("detail");
   panel.innerHTML = body;
   panel.hidden = false;
-  panel.querySelector(".close").onclick = () => { panel.hidden = true; };
+  panel.querySelector(".close").onclick = closeDetail;
+  state.pair = D.tests[cell.t] + "/" + D.configs[cell.c];
+  writeHash();
   const copy = panel.querySelector("#copy");
   if (copy) copy.onclick = () => copyText(cell.cmd, copy);
   const only = panel.querySelector("#only-sig");
   if (only) only.onclick = () => { setFilters({sig: cell.g}); $("matrix-section").scrollIntoView(); };
+}
+function closeDetail() {
+  $("detail").hidden = true;
+  state.pair = "";
+  writeHash();
 }
 function copyText(text, button) {
   const done = () => { button.textContent = "copied"; setTimeout(() => { button.textContent = "copy"; }, 1200); };
@@ -285,10 +299,10 @@ document.addEventListener("click", (event) => {
   const target = event.target.closest("[data-i]");
   if (target) showDetail(Number(target.dataset.i));
   const jump = event.target.closest("[data-test]");
-  if (jump) showTest(Number(jump.dataset.test));
+  if (jump) { showTest(Number(jump.dataset.test)); $("matrix-section").scrollIntoView(); }
 });
 document.addEventListener("keydown", (event) => {
-  if (event.key === "Escape") $("detail").hidden = true;
+  if (event.key === "Escape") closeDetail();
   if (event.key === "Enter" && event.target.dataset && event.target.dataset.i) showDetail(Number(event.target.dataset.i));
 });
 function showTest(t) {
@@ -297,7 +311,8 @@ function showTest(t) {
   if (!row) return;
   document.querySelectorAll("#matrix tr.target").forEach((r) => r.classList.remove("target"));
   row.classList.add("target");
-  row.scrollIntoView({block: "center"});
+  const wrap = $("matrix-wrap");  // scroll the matrix, not the page around it
+  wrap.scrollTop = row.offsetTop - wrap.clientHeight / 2;
 }
 
 // --- one section per signature ---------------------------------------------------------
@@ -318,7 +333,7 @@ function buildSignatures() {
       '<li><button class="link" type="button" data-test="' + t + '">' + esc(D.tests[t]) + '</button>' +
       cs.map((c) => '<span class="tag f-' + esc(c.f) + '" style="--k:' + hue(c.cause) + '" data-i="' + c.i + '" title="' +
         esc(c.f) + ' on ' + esc(D.configs[c.c]) + '">' + esc(D.configs[c.c]) + '</span>').join("") + '</li>').join("");
-    return '<details class="sig" data-sig="' + g + '"><summary><span class="count">' + cells.length + '</span> ' +
+    return '<details class="sig" data-sig="' + g + '" style="--k:' + hue(cells[0].cause) + '"><summary><span class="count">' + cells.length + '</span> ' +
       '<code>' + esc(D.signatures[g]) + '</code> <span class="muted">\u00b7 ' + byTest.size + ' tests \u00b7 ' +
       esc(configs.join(", ")) + ' \u00b7 ' + finals.map((x) => x[1] + ' ' + x[0]).join(", ") + '</span></summary>' +
       '<div class="body"><button class="link" type="button" data-only-sig="' + g + '">show these in the matrix</button>' +
@@ -333,8 +348,17 @@ function buildSignatures() {
 
 buildFilters();
 buildLegend();
-setFilters(filtersFromHash());
-window.addEventListener("hashchange", () => setFilters(filtersFromHash()));
+function fromHash() {
+  const pair = new URLSearchParams(location.hash.slice(1)).get("pair");
+  setFilters(filtersFromHash());
+  if (!pair) return;
+  const cut = pair.lastIndexOf("/");
+  const t = D.tests.indexOf(pair.slice(0, cut)), c = D.configs.indexOf(pair.slice(cut + 1));
+  const cell = t >= 0 && c >= 0 ? grid[t][c] : null;
+  if (cell) { showDetail(cell.i); showTest(t); }
+}
+fromHash();
+window.addEventListener("hashchange", fromHash);
 buildSignatures();
 document.body.setAttribute("data-ready", "1");
 })();

@@ -210,14 +210,20 @@ def _counts_table(rows: list[dict]) -> str:
     for config, counter in counts.items():
         cells = "".join(f'<td class="num" data-outcome="{o}">{counter[o]}</td>' for o in outcomes)
         top = ", ".join(f"{stage} {n}" for stage, n in stages[config].most_common(4))
+        total = sum(counter.values())
+        bar = "".join(
+            f'<span class="f-{o}" style="width:{100 * counter[o] / total:.2f}%" title="{counter[o]} {o}"></span>'
+            for o in outcomes
+            if counter[o]
+        )
         body.append(
             f'<tr data-config="{html.escape(config)}"><th>{html.escape(config)}</th>'
-            f'<td class="num" data-outcome="total">{sum(counter.values())}</td>{cells}'
-            f'<td class="muted">{html.escape(top)}</td></tr>'
+            f'<td class="num" data-outcome="total">{total}</td>{cells}'
+            f'<td><div class="bar">{bar}</div></td><td class="muted">{html.escape(top)}</td></tr>'
         )
     return (
         f'<table id="counts"><thead><tr><th>config</th><th class="num">run</th>{head}'
-        f'<th>failing stages</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
+        f'<th>share</th><th>failing stages</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
     )
 
 
