@@ -153,10 +153,8 @@ def test_report_of_a_real_run_loads_in_chromium_with_the_summary_counts(rows, ru
 @pytest.mark.parametrize(
     "fragment, expected",
     [
-        ("#outcome=failed", (2, 2)),  # Atan2 on tosa, Mm on linalg
-        ("#stage=backend", (2, 2)),
-        ("#config=linalg&outcome=xfailed", (1, 1)),
-        ("#test=gelu", (1, 2)),
+        ("#outcome=failed", (2, 2)),  # Atan2 on tosa, Mm (strict XPASS) on linalg
+        ("#config=linalg&stage=compare&test=gelu", (1, 1)),
         ("#signature=compare%20%7C%20values", (1, 1)),
     ],
 )
@@ -165,6 +163,19 @@ def test_filters_in_the_address_select_rows_in_chromium(rows, run_dir, fragment,
     dom, errors = open_in_chromium(page, fragment)
     loaded_cleanly(dom, errors)
     assert shown(dom) == expected
+
+
+def test_a_failing_pair_shows_its_error_rerun_command_and_ir_link(rows, run_dir):
+    page = write_html(rows, RUN, run_dir / "reports" / "index.html")
+    dom, errors = open_in_chromium(page, "#pair=Binary_Atan2SameShape/tosa")
+    loaded_cleanly(dom, errors)
+    panel = re.search(r'<aside id="detail"([^>]*)>(.*?)</aside>', dom, re.S)
+    assert "hidden" not in panel.group(1), "the pair's details are not shown"
+    assert "Binary_Atan2SameShape on tosa" in panel.group(2)
+    assert "rerun: <code id=\"rerun\">pytest e2e -k 'Binary_Atan2SameShape and tosa'</code>" in html.unescape(panel.group(2))
+    assert "failed to legalize operation 'torch.aten.atan2'" in html.unescape(panel.group(2))
+    link = re.search(r'<a href="([^"]+)">IR given to the failing stage</a>', panel.group(2)).group(1)
+    assert (page.parent / unquote(link)).is_file()
 
 
 def test_a_script_error_is_seen(tmp_path):
@@ -230,3 +241,5 @@ def test_a_large_run_stays_one_compact_page(tmp_path):
     dom, errors = open_in_chromium(page)
     loaded_cleanly(dom, errors)
     assert shown(dom) == (1750, 5250)
+    render_ms = int(re.search(r'data-render-ms="(\d+)"', dom).group(1))
+    assert render_ms < 3000, f"the page took {render_ms} ms to build its matrix and sections"

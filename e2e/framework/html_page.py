@@ -90,6 +90,7 @@ button.link { border: 0; background: none; color: #1565c0; cursor: pointer; padd
 PAGE_SCRIPT = r"""
 (function () {
 "use strict";
+const started = performance.now();
 const D = JSON.parse(document.getElementById("e2e-data").textContent);
 const OUTCOMES = ["passed", "failed", "xfailed", "xpassed", "skipped"];
 const KNOWN_STAGES = ["golden", "capture", "import", "torch-backend", "backend", "lower", "execute", "compare", "crash", "timeout", "xpass"];
@@ -360,6 +361,7 @@ function fromHash() {
 fromHash();
 window.addEventListener("hashchange", fromHash);
 buildSignatures();
+document.body.setAttribute("data-render-ms", String(Math.round(performance.now() - started)));
 document.body.setAttribute("data-ready", "1");
 })();
 """
