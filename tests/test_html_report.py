@@ -135,6 +135,8 @@ def test_report_of_a_real_run_loads_in_chromium_with_the_summary_counts(rows, ru
         assert re.search(rf'data-outcome="total">{total}<', row)
         for count, outcome in (part.split() for part in parts.split(", ")):
             assert re.search(rf'data-outcome="{outcome}">{count}<', row), (config, outcome, count)
+        stages = re.search(r"\[failing stages: (.*)\]", line)
+        assert (stages.group(1) if stages else "") in row
     # The matrix: one row per test, one cell per pair, each labelled with its failing stage.
     assert shown(dom) == (3, 6)
     matrix = re.search(r'<table id="matrix">(.*?)</table>', dom, re.S).group(1)
@@ -165,7 +167,13 @@ def test_filters_in_the_address_select_rows_in_chromium(rows, run_dir, fragment,
     assert shown(dom) == expected
 
 
-def test_a_failing_pair_shows_its_error_rerun_command_and_ir_link(rows, run_dir):
+def test_a_failing_pair_shows_its_error_rerun_command_and_links(rows, run_dir):
+    # The run had --no-reduce: give the pair a bundle folder, as the reducer would write it.
+    bundle = run_dir / "reports" / "repro" / "Binary_Atan2SameShape" / "tosa"
+    bundle.mkdir(parents=True, exist_ok=True)
+    for name in ("README.md", "repro.mlir"):
+        (bundle / name).write_text("...")
+    rows = [{**r, "repro_path": str(bundle)} if r["final"] == "failed" and r["stage"] else r for r in rows]
     page = write_html(rows, RUN, run_dir / "reports" / "index.html")
     dom, errors = open_in_chromium(page, "#pair=Binary_Atan2SameShape/tosa")
     loaded_cleanly(dom, errors)
@@ -174,8 +182,10 @@ def test_a_failing_pair_shows_its_error_rerun_command_and_ir_link(rows, run_dir)
     assert "Binary_Atan2SameShape on tosa" in panel.group(2)
     assert "rerun: <code id=\"rerun\">pytest e2e -k 'Binary_Atan2SameShape and tosa'</code>" in html.unescape(panel.group(2))
     assert "failed to legalize operation 'torch.aten.atan2'" in html.unescape(panel.group(2))
-    link = re.search(r'<a href="([^"]+)">IR given to the failing stage</a>', panel.group(2)).group(1)
-    assert (page.parent / unquote(link)).is_file()
+    links = dict((text, href) for href, text in re.findall(r'<a href="([^"]+)">([^<]+)</a>', panel.group(2)))
+    assert links["bundle README.md"] == "repro/Binary_Atan2SameShape/tosa/README.md"
+    assert links["repro.mlir"] == "repro/Binary_Atan2SameShape/tosa/repro.mlir"
+    assert (page.parent / unquote(links["IR given to the failing stage"])).is_file()
 
 
 def test_a_script_error_is_seen(tmp_path):

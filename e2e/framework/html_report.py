@@ -15,6 +15,7 @@ import argparse
 import html
 import json
 import os
+import shlex
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -193,7 +194,7 @@ def _run_value(key: str, value) -> str:
         minutes, seconds = divmod(float(value), 60)
         return f"{int(minutes)} min {seconds:.0f} s" if minutes else f"{seconds:.1f} s"
     if isinstance(value, (list, tuple)):
-        return " ".join(str(v) for v in value) if key == "command" else ", ".join(str(v) for v in value)
+        return shlex.join(str(v) for v in value) if key == "command" else ", ".join(str(v) for v in value)
     return str(value)
 
 
