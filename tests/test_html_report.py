@@ -190,8 +190,11 @@ def test_a_failing_pair_shows_its_error_rerun_command_and_links(rows, run_dir):
 
 def test_a_script_error_is_seen(tmp_path):
     """The check above must be able to fail: a page whose script throws is caught."""
+    empty = tmp_path / "empty.html"
+    empty.write_text(render_html([], {}, tmp_path))
+    loaded_cleanly(*open_in_chromium(empty))  # a run without rows is a valid page
     page = tmp_path / "broken.html"
-    text = render_html([], {}, tmp_path).replace('JSON.parse(document.getElementById("e2e-data").textContent)', "JSON.parse('{')")
+    text = empty.read_text().replace('JSON.parse(document.getElementById("e2e-data").textContent)', "JSON.parse('{')")
     page.write_text(text)
     dom, errors = open_in_chromium(page)
     with pytest.raises(AssertionError, match="console errors"):

@@ -49,7 +49,8 @@ table { border-collapse: collapse; }
 #matrix tr.target th { background: #fff59d; }
 #matrix td { padding: 1px 2px; }
 .cell { display: block; width: 128px; text-align: center; border-radius: 3px; padding: 1px 4px; font-size: 12px;
-  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer; color: #fff; --k: var(--st-other); }
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer; color: #fff; --k: var(--st-other);
+  background: var(--k); }
 .cell.f-passed { background: #e3f1e4; color: var(--pass); }
 .cell.f-failed { background: var(--k); font-weight: 600; }
 .cell.f-xfailed { background: color-mix(in srgb, var(--k) 16%, white); color: var(--k); box-shadow: inset 3px 0 0 var(--k); }
