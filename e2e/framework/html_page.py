@@ -245,7 +245,8 @@ function buildLegend() {
   const seen = new Set(D.cells.map((c) => c.f + " " + c.cause));
   const item = (cls, k, text) => '<span class="cell ' + cls + '" style="--k:' + k + '">' + esc(text) + '</span>';
   let html = item("f-passed", "", "passed");
-  ["xpassed", "skipped"].forEach((f) => { if (seen.has(f + " ")) html += item("f-" + f, "", f); });
+  const finals = new Set(D.cells.map((c) => c.f));
+  ["xpassed", "skipped"].forEach((f) => { if (finals.has(f)) html += item("f-" + f, "", f); });
   KNOWN_STAGES.concat([...new Set(D.cells.map((c) => c.cause))].filter((s) => s && !KNOWN_STAGES.includes(s))).forEach((s) => {
     if (seen.has("failed " + s)) html += item("f-failed", hue(s), s === "xpass" ? "failed: XPASS(strict)" : "failed: " + s);
     if (seen.has("xfailed " + s)) html += item("f-xfailed", hue(s), "xfailed: " + s);
@@ -268,6 +269,7 @@ function showDetail(i) {
   let body = '<button class="close" type="button" aria-label="close">\u00d7</button>' +
     '<h3>' + esc(D.tests[cell.t]) + ' on ' + esc(D.configs[cell.c]) + '</h3>' +
     '<dl>' + rows.filter((r) => r[1]).map((r) => '<dt>' + esc(r[0]) + '</dt><dd>' + esc(r[1]) + '</dd>').join("") + '</dl>';
+  if (cell.cause === "xpass") body += '<p>The xfail set of ' + esc(D.configs[cell.c]) + ' lists this test, and it passed: delete its line.</p>';
   if (links.length) body += '<p class="links">' + links.join("") + '</p>';
   if (cell.cmd) body += '<p>rerun: <code id="rerun">' + esc(cell.cmd) + '</code> <button type="button" id="copy">copy</button></p>';
   if (cell.e) body += '<pre>' + esc(cell.e) + '</pre>';
@@ -336,7 +338,7 @@ function buildSignatures() {
       cs.map((c) => '<span class="tag f-' + esc(c.f) + '" style="--k:' + hue(c.cause) + '" data-i="' + c.i + '" title="' +
         esc(c.f) + ' on ' + esc(D.configs[c.c]) + '">' + esc(D.configs[c.c]) + '</span>').join("") + '</li>').join("");
     return '<details class="sig" data-sig="' + g + '" style="--k:' + hue(cells[0].cause) + '"><summary><span class="count">' + cells.length + '</span> ' +
-      '<code>' + esc(D.signatures[g]) + '</code> <span class="muted">\u00b7 ' + byTest.size + ' tests \u00b7 ' +
+      '<code>' + esc(D.signatures[g]) + '</code> <span class="muted">\u00b7 ' + byTest.size + (byTest.size === 1 ? ' test \u00b7 ' : ' tests \u00b7 ') +
       esc(configs.join(", ")) + ' \u00b7 ' + finals.map((x) => x[1] + ' ' + x[0]).join(", ") + '</span></summary>' +
       '<div class="body"><button class="link" type="button" data-only-sig="' + g + '">show these in the matrix</button>' +
       '<ul>' + items + '</ul></div></details>';

@@ -19,6 +19,7 @@ import shlex
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
+from urllib.parse import quote
 
 from e2e.framework.html_page import PAGE_SCRIPT, PAGE_STYLE
 
@@ -168,7 +169,7 @@ def _link(path: str | None, report_dir: Path) -> str | None:
                 found = candidate
                 break
     target = (found or given).absolute()
-    return Path(os.path.relpath(target, report_dir.absolute())).as_posix()
+    return quote(Path(os.path.relpath(target, report_dir.absolute())).as_posix())
 
 
 def _run_section(rows: list[dict], run: dict) -> str:
