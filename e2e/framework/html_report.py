@@ -18,6 +18,7 @@ import os
 import shlex
 import sys
 from collections import Counter, defaultdict
+from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import quote
 
@@ -194,6 +195,8 @@ def _run_value(key: str, value) -> str:
     if key == "duration" and isinstance(value, (int, float)):
         minutes, seconds = divmod(float(value), 60)
         return f"{int(minutes)} min {seconds:.0f} s" if minutes else f"{seconds:.1f} s"
+    if key == "started" and isinstance(value, (int, float)):  # a time.time() stamp
+        return datetime.fromtimestamp(value, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     if isinstance(value, (list, tuple)):
         return shlex.join(str(v) for v in value) if key == "command" else ", ".join(str(v) for v in value)
     return str(value)
