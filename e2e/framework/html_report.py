@@ -1,0 +1,270 @@
+"""The HTML report of a run: one static page that says what works where.
+
+`write_html(rows, run, path)` writes a single file with its CSS, script and data inline
+(no server, no network): run metadata, per-config counts (the terminal's e2e summary), a
+tests x configs matrix coloured by outcome and failing stage with filters, and one section
+per failure signature. Links to saved IR and reproducer bundles are relative to the page,
+so the reports folder can be zipped and opened elsewhere.
+
+    python -m e2e.framework.html_report reports/results.json [-o reports/index.html]
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import shlex
+import sys
+from collections import Counter, defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from urllib.parse import quote
+
+from e2e.framework.html_page import PAGE_SCRIPT, PAGE_STYLE
+
+# Final outcomes as the plugin records them (after xfail sets), in display order.
+FINAL_OUTCOMES = ("passed", "failed", "xfailed", "xpassed", "skipped")
+# A failing pair's error is embedded up to this many characters; its IR and bundle hold the rest.
+ERROR_LIMIT = 8000
+# Run metadata shown first, in this order, with these labels; other keys follow as given.
+RUN_FIELDS = {
+    "status": "status",
+    "torch": "torch",
+    "torch_path": "torch imported from",
+    "torch_mlir": "torch-mlir",
+    "torch_mlir_path": "torch-mlir imported from",
+    "shape_mode": "shape mode",
+    "configs": "configs",
+    "started": "started",
+    "duration": "duration",
+    "command": "command",
+}
+
+
+def write_html(rows: list[dict], run: dict, path: Path | str) -> Path:
+    """Write the report of `rows` (the records of results.json) and `run` (metadata) to `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = render_html(rows, run, path.parent)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)  # a reader never sees half a page
+    return path
+
+
+def render_html(rows: list[dict], run: dict, report_dir: Path) -> str:
+    """The page for `rows`, with links relative to `report_dir`."""
+    data = page_data(rows, report_dir)
+    title = "e2e report" + (" (interrupted)" if run.get("status") == "interrupted" else "")
+    # `<` is escaped so no string in the data can close the script element.
+    payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{html.escape(title)}</title>
+<script>
+window.e2eErrors = [];
+window.addEventListener("error", function (e) {{
+  window.e2eErrors.push(String(e.message || e));
+  document.documentElement.setAttribute("data-js-errors", window.e2eErrors.join(" | "));
+}});
+</script>
+<style>{PAGE_STYLE}</style>
+</head><body>
+<header>
+<h1>PyTorch &rarr; MLIR e2e report</h1>
+{_run_section(rows, run)}
+</header>
+<main>
+<section id="summary"><h2>Per config</h2>
+{_counts_table(rows)}
+</section>
+<section id="matrix-section"><h2>Tests &times; configs</h2>
+<div id="filters"></div>
+<div id="legend"></div>
+<p id="shown" class="muted"></p>
+<noscript><p class="banner">The matrix and the signature sections need JavaScript; the counts above do not.</p></noscript>
+<div id="matrix-wrap"><table id="matrix"><thead></thead><tbody></tbody></table></div>
+</section>
+<section id="signatures-section"><h2>Failures by signature</h2>
+<p class="muted">Each signature is one failure cause: stage, pass or op, normalized first error. Largest first.</p>
+<div id="signatures"></div>
+</section>
+</main>
+<aside id="detail" hidden></aside>
+<script type="application/json" id="e2e-data">{payload}</script>
+<script>{PAGE_SCRIPT}</script>
+</body></html>
+"""
+
+
+def page_data(rows: list[dict], report_dir: Path) -> dict:
+    """What the page's script reads: configs, tests, signatures and one record per pair."""
+    configs = sorted({row["config"] for row in rows})
+    tests = sorted({row["test"] for row in rows})
+    signatures = sorted({row["signature"] for row in rows if row.get("signature")})
+    config_index = {name: i for i, name in enumerate(configs)}
+    test_index = {name: i for i, name in enumerate(tests)}
+    signature_index = {text: i for i, text in enumerate(signatures)}
+    cells = []
+    for row in rows:
+        cell = {
+            "t": test_index[row["test"]],
+            "c": config_index[row["config"]],
+            "f": row["final"],
+            "o": row.get("outcome", ""),
+            "d": round(float(row.get("duration") or 0.0), 2),
+        }
+        if row["final"] != "passed":
+            cell.update(
+                s=row.get("stage") or "",
+                g=signature_index.get(row.get("signature") or "", -1),
+                e=_clip(row.get("error") or ""),
+                n=list(row.get("notes") or []),
+                m=row.get("shape_mode") or "",
+                ir=_link(row.get("ir_path"), report_dir),
+                rp=_link(row.get("repro_path"), report_dir),
+                cmd=rerun_command(row),
+            )
+        elif row.get("notes"):
+            cell["n"] = list(row["notes"])
+        cells.append(cell)
+    return {"configs": configs, "tests": tests, "signatures": signatures, "cells": cells}
+
+
+def rerun_command(row: dict) -> str:
+    """The command that reruns one pair: by node id when the row has one."""
+    if row.get("nodeid"):
+        return f"pytest '{row['nodeid']}'"
+    return f"pytest e2e -k '{row['test']} and {row['config']}'"
+
+
+def config_counts(rows: list[dict]) -> dict[str, Counter]:
+    """Per config, pairs by final outcome: the numbers of the terminal's e2e summary."""
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for row in rows:
+        counts[row["config"]][row["final"]] += 1
+    return dict(sorted(counts.items()))
+
+
+def _clip(text: str) -> str:
+    if len(text) <= ERROR_LIMIT:
+        return text
+    return text[:ERROR_LIMIT] + f"\n... ({len(text) - ERROR_LIMIT} more characters: see the saved IR or bundle)"
+
+
+def _link(path: str | None, report_dir: Path) -> str | None:
+    """`path` as a URL relative to `report_dir`, found even if the run's folder was moved."""
+    if not path:
+        return None
+    given = Path(path)
+    found = given if given.exists() else None
+    if found is None:
+        # Rows keep the paths of the machine that ran; the files sit under the report's folder.
+        parts = given.parts[1:] if given.is_absolute() else given.parts
+        for start in range(len(parts)):
+            candidate = report_dir / Path(*parts[start:])
+            if candidate.exists():
+                found = candidate
+                break
+    target = (found or given).absolute()
+    return quote(Path(os.path.relpath(target, report_dir.absolute())).as_posix())
+
+
+def _run_section(rows: list[dict], run: dict) -> str:
+    run = dict(run)
+    run.setdefault("configs", ", ".join(sorted({row["config"] for row in rows})))
+    run.setdefault("shape_mode", ", ".join(sorted({row.get("shape_mode") or "annotated" for row in rows})))
+    tests = len({row["test"] for row in rows})
+    pair_seconds = sum(float(row.get("duration") or 0.0) for row in rows)
+    run.setdefault("pairs", f"{len(rows)} ({tests} tests); {pair_seconds:.0f} pair-seconds")
+    labels = {**RUN_FIELDS, "pairs": "pairs"}
+    keys = [k for k in labels if k in run] + [k for k in run if k not in labels]
+    items = "".join(
+        f"<tr><th>{html.escape(labels.get(k, k))}</th><td>{html.escape(_run_value(k, run[k]))}</td></tr>" for k in keys
+    )
+    banner = ""
+    if run.get("status") == "interrupted":
+        banner = '<p class="banner">This run was interrupted: the report shows only the pairs that finished.</p>'
+    return f'{banner}<table id="run">{items}</table>'
+
+
+def _run_value(key: str, value) -> str:
+    if key == "duration" and isinstance(value, (int, float)):
+        minutes, seconds = divmod(float(value), 60)
+        return f"{int(minutes)} min {seconds:.0f} s" if minutes else f"{seconds:.1f} s"
+    if key == "started" and isinstance(value, (int, float)):  # a time.time() stamp
+        return datetime.fromtimestamp(value, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    if isinstance(value, (list, tuple)):
+        return shlex.join(str(v) for v in value) if key == "command" else ", ".join(str(v) for v in value)
+    return str(value)
+
+
+def _counts_table(rows: list[dict]) -> str:
+    counts = config_counts(rows)
+    stages: dict[str, Counter] = defaultdict(Counter)
+    for row in rows:
+        if row["final"] not in ("passed", "xpassed") and row.get("stage"):
+            stages[row["config"]][row["stage"]] += 1
+    outcomes = [o for o in FINAL_OUTCOMES if any(c[o] for c in counts.values())]
+    outcomes += sorted({o for c in counts.values() for o in c} - set(outcomes))
+    head = "".join(f'<th class="num f-{o}">{o}</th>' for o in outcomes)
+    body = []
+    for config, counter in counts.items():
+        cells = "".join(f'<td class="num" data-outcome="{o}">{counter[o]}</td>' for o in outcomes)
+        top = ", ".join(f"{stage} {n}" for stage, n in stages[config].most_common(4))
+        total = sum(counter.values())
+        bar = "".join(
+            f'<span class="f-{o}" style="width:{100 * counter[o] / total:.2f}%" title="{counter[o]} {o}"></span>'
+            for o in outcomes
+            if counter[o]
+        )
+        body.append(
+            f'<tr data-config="{html.escape(config)}"><th>{html.escape(config)}</th>'
+            f'<td class="num" data-outcome="total">{total}</td>{cells}'
+            f'<td><div class="bar">{bar}</div></td><td class="muted">{html.escape(top)}</td></tr>'
+        )
+    return (
+        f'<table id="counts"><thead><tr><th>config</th><th class="num">run</th>{head}'
+        f'<th>share</th><th>failing stages</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
+    )
+
+
+def load_results(path: Path) -> tuple[list[dict], dict]:
+    """Rows and run metadata from results.json: a list of rows, or {"run": ..., "rows": ...}."""
+    data = json.loads(Path(path).read_text())
+    if isinstance(data, list):
+        return data, {}
+    if isinstance(data, dict) and isinstance(data.get("rows"), list):
+        return data["rows"], dict(data.get("run") or {})
+    raise ValueError(f"{path}: expected a list of result rows or an object with `rows`, got {type(data).__name__}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m e2e.framework.html_report", description="Write the HTML report of an e2e run."
+    )
+    parser.add_argument("results", type=Path, help="results.json of a run")
+    parser.add_argument("-o", "--output", type=Path, help="the page to write (default: index.html beside results.json)")
+    parser.add_argument("--run", type=Path, help="a JSON file of run metadata (default: run.json beside results.json, if any)")
+    args = parser.parse_args(argv)
+    try:
+        rows, run = load_results(args.results)
+        run_file = args.run or args.results.with_name("run.json")
+        if args.run or run_file.exists():
+            run = {**json.loads(run_file.read_text()), **run}
+        missing = [i for i, row in enumerate(rows) if not {"test", "config", "final"} <= row.keys()]
+        if missing:
+            raise ValueError(f"{args.results}: row {missing[0]} lacks test, config or final; is this an e2e results.json?")
+    except (OSError, ValueError) as error:
+        print(f"html_report: {error}", file=sys.stderr)
+        return 2
+    output = write_html(rows, run, args.output or args.results.with_name("index.html"))
+    print(f"html report: {output} ({len(rows)} pairs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

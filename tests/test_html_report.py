@@ -1,0 +1,269 @@
+"""The HTML report, rendered from a small real run and opened in real headless Chromium."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from e2e.framework.html_report import main, render_html, write_html
+from e2e.framework.report import summarize
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM_INSTALL = "apt-get update && apt-get install -y chromium chromium-driver"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--enable-logging=stderr",  # console messages, uncaught errors included, go to stderr
+    "--v=0",
+]
+# Three tests on two configs, with xfail sets of our own so the run has each kind of cell:
+# passed, xfailed (compare, backend), failed (backend), and a strict XPASS.
+SELECTION = "Activation_GeluTanh or Binary_Atan2SameShape or (MmModule_basic and not Bmm)"
+
+
+def xfail_line(config: str, test: str) -> str:
+    """The project's own entry, so its recorded failure is the one these tests have."""
+    for line in (ROOT / "e2e" / "configs" / "xfail" / f"{config}.txt").read_text().splitlines():
+        if line.split("#")[0].strip() == test:
+            return line + "\n"
+    raise AssertionError(f"{test} is no longer in the {config} xfail set; pick another failing test")
+
+
+XFAILS = {
+    # MmModule_basic passes on linalg: listed there, it XPASSes (strict).
+    "linalg.txt": xfail_line("linalg", "Activation_GeluTanh") + xfail_line("tosa", "MmModule_basic"),
+    "tosa.txt": xfail_line("tosa", "MmModule_basic"),
+}
+EXPECTED = {
+    ("Activation_GeluTanh", "linalg"): ("xfailed", "compare"),
+    ("Activation_GeluTanh", "tosa"): ("passed", None),
+    ("Binary_Atan2SameShape", "linalg"): ("passed", None),
+    ("Binary_Atan2SameShape", "tosa"): ("failed", "backend"),
+    ("MmModule_basic", "linalg"): ("failed", None),
+    ("MmModule_basic", "tosa"): ("xfailed", "backend"),
+}
+
+
+def chromium() -> str:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    pytest.fail(f"the HTML report test needs Chromium, which is not installed; install it with:\n    {CHROMIUM_INSTALL}")
+
+
+def open_in_chromium(page: Path, fragment: str = "") -> tuple[str, list[str]]:
+    """The DOM of `page` after its scripts ran, and the console errors Chromium logged."""
+    with tempfile.TemporaryDirectory(prefix="e2e-chromium-") as profile:
+        done = subprocess.run(
+            [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri() + fragment],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, f"chromium exited with {done.returncode}:\n{done.stderr[-3000:]}"
+    errors = [line for line in done.stderr.splitlines() if ":CONSOLE" in line and re.search(r"error|uncaught", line, re.I)]
+    return done.stdout, errors
+
+
+def loaded_cleanly(dom: str, errors: list[str]) -> None:
+    assert not errors, "console errors:\n" + "\n".join(errors)
+    thrown = re.search(r'<html[^>]* data-js-errors="([^"]*)"', dom)
+    assert thrown is None, f"uncaught script errors: {thrown and thrown.group(1)}"
+    assert 'data-ready="1"' in dom, "the page's script did not run to its end"
+
+
+def shown(dom: str) -> tuple[int, int]:
+    tests = re.search(r'id="shown-tests">(\d+)<', dom)
+    pairs = re.search(r'id="shown-pairs">(\d+)<', dom)
+    assert tests and pairs, "the matrix caption is missing"
+    return int(tests.group(1)), int(pairs.group(1))
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory) -> Path:
+    """A real run of the suite on SELECTION x {linalg, tosa}, through the plugin, without bundles."""
+    base = tmp_path_factory.mktemp("html-run")
+    xfail_dir = base / "xfail"
+    xfail_dir.mkdir()
+    for name, text in XFAILS.items():
+        (xfail_dir / name).write_text(text)
+    command = [
+        sys.executable, "-m", "pytest", "e2e", "-q", "-p", "no:cacheprovider", "--no-reduce",
+        "--config", "linalg,tosa", "--xfail-dir", str(xfail_dir), "--reports-dir", str(base / "reports"),
+        "-k", SELECTION,
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert (base / "reports" / "results.json").exists(), f"the run wrote no results:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
+    return base
+
+
+@pytest.fixture(scope="module")
+def rows(run_dir) -> list[dict]:
+    rows = json.loads((run_dir / "reports" / "results.json").read_text())
+    assert {(r["test"], r["config"]): (r["final"], r["stage"]) for r in rows} == EXPECTED
+    return rows
+
+
+RUN = {
+    "status": "finished",
+    "torch": "2.13.0",
+    "torch_path": "/site-packages/torch",
+    "torch_mlir": "20261001",
+    "torch_mlir_path": "/site-packages/torch_mlir",
+    "shape_mode": "annotated",
+    "configs": ["linalg", "tosa"],
+    "started": "2026-11-22T02:00:00Z",
+    "duration": 75.5,
+    "command": ["pytest", "e2e", "--config", "linalg,tosa"],
+}
+
+
+def test_report_of_a_real_run_loads_in_chromium_with_the_summary_counts(rows, run_dir):
+    page = write_html(rows, RUN, run_dir / "reports" / "index.html")
+    dom, errors = open_in_chromium(page)
+    loaded_cleanly(dom, errors)
+    # Per-config counts are the terminal's e2e summary: "linalg: 3 run: 1 failed, 1 passed, 1 xfailed".
+    for line in summarize(rows).splitlines():
+        config, total, parts = re.match(r"\s*(\S+): (\d+) run: ([^\[]+)", line).groups()
+        row = re.search(rf'<tr data-config="{config}">(.*?)</tr>', dom).group(1)
+        assert re.search(rf'data-outcome="total">{total}<', row)
+        for count, outcome in (part.split() for part in parts.split(", ")):
+            assert re.search(rf'data-outcome="{outcome}">{count}<', row), (config, outcome, count)
+        stages = re.search(r"\[failing stages: (.*)\]", line)
+        assert (stages.group(1) if stages else "") in row
+    # The matrix: one row per test, one cell per pair, each labelled with its failing stage.
+    assert shown(dom) == (3, 6)
+    matrix = re.search(r'<table id="matrix">(.*?)</table>', dom, re.S).group(1)
+    assert len(re.findall(r'class="cell ', matrix)) == 6
+    assert re.search(r'class="cell f-failed"[^>]*>backend<', matrix)
+    assert re.search(r'class="cell f-xfailed"[^>]*>compare<', matrix)
+    assert re.search(r'class="cell f-xfailed"[^>]*>backend<', matrix)
+    assert re.search(r'class="cell f-failed"[^>]*>XPASS\(strict\)<', matrix)
+    # One section per signature of a pair that did not pass, the largest first.
+    sections = re.findall(r'<details class="sig"[^>]*><summary><span class="count">(\d+)</span> <code>([^<]*)</code>', dom)
+    hits = Counter(r["signature"] for r in rows if r["final"] != "passed" and r["signature"])
+    assert sorted(hits.items(), key=lambda kv: (-kv[1], kv[0])) == [(html.unescape(text), int(n)) for n, text in sections]
+    assert 'id="run"' in dom and "torch-mlir imported from" in dom and "/site-packages/torch_mlir" in dom
+
+
+@pytest.mark.parametrize(
+    "fragment, expected",
+    [
+        ("#outcome=failed", (2, 2)),  # Atan2 on tosa, Mm (strict XPASS) on linalg
+        ("#config=linalg&stage=compare&test=gelu", (1, 1)),
+        ("#signature=compare%20%7C%20values", (1, 1)),
+    ],
+)
+def test_filters_in_the_address_select_rows_in_chromium(rows, run_dir, fragment, expected):
+    page = write_html(rows, RUN, run_dir / "filtered" / "index.html")
+    dom, errors = open_in_chromium(page, fragment)
+    loaded_cleanly(dom, errors)
+    assert shown(dom) == expected
+
+
+def test_a_failing_pair_shows_its_error_rerun_command_and_links(rows, run_dir):
+    # The run had --no-reduce: give the pair a bundle folder, as the reducer would write it.
+    bundle = run_dir / "reports" / "repro" / "Binary_Atan2SameShape" / "tosa"
+    bundle.mkdir(parents=True, exist_ok=True)
+    for name in ("README.md", "repro.mlir"):
+        (bundle / name).write_text("...")
+    rows = [{**r, "repro_path": str(bundle)} if r["final"] == "failed" and r["stage"] else r for r in rows]
+    page = write_html(rows, RUN, run_dir / "reports" / "index.html")
+    dom, errors = open_in_chromium(page, "#pair=Binary_Atan2SameShape/tosa")
+    loaded_cleanly(dom, errors)
+    panel = re.search(r'<aside id="detail"([^>]*)>(.*?)</aside>', dom, re.S)
+    assert "hidden" not in panel.group(1), "the pair's details are not shown"
+    assert "Binary_Atan2SameShape on tosa" in panel.group(2)
+    assert "rerun: <code id=\"rerun\">pytest e2e -k 'Binary_Atan2SameShape and tosa'</code>" in html.unescape(panel.group(2))
+    assert "failed to legalize operation 'torch.aten.atan2'" in html.unescape(panel.group(2))
+    links = dict((text, href) for href, text in re.findall(r'<a href="([^"]+)">([^<]+)</a>', panel.group(2)))
+    assert links["bundle README.md"] == "repro/Binary_Atan2SameShape/tosa/README.md"
+    assert links["repro.mlir"] == "repro/Binary_Atan2SameShape/tosa/repro.mlir"
+    assert (page.parent / unquote(links["IR given to the failing stage"])).is_file()
+
+
+def test_a_script_error_is_seen(tmp_path):
+    """The check above must be able to fail: a page whose script throws is caught."""
+    empty = tmp_path / "empty.html"
+    empty.write_text(render_html([], {}, tmp_path))
+    loaded_cleanly(*open_in_chromium(empty))  # a run without rows is a valid page
+    page = tmp_path / "broken.html"
+    text = empty.read_text().replace('JSON.parse(document.getElementById("e2e-data").textContent)', "JSON.parse('{')")
+    page.write_text(text)
+    dom, errors = open_in_chromium(page)
+    with pytest.raises(AssertionError, match="console errors"):
+        loaded_cleanly(dom, errors)
+    assert 'data-ready="1"' not in dom
+
+
+def _links(text: str) -> list[str]:
+    data = json.loads(re.search(r'<script type="application/json" id="e2e-data">(.*?)</script>', text, re.S).group(1))
+    return [cell[key] for cell in data["cells"] for key in ("ir", "rp") if cell.get(key)]
+
+
+def test_links_are_relative_and_survive_moving_the_folder(rows, run_dir, tmp_path):
+    failing = [r for r in rows if r["ir_path"]]
+    assert failing, "the run saved no IR for its failures"
+    page = write_html(rows, RUN, run_dir / "reports" / "index.html")
+    links = _links(page.read_text())
+    assert links and all(not link.startswith(("/", "file:")) for link in links)
+    assert all((page.parent / unquote(urlsplit(link).path)).is_file() for link in links)
+    # Copied to another machine, where the rows' absolute paths do not exist: found under the folder.
+    moved = tmp_path / "elsewhere" / "reports"
+    shutil.copytree(run_dir / "reports", moved)
+    elsewhere = [{**r, "ir_path": r["ir_path"] and r["ir_path"].replace(str(run_dir), "/gone/ci")} for r in rows]
+    links = _links(write_html(elsewhere, RUN, moved / "index.html").read_text())
+    assert len(links) == len(failing)
+    assert all(not link.startswith("..") and (moved / unquote(link)).is_file() for link in links)
+
+
+def test_cli_writes_the_page_beside_the_results(rows, run_dir, capsys):
+    results = run_dir / "reports" / "results.json"
+    output = run_dir / "cli" / "index.html"
+    assert main([str(results), "-o", str(output)]) == 0
+    assert f"{len(rows)} pairs" in capsys.readouterr().out
+    assert 'id="e2e-data"' in output.read_text()
+
+
+def test_cli_names_a_file_that_is_not_results(tmp_path, capsys):
+    bogus = tmp_path / "results.json"
+    bogus.write_text(json.dumps([{"name": "x"}]))
+    assert main([str(bogus)]) == 2
+    assert "lacks test, config or final" in capsys.readouterr().err
+
+
+def test_a_large_run_stays_one_compact_page(tmp_path):
+    """Upstream's size: 1,750 tests x 3 configs embed as data, not 5,000 table rows of HTML."""
+    rows = [
+        {"test": f"Test{t:04d}", "config": config, "final": "failed" if t % 7 == 0 else "passed", "outcome": "fail",
+         "stage": "backend", "signature": f"backend | pass{t % 13} | error", "error": "x" * 300, "duration": 0.4}
+        for t in range(1750) for config in ("linalg", "stablehlo", "tosa")
+    ]  # fmt: skip
+    page = write_html(rows, {"status": "interrupted"}, tmp_path / "index.html")
+    text = page.read_text()
+    assert len(text) < 2_500_000
+    assert "This run was interrupted" in text
+    counts = Counter(r["final"] for r in rows if r["config"] == "tosa")
+    assert f'data-outcome="failed">{counts["failed"]}<' in text
+    dom, errors = open_in_chromium(page)
+    loaded_cleanly(dom, errors)
+    assert shown(dom) == (1750, 5250)
+    render_ms = int(re.search(r'data-render-ms="(\d+)"', dom).group(1))
+    assert render_ms < 3000, f"the page took {render_ms} ms to build its matrix and sections"
