@@ -100,6 +100,7 @@ class E2EState:
         self.record: RunRecord | None = None
         self.peaks: dict[str, tuple[float, float]] = {}  # worker -> (own MiB, largest child MiB)
         self.largest_child = 0.0
+        self.html_report: Path | None = None
 
     @property
     def is_worker(self) -> bool:
@@ -598,7 +599,7 @@ def pytest_sessionfinish(session, exitstatus):
         state.peaks["main"] = _peak_rss(state)
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop
     _save_durations(session.config, state.record.rows)
-    state.record.finish(
+    state.html_report = state.record.finish(
         "interrupted" if interrupted else "finished",
         exit_status=int(exitstatus),
         peak_rss_mib={w: {"worker": round(o), "largest_child": round(c)} for w, (o, c) in state.peaks.items()},
@@ -630,3 +631,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         )
         terminalreporter.write_line(f"peak memory per worker: {peaks}")
     terminalreporter.write_line(f"results: {state.reports_dir / 'results.json'} (run {state.record.run_id})")
+    if state.html_report is not None:
+        terminalreporter.write_line(f"html report: {state.html_report}")

@@ -105,7 +105,7 @@ def run_dir(tmp_path_factory) -> Path:
     for name, text in XFAILS.items():
         (xfail_dir / name).write_text(text)
     command = [
-        sys.executable, "-m", "pytest", "e2e", "-q", "-p", "no:cacheprovider", "--no-reduce",
+        sys.executable, "-m", "pytest", "-p", "e2e.plugin", "e2e", "-q", "-p", "no:cacheprovider", "--no-reduce",
         "--config", "linalg,tosa", "--xfail-dir", str(xfail_dir), "--reports-dir", str(base / "reports"),
         "-k", SELECTION,
     ]  # fmt: skip
@@ -191,7 +191,9 @@ def test_a_failing_pair_shows_its_error_rerun_command_and_links(rows, run_dir):
     panel = re.search(r'<aside id="detail"([^>]*)>(.*?)</aside>', dom, re.S)
     assert "hidden" not in panel.group(1), "the pair's details are not shown"
     assert "Binary_Atan2SameShape on tosa" in panel.group(2)
-    assert "rerun: <code id=\"rerun\">pytest e2e -k 'Binary_Atan2SameShape and tosa'</code>" in html.unescape(panel.group(2))
+    nodeid = next(r["nodeid"] for r in rows if (r["test"], r["config"]) == ("Binary_Atan2SameShape", "tosa"))
+    assert nodeid.endswith("::Binary_Atan2SameShape::tosa")
+    assert f"rerun: <code id=\"rerun\">pytest '{nodeid}'</code>" in html.unescape(panel.group(2))
     assert "failed to legalize operation 'torch.aten.atan2'" in html.unescape(panel.group(2))
     links = dict((text, href) for href, text in re.findall(r'<a href="([^"]+)">([^<]+)</a>', panel.group(2)))
     assert links["bundle README.md"] == "repro/Binary_Atan2SameShape/tosa/README.md"

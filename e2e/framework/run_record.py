@@ -88,15 +88,20 @@ class RunRecord:
             self._jsonl.write(json.dumps(row) + "\n")
             self._jsonl.flush()
 
-    def finish(self, status: str, **extra: Any) -> None:
-        """Write results.json and the final run.json, and release the directory."""
+    def finish(self, status: str, **extra: Any) -> Path | None:
+        """Write results.json, the final run.json and the HTML report; release the directory.
+        Returns the report's path."""
         if self._lock_fd is None:
-            return
+            return None
+        from e2e.framework.html_report import write_html
+
         rows = sorted(self.rows, key=lambda r: (r["test"], r["config"]))
         write_json_atomic(self.reports_dir / "results.json", rows)
         self._write_run(status, **extra)
+        page = write_html(rows, self._read_run(), self.reports_dir / "index.html")
         if self._jsonl is not None:
             self._jsonl.close()
             self._jsonl = None
         os.close(self._lock_fd)
         self._lock_fd = None
+        return page
