@@ -1,7 +1,6 @@
 import pytest
 import torch
 
-from e2e.configs import XfailError, load_xfails
 from e2e.framework import registry
 from e2e.framework.registry import RegistryError, annotate_args, e2e_test, export, op_test, register_test_case
 from e2e.framework.testutils import TestUtils, seed_for
@@ -99,26 +98,6 @@ def test_golden_trace_does_not_disturb_the_module_or_inputs(empty_registry):
     assert torch.equal(trace[0].outputs, torch.full((2,), 2.0))
 
 
-def write(tmp_path, text):
-    (tmp_path / "linalg.txt").write_text(text)
-    return tmp_path
-
-
-def test_xfail_sets_are_validated(tmp_path):
-    known = {"A_basic", "B_basic"}
-    ok = write(tmp_path, "# comment\nA_basic  # needs op X\nB_basic  # needs op Y\n")
-    entries = load_xfails("linalg", known, ok)
-    assert entries["B_basic"].reason == "needs op Y" and entries["B_basic"].line == 3
-    for text, message in [
-        ("A_basic\n", "has no reason"),
-        ("B_basic  # y\nA_basic  # x\n", "out of order"),
-        ("A_basic  # x\nA_basic  # x\n", "listed twice"),
-        ("Gone_basic  # x\n", "unknown test 'Gone_basic'"),
-    ]:
-        with pytest.raises(XfailError, match=message):
-            load_xfails("linalg", known, write(tmp_path, text))
-
-
 def test_params_go_to_whichever_of_constructor_and_inputs_names_them(empty_registry):
     @e2e_test(
         inputs=lambda tu, rows: [tu.rand(rows, 2)],
@@ -143,22 +122,3 @@ def test_params_go_to_whichever_of_constructor_and_inputs_names_them(empty_regis
 def test_testutils_make_zero_d_tensors():
     tu = TestUtils(0)
     assert tu.rand().shape == () and tu.randn().shape == () and tu.randint(high=3).shape == ()
-
-
-def test_update_xfails_adds_failures_drops_passes_and_keeps_hand_written_reasons(tmp_path):
-    import json
-
-    from e2e.configs.update_xfails import update
-
-    write(tmp_path, "A_basic  # hand-written reason\nB_basic  # fixed since\n")
-    results = tmp_path / "results.json"
-    rows = [
-        {"test": "A_basic", "config": "linalg", "outcome": "fail", "signature": "backend | p | x"},
-        {"test": "B_basic", "config": "linalg", "outcome": "pass", "signature": None},
-        {"test": "C_basic", "config": "linalg", "outcome": "crash", "signature": "crash | lower | boom"},
-    ]
-    results.write_text(json.dumps(rows))
-    assert update(results, tmp_path) == {"linalg": (1, 1)}
-    assert (tmp_path / "linalg.txt").read_text() == (
-        "A_basic  # hand-written reason\nC_basic  # crash: crash | lower | boom\n"
-    )

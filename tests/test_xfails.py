@@ -1,0 +1,119 @@
+"""Expected-failure sets: validation, groups, signature checks, the updater, and the
+plugin reporting a listed test that fails differently."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from e2e.configs.update_xfails import update
+from e2e.configs.xfails import XfailError, load_xfails
+
+
+def write(tmp_path, text, name="linalg.txt"):
+    (tmp_path / name).write_text(text)
+    return tmp_path
+
+
+def test_xfail_sets_are_validated(tmp_path):
+    known = {"A_basic", "B_basic"}
+    ok = write(tmp_path, "# comment\nA_basic  # needs op X\nB_basic  # needs op Y\n")
+    entries = load_xfails("linalg", known, ok)
+    assert entries["B_basic"].reason == "needs op Y" and entries["B_basic"].line == 3
+    for text, message in [
+        ("A_basic\n", "has no reason"),
+        ("B_basic  # y\nA_basic  # x\n", "out of order"),
+        ("A_basic  # x\nA_basic  # x\n", "listed twice"),
+        ("Gone_basic  # x\n", "unknown test 'Gone_basic'"),
+        ("[fail: backend | p | x]\nB_basic\nA_basic\n", "out of order"),
+    ]:
+        with pytest.raises(XfailError, match=message):
+            load_xfails("linalg", known, write(tmp_path, text))
+
+
+def test_a_group_gives_its_reason_to_its_names_and_notes_stay_beside_them(tmp_path):
+    text = "C  # crash: crash | lower | boom\n[fail: lower | one-shot-bufferize | loc: op was not bufferized]\nA\nB  # see #42\n"
+    entries = load_xfails("linalg", None, write(tmp_path, text))
+    assert entries["A"].reason == entries["B"].reason == "fail: lower | one-shot-bufferize | loc: op was not bufferized"
+    assert entries["B"].note == "see #42" and entries["C"].expected == ("crash", "crash | lower | boom")
+
+
+def test_an_entry_checks_outcome_stage_and_pass_but_not_the_message(tmp_path):
+    entry = load_xfails("linalg", None, write(tmp_path, "A  # fail: backend | convert-torch-to-tosa | loc: x\n"))["A"]
+    assert not entry.differs_from("fail", "backend | convert-torch-to-tosa | loc: another message")
+    assert entry.differs_from("fail", "compare | values")  # a lowering error became a miscompile
+    assert entry.differs_from("crash", "crash | backend | Segmentation fault")
+    hand_written = load_xfails("linalg", None, write(tmp_path, "A  # waiting for upstream #123\n"))["A"]
+    assert not hand_written.differs_from("fail", "compare | values")
+    nan = load_xfails("linalg", None, write(tmp_path, "A  # fail: compare | nan\n"))["A"]
+    assert not nan.differs_from("fail", "compare | values")  # garbage shows as either
+
+
+def test_update_xfails_adds_failures_drops_passes_keeps_hand_written_reasons_and_groups(tmp_path):
+    write(tmp_path, "A_basic  # hand-written reason\nB_basic  # fixed since\n")
+    rows = [
+        {"test": "A_basic", "config": "linalg", "outcome": "fail", "signature": "backend | p | x"},
+        {"test": "B_basic", "config": "linalg", "outcome": "pass", "signature": None},
+        {"test": "C_basic", "config": "linalg", "outcome": "crash", "signature": "crash | lower | boom"},
+        {"test": "D_basic", "config": "linalg", "outcome": "error", "stage": "golden", "signature": "golden | broken test | invoker"},
+        *({"test": f"G{i}", "config": "linalg", "outcome": "fail", "signature": "lower | p | same"} for i in range(3)),
+        {"test": "S_basic", "config": "linalg", "outcome": "fail", "signature": "compare | values", "shape_mode": "static"},
+    ]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(rows))
+    assert update(results, tmp_path) == {tmp_path / "linalg.txt": (4, 1), tmp_path / "linalg.static.txt": (1, 0)}
+    assert (tmp_path / "linalg.txt").read_text() == (
+        "A_basic  # hand-written reason\nC_basic  # crash: crash | lower | boom\n[fail: lower | p | same]\nG0\nG1\nG2\n"
+    )
+    assert (tmp_path / "linalg.static.txt").read_text() == "S_basic  # fail: compare | values\n"
+
+
+CONFIGS = '''
+import torch
+from compiler.stages import StageError
+from e2e.configs import load_config
+
+class Broken:
+    """linalg, except that `Tanh` fails to lower (as`mode="error"`) or is miscompiled."""
+    def __init__(self, mode):
+        self.name, self.mode, self.linalg = "broken", mode, load_config("linalg")
+    def compile(self, prepared, snapshots):
+        if self.mode == "error":
+            snapshots.enter("backend")
+            raise StageError("backend", "failed to legalize operation 'torch.aten.tanh'", failing_pass="convert-torch-to-linalg")
+        return self.linalg.compile(prepared, snapshots)
+    def run(self, artifact, golden):
+        trace = self.linalg.run(artifact, golden)
+        trace[0].outputs = trace[0].outputs + 1  # the miscompile
+        return trace
+
+ERROR = Broken("error")
+MISCOMPILE = Broken("miscompile")
+'''
+
+
+def test_a_listed_backend_failure_that_becomes_a_miscompile_fails_differently(tmp_path):
+    (tmp_path / "suite").mkdir()
+    (tmp_path / "suite" / "tanh.py").write_text(
+        "import torch\nfrom e2e.framework import op_test\nop_test('Tanh', torch.tanh, lambda tu: [tu.rand(2, 3)])\n"
+    )
+    (tmp_path / "my_configs.py").write_text(textwrap.dedent(CONFIGS))
+    (tmp_path / "xfail").mkdir()
+    (tmp_path / "xfail" / "broken.txt").write_text("Tanh  # fail: backend | convert-torch-to-linalg | loc: x\n")
+
+    def run(config):
+        command = [sys.executable, "-m", "pytest", "-p", "e2e.plugin", "-p", "no:cacheprovider", "--e2e-suite",
+                   str(tmp_path / "suite"), "--config", f"my_configs:{config}", "--xfail-dir", str(tmp_path / "xfail"),
+                   "--no-reduce", "--reports-dir", str(tmp_path / "reports"), "-q"]
+        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                              env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
+
+    as_listed = run("ERROR")
+    assert as_listed.returncode == 0 and "1 xfailed" in as_listed.stdout, as_listed.stdout + as_listed.stderr
+    differently = run("MISCOMPILE")
+    assert differently.returncode == 1 and "1 failed" in differently.stdout, differently.stdout + differently.stderr
+    assert "fails differently than its xfail entry says" in differently.stdout
+    assert "expected: fail: backend | convert-torch-to-linalg" in differently.stdout
+    assert "now:      fail: compare | values" in differently.stdout
