@@ -3,9 +3,11 @@
     python benchmarks/suite_throughput.py [--tests 30] [--configs linalg,tosa,stablehlo]
 
 For a sample of tests (every k-th registered test, sorted by name), runs every
-(test, config) pair three ways in this process:
-  isolated   the suite's way: golden once per test, each pair in a forked child,
-             the FX export / import / torch-backend shared by the test's configs;
+(test, config) pair four ways in this process:
+  hosted     the suite's way: a test host process per test builds the module and runs
+             the golden trace, each pair runs in a grandchild, the FX export / import /
+             torch-backend shared by the test's configs;
+  isolated   golden in this process, each pair in a forked child (the old way);
   in-process the same without forking (what isolation costs);
   unshared   isolated, but every config exports and imports the test again
              (what sharing the frontend saves).
@@ -28,7 +30,11 @@ import torch  # noqa: E402
 
 from e2e.configs import load_config  # noqa: E402
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
+from e2e.framework.host import TestHost  # noqa: E402
+from e2e.framework.isolation import Limits  # noqa: E402
 from e2e.framework.runner import PreparedCache, run_pair, warm_up  # noqa: E402
+
+LIMITS = Limits(300, None)
 
 
 def load_suite() -> list[str]:
@@ -36,6 +42,24 @@ def load_suite() -> list[str]:
         if path.name != "__init__.py":
             importlib.import_module(f"e2e.test_suite.{path.stem}")
     return sorted(GLOBAL_TEST_REGISTRY)
+
+
+def run_hosted(names, configs) -> tuple[float, float, int]:
+    """(seconds in all, seconds until hosts were ready, passed pairs)."""
+    golden_seconds, passed = 0.0, 0
+    by_name = {config.name: config for config in configs}
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory() as reports:
+        for name in names:
+            t = time.perf_counter()
+            host = TestHost(GLOBAL_TEST_REGISTRY[name], shape_mode="annotated", config_loader=by_name.__getitem__,
+                            golden_limits=LIMITS)
+            golden_seconds += time.perf_counter() - t
+            try:
+                passed += sum(host.run(c.name, pathlib.Path(reports), LIMITS).passed for c in configs)
+            finally:
+                host.close()
+    return time.perf_counter() - start, golden_seconds, passed
 
 
 def run_mode(names, configs, *, isolate: bool, share: bool) -> tuple[float, float, int]:
@@ -52,7 +76,7 @@ def run_mode(names, configs, *, isolate: bool, share: bool) -> tuple[float, floa
             for config in configs:
                 if not share:
                     prepared.shared.clear()
-                result = run_pair(prepared, config, reports_dir=pathlib.Path(reports), timeout=300, isolate=isolate)
+                result = run_pair(prepared, config, reports_dir=pathlib.Path(reports), limits=LIMITS, isolate=isolate)
                 passed += result.passed
     return time.perf_counter() - start, golden_seconds, passed
 
@@ -73,20 +97,22 @@ def main() -> None:
     print(f"warm-up (once per process): {time.perf_counter() - t:.2f} s")
     print(f"{len(names)} tests x {len(configs)} configs = {pairs} pairs\n")
     modes = {
+        "hosted": None,
         "isolated": dict(isolate=True, share=True),
         "in-process": dict(isolate=False, share=True),
         "unshared": dict(isolate=True, share=False),
     }
     seconds = {}
     for mode, options in modes.items():
-        total, golden, passed = run_mode(names, configs, **options)
+        total, golden, passed = run_hosted(names, configs) if options is None else run_mode(names, configs, **options)
         seconds[mode] = total
         print(
             f"{mode:>11}: {total:6.1f} s, {pairs / total:5.2f} pairs/s, {1000 * total / pairs:6.0f} ms/pair "
             f"(golden {1000 * golden / len(names):.0f} ms/test), {passed}/{pairs} passed"
         )
     print()
-    print(f"isolation overhead (isolated / in-process): {seconds['isolated'] / seconds['in-process']:.2f}x")
+    print(f"isolation overhead (hosted / in-process): {seconds['hosted'] / seconds['in-process']:.2f}x")
+    print(f"test hosts vs golden in the pytest process (hosted / isolated): {seconds['hosted'] / seconds['isolated']:.2f}x")
     print(f"frontend sharing speed-up (unshared / isolated): {seconds['unshared'] / seconds['isolated']:.2f}x")
 
 

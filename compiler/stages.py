@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -73,12 +74,28 @@ class Snapshots:
     texts: dict[str, str] = field(default_factory=dict)
 
     current: str | None = None
+    # Wall seconds spent in each stage, in the order entered (a re-entered stage adds up).
+    seconds: dict[str, float] = field(default_factory=dict)
+    _entered_at: float = 0.0
 
     def enter(self, stage: str) -> None:
         """Mark `stage` as running (on disk too), so a crash can be blamed on it."""
+        self._close_current()
         self.current = stage
+        self._entered_at = time.perf_counter()
         if self.directory is not None:
             write_atomic(self.directory / "current-stage", stage)
+
+    def _close_current(self) -> None:
+        if self.current is not None:
+            spent = time.perf_counter() - self._entered_at
+            self.seconds[self.current] = self.seconds.get(self.current, 0.0) + spent
+
+    def stage_seconds(self) -> dict[str, float]:
+        """`seconds`, with the running stage counted up to now."""
+        self._close_current()
+        self._entered_at = time.perf_counter()
+        return {stage: round(spent, 4) for stage, spent in self.seconds.items()}
 
     def record(self, stage: str, module: ir.Module | str) -> str:
         """Keep the IR `stage` is given, and enter it."""

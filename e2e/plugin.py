@@ -34,7 +34,7 @@ from e2e.framework.registry import GLOBAL_TEST_REGISTRY
 from e2e.framework.report import failure_text, header_lines, summarize
 from e2e.framework.result import ERROR, PASS, SHAPE_MODES, SKIP, Result
 from e2e.framework.run_record import ReportsDirBusy, RunRecord
-from e2e.framework.runner import run_pair, prepare, warm_up
+from e2e.framework.runner import PreparedCache, run_pair, warm_up
 from e2e.framework.suite_files import SuiteFile, ProbeCache, import_suite_file, probe_suite_file
 
 DEFAULT_BUDGET = 300.0  # seconds per pair when --timeout is not given
@@ -96,6 +96,7 @@ class E2EState:
         self.cache = ResultCache(cache_dir)
         self.probes = ProbeCache(config.cache if cache_dir is not None else None)
         self.imported: dict[Path, SuiteFile] = {}
+        self.prepared = PreparedCache()  # --no-isolation only
         self.host: TestHost | None = None
         self.record: RunRecord | None = None
         self.peaks: dict[str, tuple[float, float]] = {}  # worker -> (own MiB, largest child MiB)
@@ -390,12 +391,7 @@ class E2EItem(_ResultItem):
 
     def _run(self, state: E2EState, test, limits: Limits) -> Result:
         if not state.isolate:
-            from e2e.framework.runner import PreparedTest
-
-            prepared = getattr(self.session, "_e2e_prepared", None)
-            if not isinstance(prepared, PreparedTest) or prepared.test.name != test.name:
-                prepared = self.session._e2e_prepared = prepare(test)
-                prepared.shape_mode = state.shape_mode
+            prepared = state.prepared.get(test, state.shape_mode)
             config = load_config(state.configs[self.config_name])
             return run_pair(prepared, config, reports_dir=state.reports_dir, limits=limits, isolate=False)
         host = state.host_for(test)

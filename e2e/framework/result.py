@@ -37,6 +37,7 @@ class Result:
     shape_mode: str = "annotated"  # one of SHAPE_MODES
     peak_rss_mib: float = 0.0  # the largest resident set of the pair's child
     cached: bool = False  # taken from the result cache of an earlier run
+    stage_seconds: dict[str, float] = field(default_factory=dict)  # where the pair's time went
 
     @property
     def passed(self) -> bool:

@@ -124,6 +124,24 @@ def bad_outputs(trace: Trace) -> str | None:
     return None
 
 
+class PreparedCache:
+    """A few recently prepared tests, in this process (for `--no-isolation` and benchmarks)."""
+
+    def __init__(self, size: int = 4):
+        self.size = size
+        self._entries: OrderedDict[str, PreparedTest] = OrderedDict()
+
+    def get(self, test: Test, shape_mode: str = "annotated") -> PreparedTest:
+        if test.name not in self._entries:
+            self._entries[test.name] = prepare(test)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        self._entries.move_to_end(test.name)
+        prepared = self._entries[test.name]
+        prepared.shape_mode = shape_mode
+        return prepared
+
+
 @functools.cache
 def warm_up() -> None:
     """Pay once per process, before any fork, for what every child would pay again.
@@ -239,7 +257,9 @@ def run_pair(
 
     def child() -> tuple[Result, dict]:
         torch.set_num_threads(1)
-        return _compile_and_run(config, prepared, snapshots)
+        result, shared = _compile_and_run(config, prepared, snapshots)
+        result.stage_seconds = snapshots.stage_seconds()
+        return result, shared
 
     peak = 0
     if isolate:
