@@ -49,6 +49,11 @@ DTYPES: dict[torch.dtype, DType] = {
 }
 TORCH_DTYPE_OF_MLIR = {d.mlir: t for t, d in DTYPES.items()}
 
+# Scalar results (`!torch.int`, `!torch.float`, `!torch.bool` returned from @main) come
+# back by value, as the C type of their builtin type (i64, f64, i1).
+SCALAR_RESULTS: dict[type, type] = {int: ctypes.c_int64, float: ctypes.c_double, bool: ctypes.c_bool}
+ResultType = torch.dtype | type  # a tensor's dtype, or int / float / bool
+
 
 class UnsupportedDType(TypeError):
     pass
@@ -218,21 +223,22 @@ class RefBackendProgram:
     def __init__(
         self,
         llvm_module: ir.Module,
-        result_dtypes: Sequence[torch.dtype],
+        result_dtypes: Sequence[ResultType],
         *,
         entry: str = "main",
         opt_level: int = 0,
     ):
         for dtype in result_dtypes:
-            dtype_spec(dtype)
+            if dtype not in SCALAR_RESULTS:
+                dtype_spec(dtype)
         self.entry = entry
         self.result_dtypes = list(result_dtypes)
         callback_name = _return_callback_name(llvm_module)
-        self._results: list[torch.Tensor] = []
+        self._results: list[torch.Tensor | int | float | bool] = []
         self._callback = None
         if callback_name is not None:
             prototype = ctypes.CFUNCTYPE(
-                None, *[ctypes.POINTER(UnrankedMemRef)] * len(self.result_dtypes)
+                None, *[SCALAR_RESULTS.get(d, ctypes.POINTER(UnrankedMemRef)) for d in self.result_dtypes]
             )
             self._callback = prototype(self._consume)
         self._engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
@@ -240,10 +246,12 @@ class RefBackendProgram:
         if self._callback is not None:
             self._engine.register_runtime(callback_name, self._callback)
 
-    def _consume(self, *memrefs) -> None:
-        self._results = [read_memref(m.contents, d) for m, d in zip(memrefs, self.result_dtypes)]
+    def _consume(self, *values) -> None:
+        self._results = [
+            d(v) if d in SCALAR_RESULTS else read_memref(v.contents, d) for v, d in zip(values, self.result_dtypes)
+        ]
 
-    def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
+    def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor | int | float | bool]:
         if self._engine is None:
             raise RuntimeError("this program was closed")
         arguments, keep_alive = [], []
@@ -267,7 +275,7 @@ class RefBackendProgram:
 
 def compile_linalg(
     backend_module: ir.Module,
-    result_dtypes: Sequence[torch.dtype],
+    result_dtypes: Sequence[ResultType],
     *,
     to_linalg: Sequence[str] = (),
     snapshots: Snapshots | None = None,

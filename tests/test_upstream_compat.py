@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from compiler import compile_module
 from e2e.configs import load_config
 from e2e.framework import registry
 from e2e.framework.compare import compare_traces
@@ -68,3 +69,27 @@ def test_the_global_rng_is_seeded_per_test():
     first = torch.rand(3)
     TestUtils(seed=7)
     assert torch.equal(first, torch.rand(3))
+
+
+@pytest.mark.parametrize("config", ["linalg", "tosa", "stablehlo"])
+@pytest.mark.parametrize("name", ["AddInPlaceModule_basic", "ArangeOutModule_basic"])
+def test_mutated_inputs_compare_the_return_value(empty_registry, tmp_path, config, name):
+    result = run(load_suite("compiler_suite")[name], config, tmp_path)
+    assert result.passed, result.error
+    assert any("updated in place and not compared" in note for note in result.notes)
+
+
+def test_scalar_results_and_data_dependent_values_on_linalg(empty_registry, tmp_path):
+    result = run(load_suite("compiler_suite")["ScalarResultsModule_basic"], "linalg", tmp_path)
+    assert result.passed, result.error
+    assert any("exported with strict torch.export" in note for note in result.notes), result.notes
+
+
+def test_adaptive_max_pool2d_stays_whole_for_linalg(empty_registry, tmp_path):
+    test = load_suite("compiler_suite")["AdaptiveMaxPool2dModule_basic"]
+    result = run(test, "linalg", tmp_path)
+    assert result.passed, result.error
+    x = torch.rand(1, 4, 10, 9)
+    compiled = compile_module(test.module_factory(), [x], "linalg")
+    assert "torch.aten.adaptive_max_pool2d" in compiled.snapshots.texts["backend"]
+    torch.testing.assert_close(compiled(x), test.module_factory()(x))
