@@ -12,6 +12,8 @@ so bf16 arguments and results cross the boundary as i16 bit patterns
 from __future__ import annotations
 
 import ctypes
+import math
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -197,6 +199,19 @@ def bf16_boundary_as_i16(module: ir.Module) -> None:
 
 
 # --- compile and run ---------------------------------------------------------------
+
+_TENSOR_SHAPE = re.compile(r"(?:!torch\.vtensor<\[([0-9,-]*)\]|tensor<((?:[0-9?]+x)+))")
+
+
+def largest_tensor_elements(ir_text: str) -> int:
+    """Elements of the largest statically shaped tensor type in the IR (0 if none)."""
+    largest = 0
+    for torch_dims, builtin_dims in _TENSOR_SHAPE.findall(ir_text):
+        dims = torch_dims.split(",") if torch_dims else builtin_dims.rstrip("x").split("x")
+        if dims == [""] or any(not d.isdigit() for d in dims):
+            continue
+        largest = max(largest, math.prod(int(d) for d in dims))
+    return largest
 
 LOWER_PIPELINE = ("func.func(convert-elementwise-to-linalg)",) + LINALG_TO_LLVM
 
