@@ -61,7 +61,8 @@ def pytest_command(suite: Path, configs: str, mode: str, args: argparse.Namespac
     if (ROOT / "conftest.py").exists():  # the plugin as a root conftest (else its entry point loads it)
         command += ["-p", "conftest"]
     # `-p no:python`: the suite's __init__.py must not be imported as a package of tests.
-    command += ["-p", "no:python", "-p", "no:cacheprovider", "-q"]
+    # `-v`: one line per finished pair in the log, so a long run can be read while it goes.
+    command += ["-p", "no:python", "-p", "no:cacheprovider", "-v"]
     command += ["--suite-dir", str(suite), "--xfail-dir", str(xfails), "--config", configs, "--shapes", mode]
     command += ["--no-reduce", "--reports-dir", str(reports), "-n", str(args.n)]
     if args.timeout:

@@ -20,7 +20,7 @@ from torch_mlir import ir
 
 from compiler import pipelines
 from compiler.frontends import fx
-from compiler.refbackend import TORCH_DTYPE_OF_MLIR, RefBackendProgram, ResultType, compile_linalg
+from compiler.refbackend import TORCH_DTYPE_OF_MLIR, RefBackendProgram, ResultType, compile_linalg, opt_level_for
 from compiler.stages import (
     Snapshots,
     StageError,
@@ -139,15 +139,20 @@ def compile_torch_backend_ir(
     backend: str,
     *,
     snapshots: Snapshots | None = None,
-    opt_level: int = 0,
+    opt_level: int | None = None,
 ) -> RefBackendProgram:
-    """torch backend IR -> backend IR -> linalg -> LLVM -> loaded program."""
+    """torch backend IR -> backend IR -> linalg -> LLVM -> loaded program.
+
+    `opt_level` of the ExecutionEngine; None: `refbackend.opt_level_for` the program.
+    """
     try:
         to_backend, to_linalg = pipelines.BACKENDS[backend]
     except KeyError:
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(pipelines.BACKENDS)}") from None
     snapshots = snapshots if snapshots is not None else Snapshots()
     dtypes = result_dtypes(torch_backend_ir)
+    if opt_level is None:
+        opt_level = opt_level_for(torch_backend_ir)
     module = parse_module(torch_backend_ir, new_context())
     run_stage(module, "backend", to_backend, snapshots)
     return compile_linalg(module, dtypes, to_linalg=to_linalg, snapshots=snapshots, opt_level=opt_level)
@@ -177,7 +182,7 @@ def compile_module(
     backend: str = "linalg",
     *,
     dynamic_dims: Sequence[Sequence[int] | None] | None = None,
-    opt_level: int = 0,
+    opt_level: int | None = None,
 ) -> CompiledModule:
     """Compile `module.forward` for `backend` ("linalg", "tosa" or "stablehlo")."""
     snapshots = Snapshots()

@@ -213,6 +213,20 @@ def largest_tensor_elements(ir_text: str) -> int:
         largest = max(largest, math.prod(int(d) for d in dims))
     return largest
 
+
+# The JIT opt level policy (measured with benchmarks/opt_level.py on upstream's suite):
+# at O0 LLVM compiles a typical test's program in ~tens of ms less than at O2, and its
+# small tensors run in well under a millisecond either way, so O0 wins for almost every
+# test. A program over a tensor of a million elements or more is the exception: its
+# loops at O0 run minutes where O2 takes a second (`MultinomialModule*_basic`, 1M
+# samples), so it gets O2.
+LARGE_TENSOR_ELEMENTS = 1 << 20
+
+
+def opt_level_for(ir_text: str) -> int:
+    """The ExecutionEngine opt level for a program, from its IR (see the policy above)."""
+    return 2 if largest_tensor_elements(ir_text) >= LARGE_TENSOR_ELEMENTS else 0
+
 LOWER_PIPELINE = ("func.func(convert-elementwise-to-linalg)",) + LINALG_TO_LLVM
 
 

@@ -45,7 +45,7 @@ def run_programs(compiled: Compiled, golden: Trace) -> Trace:
 class FxConfig:
     name: str
     backend: str  # a key of compiler.pipelines.BACKENDS
-    opt_level: int = 0
+    opt_level: int | None = None  # None: the RefBackend's policy (compiler.refbackend.opt_level_for)
 
     def compile(self, prepared, snapshots: Snapshots) -> Compiled:
         programs, notes = {}, []
