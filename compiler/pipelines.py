@@ -75,6 +75,15 @@ LINALG_TO_LLVM: Pipeline = (
     "func.func(linalg-generalize-named-ops)",
     "func.func(linalg-fuse-elementwise-ops)",
     "convert-shape-to-std",
+    # Analysis-based bufferization (in place where that is safe) before the
+    # copy-before-write one below, as upstream's RefBackend runs it: the sparsifier's
+    # pipeline bufferizes dense code too. With copy-before-write alone, a loop that
+    # inserts into a tensor copies the whole tensor per iteration (O(n^2):
+    # `MultinomialModule_basic` ran past 270 s; now well under a second).
+    "sparse-assembler{direct-out}",
+    "sparsification-and-bufferization",
+    "sparse-storage-specifier-to-llvm",
+    "func.func(expand-realloc)",
     "func.func(refback-generalize-tensor-pad)",
     "func.func(refback-generalize-tensor-concat)",
     "func.func(tm-tensor-bufferize)",
