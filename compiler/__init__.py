@@ -20,7 +20,7 @@ from torch_mlir import ir
 
 from compiler import pipelines
 from compiler.frontends import fx
-from compiler.refbackend import TORCH_DTYPE_OF_MLIR, RefBackendProgram, compile_linalg
+from compiler.refbackend import TORCH_DTYPE_OF_MLIR, RefBackendProgram, ResultType, compile_linalg, opt_level_for
 from compiler.stages import (
     Snapshots,
     StageError,
@@ -36,14 +36,22 @@ __all__ = [
     "Snapshots",
     "StageError",
     "compile_module",
+    "FxImport",
     "compile_torch_backend_ir",
+    "fx_import",
     "fx_to_torch_backend_ir",
+    "torch_backend_ir",
     "result_dtypes",
 ]
 
 
-def result_dtypes(module: ir.Module | str, entry: str = "main") -> list[torch.dtype]:
-    """The torch dtypes of `entry`'s results, read from its torch-dialect signature."""
+# Scalar results of @main, in torch-dialect spelling, as the Python type they come back as.
+SCALAR_RESULT_TYPES: dict[str, type] = {"!torch.int": int, "!torch.float": float, "!torch.bool": bool}
+
+
+def result_dtypes(module: ir.Module | str, entry: str = "main") -> list[ResultType]:
+    """The torch dtypes (or int / float / bool for scalars) of `entry`'s results,
+    read from its torch-dialect signature."""
     text = module if isinstance(module, str) else module_text(module)
     match = re.search(rf"func\.func @{entry}\(.*?\)\s*->\s*(\(.*?\)|[^{{]+?)\s*(attributes|\{{)", text, re.S)
     if match is None:
@@ -51,11 +59,14 @@ def result_dtypes(module: ir.Module | str, entry: str = "main") -> list[torch.dt
     results = match[1].strip()
     dtypes = []
     for type_text in _split_types(results):
+        if type_text in SCALAR_RESULT_TYPES:
+            dtypes.append(SCALAR_RESULT_TYPES[type_text])
+            continue
         tensor = re.fullmatch(r"!torch\.vtensor<(?:\[[^\]]*\]|\*),\s*(.+)>", type_text)
         if tensor is None or tensor[1] not in TORCH_DTYPE_OF_MLIR:
             raise StageError(
                 "import",
-                f"result type {type_text} of @{entry} is not a tensor the reference backend returns",
+                f"result type {type_text} of @{entry} is not a tensor or scalar the reference backend returns",
             )
         dtypes.append(TORCH_DTYPE_OF_MLIR[tensor[1]])
     return dtypes
@@ -68,6 +79,44 @@ def _split_types(results: str) -> list[str]:
     return split_top_level(results, "<[(", ">])")
 
 
+@dataclass
+class FxImport:
+    """`module.<method>` captured by torch.export and imported (raw torch dialect)."""
+
+    raw_ir: str
+    out_spec: Any  # pytree spec of the user outputs
+    notes: list[str] = field(default_factory=list)  # capture fallbacks, dropped mutations
+
+
+def fx_import(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    *,
+    method: str = "forward",
+    snapshots: Snapshots | None = None,
+) -> FxImport:
+    """Stages capture -> import of `module.<method>`."""
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    notes: list[str] = []
+    snapshots.enter("capture")
+    program = fx.capture(module, example_inputs, dynamic_dims, method, notes)
+    snapshots.enter("import")
+    raw = fx.import_program(program)
+    if mutated := fx.mutated_inputs(program):
+        notes.append(f"updated in place and not compared (as upstream): {', '.join(mutated)}")
+    return FxImport(module_text(raw), program.call_spec.out_spec, notes)
+
+
+def torch_backend_ir(
+    raw_ir: str, backend_legal_ops: Sequence[str] = (), *, snapshots: Snapshots | None = None
+) -> str:
+    """Stage torch-backend: raw torch dialect -> the backend contract."""
+    raw = parse_module(raw_ir, new_context())
+    run_stage(raw, "torch-backend", pipelines.fx_to_torch_backend(backend_legal_ops), snapshots)
+    return module_text(raw)
+
+
 def fx_to_torch_backend_ir(
     module: torch.nn.Module,
     example_inputs: Sequence[object],
@@ -75,18 +124,14 @@ def fx_to_torch_backend_ir(
     *,
     method: str = "forward",
     snapshots: Snapshots | None = None,
+    backend_legal_ops: Sequence[str] = (),
 ) -> tuple[str, Any]:
     """capture -> import -> torch-backend of `module.<method>`.
 
     Returns (torch backend IR text, output pytree spec).
     """
-    snapshots = snapshots if snapshots is not None else Snapshots()
-    snapshots.enter("capture")
-    program = fx.capture(module, example_inputs, dynamic_dims, method)
-    snapshots.enter("import")
-    raw = fx.import_program(program)
-    run_stage(raw, "torch-backend", pipelines.FX_TO_TORCH_BACKEND, snapshots)
-    return module_text(raw), program.call_spec.out_spec
+    imported = fx_import(module, example_inputs, dynamic_dims, method=method, snapshots=snapshots)
+    return torch_backend_ir(imported.raw_ir, backend_legal_ops, snapshots=snapshots), imported.out_spec
 
 
 def compile_torch_backend_ir(
@@ -94,15 +139,20 @@ def compile_torch_backend_ir(
     backend: str,
     *,
     snapshots: Snapshots | None = None,
-    opt_level: int = 0,
+    opt_level: int | None = None,
 ) -> RefBackendProgram:
-    """torch backend IR -> backend IR -> linalg -> LLVM -> loaded program."""
+    """torch backend IR -> backend IR -> linalg -> LLVM -> loaded program.
+
+    `opt_level` of the ExecutionEngine; None: `refbackend.opt_level_for` the program.
+    """
     try:
         to_backend, to_linalg = pipelines.BACKENDS[backend]
     except KeyError:
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(pipelines.BACKENDS)}") from None
     snapshots = snapshots if snapshots is not None else Snapshots()
     dtypes = result_dtypes(torch_backend_ir)
+    if opt_level is None:
+        opt_level = opt_level_for(torch_backend_ir)
     module = parse_module(torch_backend_ir, new_context())
     run_stage(module, "backend", to_backend, snapshots)
     return compile_linalg(module, dtypes, to_linalg=to_linalg, snapshots=snapshots, opt_level=opt_level)
@@ -132,10 +182,16 @@ def compile_module(
     backend: str = "linalg",
     *,
     dynamic_dims: Sequence[Sequence[int] | None] | None = None,
-    opt_level: int = 0,
+    opt_level: int | None = None,
 ) -> CompiledModule:
     """Compile `module.forward` for `backend` ("linalg", "tosa" or "stablehlo")."""
     snapshots = Snapshots()
-    torch_ir, out_spec = fx_to_torch_backend_ir(module, example_inputs, dynamic_dims, snapshots=snapshots)
+    torch_ir, out_spec = fx_to_torch_backend_ir(
+        module,
+        example_inputs,
+        dynamic_dims,
+        snapshots=snapshots,
+        backend_legal_ops=pipelines.BACKEND_LEGAL_OPS.get(backend, ()),
+    )
     program = compile_torch_backend_ir(torch_ir, backend, snapshots=snapshots, opt_level=opt_level)
     return CompiledModule(backend, program, out_spec, snapshots)

@@ -23,6 +23,24 @@ FX_TO_TORCH_BACKEND: Pipeline = (
     "torchdynamo-export-to-torch-backend-pipeline{extra-library=}",
 )
 
+# Ops the torch-backend lowering keeps whole (does not decompose) for one backend, as
+# upstream's FX configs do: linalg lowers adaptive_max_pool2d itself, while its
+# decomposition (max_pool2d with indices) does not legalize.
+BACKEND_LEGAL_OPS: dict[str, tuple[str, ...]] = {
+    "linalg": ("aten.adaptive_max_pool2d",),
+}
+
+
+def fx_to_torch_backend(backend_legal_ops: Sequence[str] = ()) -> Pipeline:
+    """`FX_TO_TORCH_BACKEND`, keeping `backend_legal_ops` whole."""
+    if not backend_legal_ops:
+        return FX_TO_TORCH_BACKEND
+    legal = ",".join(backend_legal_ops)
+    return (
+        FX_TO_TORCH_BACKEND[0],
+        f"torchdynamo-export-to-torch-backend-pipeline{{backend-legal-ops={legal} extra-library=}}",
+    )
+
 # TorchScript / JIT IR import (LTC, torchscript) -> torch backend contract.
 JIT_TO_TORCH_BACKEND: Pipeline = (
     "torch-function-to-torch-backend-pipeline{extra-library=}",
@@ -57,6 +75,15 @@ LINALG_TO_LLVM: Pipeline = (
     "func.func(linalg-generalize-named-ops)",
     "func.func(linalg-fuse-elementwise-ops)",
     "convert-shape-to-std",
+    # Analysis-based bufferization (in place where that is safe) before the
+    # copy-before-write one below, as upstream's RefBackend runs it: the sparsifier's
+    # pipeline bufferizes dense code too. With copy-before-write alone, a loop that
+    # inserts into a tensor copies the whole tensor per iteration (O(n^2):
+    # `MultinomialModule_basic` ran past 270 s; now well under a second).
+    "sparse-assembler{direct-out}",
+    "sparsification-and-bufferization",
+    "sparse-storage-specifier-to-llvm",
+    "func.func(expand-realloc)",
     "func.func(refback-generalize-tensor-pad)",
     "func.func(refback-generalize-tensor-concat)",
     "func.func(tm-tensor-bufferize)",

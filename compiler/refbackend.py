@@ -12,6 +12,8 @@ so bf16 arguments and results cross the boundary as i16 bit patterns
 from __future__ import annotations
 
 import ctypes
+import math
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -48,6 +50,11 @@ DTYPES: dict[torch.dtype, DType] = {
     torch.complex128: DType(np.dtype(np.complex128), "complex<f64>"),
 }
 TORCH_DTYPE_OF_MLIR = {d.mlir: t for t, d in DTYPES.items()}
+
+# Scalar results (`!torch.int`, `!torch.float`, `!torch.bool` returned from @main) come
+# back by value, as the C type of their builtin type (i64, f64, i1).
+SCALAR_RESULTS: dict[type, type] = {int: ctypes.c_int64, float: ctypes.c_double, bool: ctypes.c_bool}
+ResultType = torch.dtype | type  # a tensor's dtype, or int / float / bool
 
 
 class UnsupportedDType(TypeError):
@@ -193,6 +200,33 @@ def bf16_boundary_as_i16(module: ir.Module) -> None:
 
 # --- compile and run ---------------------------------------------------------------
 
+_TENSOR_SHAPE = re.compile(r"(?:!torch\.vtensor<\[([0-9,-]*)\]|tensor<((?:[0-9?]+x)+))")
+
+
+def largest_tensor_elements(ir_text: str) -> int:
+    """Elements of the largest statically shaped tensor type in the IR (0 if none)."""
+    largest = 0
+    for torch_dims, builtin_dims in _TENSOR_SHAPE.findall(ir_text):
+        dims = torch_dims.split(",") if torch_dims else builtin_dims.rstrip("x").split("x")
+        if dims == [""] or any(not d.isdigit() for d in dims):
+            continue
+        largest = max(largest, math.prod(int(d) for d in dims))
+    return largest
+
+
+# The JIT opt level policy (measured with benchmarks/opt_level.py on upstream's suite):
+# at O0 LLVM compiles a typical test's program in ~tens of ms less than at O2, and its
+# small tensors run in well under a millisecond either way, so O0 wins for almost every
+# test. A program over a tensor of a million elements or more is the exception: its
+# loops at O0 run minutes where O2 takes a second (`MultinomialModule*_basic`, 1M
+# samples), so it gets O2.
+LARGE_TENSOR_ELEMENTS = 1 << 20
+
+
+def opt_level_for(ir_text: str) -> int:
+    """The ExecutionEngine opt level for a program, from its IR (see the policy above)."""
+    return 2 if largest_tensor_elements(ir_text) >= LARGE_TENSOR_ELEMENTS else 0
+
 LOWER_PIPELINE = ("func.func(convert-elementwise-to-linalg)",) + LINALG_TO_LLVM
 
 
@@ -218,21 +252,22 @@ class RefBackendProgram:
     def __init__(
         self,
         llvm_module: ir.Module,
-        result_dtypes: Sequence[torch.dtype],
+        result_dtypes: Sequence[ResultType],
         *,
         entry: str = "main",
         opt_level: int = 0,
     ):
         for dtype in result_dtypes:
-            dtype_spec(dtype)
+            if dtype not in SCALAR_RESULTS:
+                dtype_spec(dtype)
         self.entry = entry
         self.result_dtypes = list(result_dtypes)
         callback_name = _return_callback_name(llvm_module)
-        self._results: list[torch.Tensor] = []
+        self._results: list[torch.Tensor | int | float | bool] = []
         self._callback = None
         if callback_name is not None:
             prototype = ctypes.CFUNCTYPE(
-                None, *[ctypes.POINTER(UnrankedMemRef)] * len(self.result_dtypes)
+                None, *[SCALAR_RESULTS.get(d, ctypes.POINTER(UnrankedMemRef)) for d in self.result_dtypes]
             )
             self._callback = prototype(self._consume)
         self._engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
@@ -240,10 +275,12 @@ class RefBackendProgram:
         if self._callback is not None:
             self._engine.register_runtime(callback_name, self._callback)
 
-    def _consume(self, *memrefs) -> None:
-        self._results = [read_memref(m.contents, d) for m, d in zip(memrefs, self.result_dtypes)]
+    def _consume(self, *values) -> None:
+        self._results = [
+            d(v) if d in SCALAR_RESULTS else read_memref(v.contents, d) for v, d in zip(values, self.result_dtypes)
+        ]
 
-    def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor]:
+    def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor | int | float | bool]:
         if self._engine is None:
             raise RuntimeError("this program was closed")
         arguments, keep_alive = [], []
@@ -267,7 +304,7 @@ class RefBackendProgram:
 
 def compile_linalg(
     backend_module: ir.Module,
-    result_dtypes: Sequence[torch.dtype],
+    result_dtypes: Sequence[ResultType],
     *,
     to_linalg: Sequence[str] = (),
     snapshots: Snapshots | None = None,

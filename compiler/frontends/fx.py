@@ -3,6 +3,13 @@
 Stage `capture` is `torch.export` plus the decompositions torch-mlir expects; stage
 `import` is the FxImporter, which keeps parameters and buffers as `dense_resource`
 constants (never elided).
+
+`capture` exports non-strict with the asked dynamic dims first; a program that export
+cannot take that way (`int(t)`, `t.item()` raise `GuardOnDataDependentSymNode`) is
+retried with strict export (upstream's mode), then with static shapes, and the
+fallback is written to the caller's `notes`. `import_program` returns only the user
+outputs from @main: torch.export adds the new values of mutated inputs and buffers as
+outputs, which upstream's configs drop as well.
 """
 
 from __future__ import annotations
@@ -12,6 +19,8 @@ from typing import Callable, Sequence
 
 import torch
 from torch.export import Dim, ExportedProgram
+from torch.export.graph_signature import OutputKind
+from torch_mlir.dialects import func
 from torch_mlir import ir
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
@@ -56,20 +65,37 @@ def capture(
     example_inputs: Sequence[object],
     dynamic_dims: Sequence[Sequence[int] | None] | None = None,
     method: str = "forward",
+    notes: list[str] | None = None,
 ) -> ExportedProgram:
-    """Stage `capture`: export `module.<method>` and run torch-mlir's decompositions."""
+    """Stage `capture`: export `module.<method>` and run torch-mlir's decompositions.
+
+    Falls back to strict export, then to static shapes; a fallback taken is appended
+    to `notes`.
+    """
     if method != "forward":
         module = _MethodAsForward(module, method)
-    try:
-        program = torch.export.export(
-            module,
-            tuple(example_inputs),
-            dynamic_shapes=dynamic_shapes_for(module.forward, example_inputs, dynamic_dims),
-            strict=False,
-        )
-        return program.run_decompositions(get_decomposition_table())
-    except Exception as error:
-        raise StageError("capture", f"torch.export: {type(error).__name__}: {first_line(error)}") from error
+    dynamic_shapes = dynamic_shapes_for(module.forward, example_inputs, dynamic_dims)
+    # (strict, dynamic_shapes, what the note says) in order of preference.
+    attempts = [(False, dynamic_shapes, None), (True, dynamic_shapes, "strict torch.export (strict=True)")]
+    if dynamic_shapes is not None:
+        attempts.append((False, None, "static shapes (the example inputs' sizes; annotated -1 dims ignored)"))
+    first_error: Exception | None = None
+    for strict, shapes, fallback in attempts:
+        try:
+            program = torch.export.export(module, tuple(example_inputs), dynamic_shapes=shapes, strict=strict)
+            program = program.run_decompositions(get_decomposition_table())
+        except Exception as error:
+            first_error = first_error or error
+            continue
+        if fallback is not None and notes is not None:
+            notes.append(
+                f"capture fallback: exported with {fallback}; non-strict export failed with "
+                f"{type(first_error).__name__}: {first_line(first_error)[:200]}"
+            )
+        return program
+    raise StageError(
+        "capture", f"torch.export: {type(first_error).__name__}: {first_line(first_error)}"
+    ) from first_error
 
 
 def import_program(program: ExportedProgram, context: ir.Context | None = None) -> ir.Module:
@@ -79,7 +105,39 @@ def import_program(program: ExportedProgram, context: ir.Context | None = None) 
         importer.import_frozen_program(program, func_name="main")
     except Exception as error:
         raise StageError("import", f"FxImporter: {type(error).__name__}: {first_line(error)}") from error
+    return_user_outputs_only(importer.module, program)
     return importer.module
+
+
+def mutated_inputs(program: ExportedProgram) -> list[str]:
+    """The user inputs and buffers the program updates in place."""
+    return [
+        spec.target or spec.arg.name
+        for spec in program.graph_signature.output_specs
+        if spec.kind in (OutputKind.USER_INPUT_MUTATION, OutputKind.BUFFER_MUTATION)
+    ]
+
+
+def return_user_outputs_only(module: ir.Module, program: ExportedProgram, entry: str = "main") -> None:
+    """Drop the mutated-input and buffer outputs torch.export puts before the user outputs."""
+    specs = program.graph_signature.output_specs
+    keep = [i for i, spec in enumerate(specs) if spec.kind == OutputKind.USER_OUTPUT]
+    if len(keep) == len(specs):
+        return
+    with module.context, ir.Location.unknown():
+        for op in module.body.operations:
+            if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == entry:
+                break
+        else:
+            raise StageError("import", f"no function @{entry} in the imported module")
+        block = op.regions[0].blocks[0]
+        old_return = block.operations[len(block.operations) - 1]
+        with ir.InsertionPoint(old_return):
+            func.ReturnOp([old_return.operands[i] for i in keep])
+        old_return.erase()
+        function_type = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+        results = [function_type.results[i] for i in keep]
+        op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(function_type.inputs, results))
 
 
 class _MethodAsForward(torch.nn.Module):

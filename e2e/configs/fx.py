@@ -1,7 +1,8 @@
 """The FX configs: torch.export -> FxImporter -> torch backend -> <backend> -> RefBackend.
 
-Capture, import and torch-backend lowering depend only on the test, so they are
-computed once per test (`PreparedTest.share`) and reused by every FX config.
+Capture and import depend only on the test, so they are computed once per test
+(`PreparedTest.share`) and reused by every FX config; so is the torch-backend lowering,
+per set of backend-legal ops (linalg keeps `aten.adaptive_max_pool2d`, as upstream).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from compiler import compile_torch_backend_ir, fx_to_torch_backend_ir
+from compiler import compile_torch_backend_ir, fx_import, pipelines, torch_backend_ir
 from compiler.stages import Snapshots
 from e2e.framework.trace import Trace, TraceItem
 
@@ -44,27 +45,28 @@ def run_programs(compiled: Compiled, golden: Trace) -> Trace:
 class FxConfig:
     name: str
     backend: str  # a key of compiler.pipelines.BACKENDS
-    opt_level: int = 0
+    opt_level: int | None = None  # None: the RefBackend's policy (compiler.refbackend.opt_level_for)
 
     def compile(self, prepared, snapshots: Snapshots) -> Compiled:
-        programs = {}
+        programs, notes = {}, []
+        legal_ops = pipelines.BACKEND_LEGAL_OPS.get(self.backend, ())
         for method in prepared.methods():
-            torch_backend_ir, out_spec = prepared.share(
-                ("fx", method),
-                lambda: _torch_backend(prepared, method, snapshots),
+            imported = prepared.share(("fx-import", method), lambda: _import(prepared, method, snapshots))
+            notes.extend(imported.notes)
+            torch_ir = prepared.share(
+                ("fx", method, legal_ops),
+                lambda: torch_backend_ir(imported.raw_ir, legal_ops, snapshots=snapshots),
             )
-            program = compile_torch_backend_ir(
-                torch_backend_ir, self.backend, snapshots=snapshots, opt_level=self.opt_level
-            )
-            programs[method] = (program, out_spec)
-        return Compiled(programs)
+            program = compile_torch_backend_ir(torch_ir, self.backend, snapshots=snapshots, opt_level=self.opt_level)
+            programs[method] = (program, imported.out_spec)
+        return Compiled(programs, notes)
 
     def run(self, compiled: Compiled, golden: Trace) -> Trace:
         return run_programs(compiled, golden)
 
 
-def _torch_backend(prepared, method: str, snapshots: Snapshots):
-    return fx_to_torch_backend_ir(
+def _import(prepared, method: str, snapshots: Snapshots):
+    return fx_import(
         prepared.module,
         prepared.first_call(method),
         prepared.arg_shapes(method),

@@ -96,11 +96,28 @@ def _source_of(obj: Any) -> str:
 # --- the torch-mlir e2e form ---------------------------------------------------------
 
 
-def register_test_case(module_factory: Callable[[], torch.nn.Module], *, tolerance: Tolerance | None = None):
-    """Register the decorated invoker as a test named after the function."""
+def register_test_case(
+    module_factory: Callable[[], torch.nn.Module],
+    timeout_seconds: float | None = None,
+    *,
+    tolerance: Tolerance | None = None,
+):
+    """Register the decorated invoker as a test named after the function.
+
+    `timeout_seconds` is this test's deadline per config (None: the run's).
+    """
 
     def decorator(invoker: Callable[[Any, TestUtils], None]):
-        register(Test(invoker.__name__, module_factory, invoker, tolerance, _source_of(invoker)))
+        register(
+            Test(
+                invoker.__name__,
+                module_factory,
+                invoker,
+                tolerance,
+                _source_of(invoker),
+                timeout_seconds=timeout_seconds,
+            )
+        )
         return invoker
 
     return decorator

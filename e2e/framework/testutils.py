@@ -15,13 +15,16 @@ def seed_for(test_name: str) -> int:
 class TestUtils:
     """Makes deterministic inputs from its own generator (never the global RNG).
 
-    Every maker takes the shape as separate ints; no ints make a 0-d tensor.
+    Every maker takes the shape as separate ints; no ints make a 0-d tensor. The
+    global RNG is seeded too, as upstream's TestUtils does, so invokers that call
+    `torch.rand` themselves are deterministic.
     """
 
     __test__ = False  # not a pytest class
 
     def __init__(self, seed: int = 0):
         self.generator = torch.Generator().manual_seed(seed)
+        torch.manual_seed(seed)
 
     def rand(self, *shape: int, low: float = 0.0, high: float = 1.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         """Uniform in [low, high)."""

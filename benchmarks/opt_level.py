@@ -1,0 +1,105 @@
+"""What the ExecutionEngine's opt level costs and buys: JIT compile time vs run time.
+
+    python benchmarks/opt_level.py SUITE_DIR [--every 40] [--also Multinomial] [--timeout 60]
+
+For a sample of the tests SUITE_DIR registers (every k-th by name, plus the names
+matching `--also`), lowers each test once to LLVM on linalg (static shapes, the golden
+inputs), then, in a forked child per opt level (0, 1, 2), measures
+  jit    building the ExecutionEngine and the first call, minus a warm call
+  run    a warm call (what every later call costs)
+and the largest static tensor (elements) in the torch-backend IR, the feature the
+RefBackend's opt-level policy reads (`compiler.refbackend.opt_level_for`).
+Prints one row per test and the totals per level.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import pathlib
+import re
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from compiler import compile_torch_backend_ir, fx_to_torch_backend_ir, pipelines  # noqa: E402
+from compiler.refbackend import largest_tensor_elements  # noqa: E402
+from compiler.stages import StageError  # noqa: E402
+from e2e.framework import isolation  # noqa: E402
+from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
+from e2e.framework.runner import prepare  # noqa: E402
+from e2e.configs.fx import tensor_leaves  # noqa: E402
+
+LEVELS = (0, 1, 2)
+
+
+def load_suite(directory: pathlib.Path) -> None:
+    for path in sorted(directory.glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        spec = importlib.util.spec_from_file_location(f"opt_level_suite.{path.stem}", path)
+        try:
+            spec.loader.exec_module(importlib.util.module_from_spec(spec))
+        except Exception as error:  # torchvision, custom ops: not this benchmark's business
+            print(f"skipped {path.name}: {type(error).__name__}: {error}", file=sys.stderr)
+
+
+def measure(torch_ir: str, inputs, level: int) -> tuple[float, float]:
+    """(jit seconds, warm run seconds) of one program at one opt level."""
+    start = time.perf_counter()
+    program = compile_torch_backend_ir(torch_ir, "linalg", opt_level=level)
+    lowered = time.perf_counter()
+    program(*inputs)
+    first = time.perf_counter()
+    program(*inputs)
+    warm = time.perf_counter() - first
+    return (first - lowered) - warm, warm
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("suite_dir", type=pathlib.Path)
+    parser.add_argument("--every", type=int, default=40, help="take every k-th test by name (default 40)")
+    parser.add_argument("--also", default="Multinomial", help="regex of test names always included")
+    parser.add_argument("--timeout", type=float, default=60.0, help="per (test, level) child, seconds")
+    args = parser.parse_args()
+    load_suite(args.suite_dir)
+    names = sorted(GLOBAL_TEST_REGISTRY)
+    sample = sorted(set(names[:: args.every]) | {n for n in names if re.search(args.also, n)})
+    legal = pipelines.BACKEND_LEGAL_OPS.get("linalg", ())
+    totals = {level: [0.0, 0.0] for level in LEVELS}
+    print(f"{'test':50} {'elements':>9} " + " ".join(f"{'jit O' + str(l):>8} {'run O' + str(l):>8}" for l in LEVELS))
+    for name in sample:
+        prepared = prepare(GLOBAL_TEST_REGISTRY[name])
+        if prepared.golden_error:
+            continue
+        inputs = prepared.first_call("forward")
+        try:
+            torch_ir, _ = fx_to_torch_backend_ir(prepared.module, inputs, backend_legal_ops=legal)
+        except StageError:
+            continue
+        row = []
+        for level in LEVELS:
+            outcome = isolation.run_forked(lambda: measure(torch_ir, tensor_leaves(inputs), level), args.timeout)
+            if isinstance(outcome, tuple):
+                row.append(outcome)
+            elif isinstance(outcome, isolation.TimedOut):
+                row.append((float("nan"), float("inf")))
+            else:
+                row.append((float("nan"), float("nan")))
+        if any(r != r for _, r in row):  # a level failed to compile or run: not comparable
+            continue
+        for level, (jit, run) in zip(LEVELS, row):
+            totals[level][0] += jit
+            totals[level][1] += min(run, args.timeout)
+        cells = " ".join(f"{jit * 1000:8.1f} {run * 1000:8.1f}" for jit, run in row)
+        print(f"{name[:50]:50} {largest_tensor_elements(torch_ir):9d} {cells}", flush=True)
+    print("\ntotals (ms; a timed-out run counts as the timeout):")
+    for level, (jit, run) in totals.items():
+        print(f"  O{level}: jit {jit * 1000:10.0f}  run {run * 1000:10.0f}  sum {(jit + run) * 1000:10.0f}")
+
+
+if __name__ == "__main__":
+    main()
