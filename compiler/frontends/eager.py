@@ -392,8 +392,15 @@ def to_eager(value: Any, session: EagerSession) -> Any:
     """Wrap a tensor or a pytree of tensors, or a module's parameters and buffers in place.
 
     The wrapper shares its data with the tensor it wraps (no copy). A tensor that
-    requires grad becomes a new leaf that requires grad.
+    requires grad becomes a new leaf that requires grad. Inside `eager_mode` too:
+    the wrapping itself (`detach`) is not dispatched to the session, so a tensor is
+    never wrapped twice.
     """
+    with _disable_current_modes():
+        return _wrap_tree(value, session)
+
+
+def _wrap_tree(value: Any, session: EagerSession) -> Any:
     if isinstance(value, torch.nn.Module):
         for module in value.modules():
             for name, parameter in list(module._parameters.items()):

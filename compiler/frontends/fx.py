@@ -67,16 +67,19 @@ def capture(
             dynamic_shapes=dynamic_shapes_for(module.forward, example_inputs, dynamic_dims),
             strict=False,
         )
-        return program.run_decompositions(get_decomposition_table())
     except Exception as error:
         raise StageError("capture", f"torch.export: {type(error).__name__}: {first_line(error)}") from error
+    try:
+        return program.run_decompositions(get_decomposition_table())
+    except Exception as error:
+        raise StageError("capture", f"decompositions: {type(error).__name__}: {first_line(error)}") from error
 
 
 def import_program(program: ExportedProgram, context: ir.Context | None = None) -> ir.Module:
     """Stage `import`: the exported program as a raw torch-dialect module (`@main`)."""
     importer = FxImporter(context=context or new_context())
     try:
-        importer.import_frozen_program(program, func_name="main")
+        importer.import_frozen_program(_NonPersistentBuffersInState(program), func_name="main")
     except Exception as error:
         raise StageError("import", f"FxImporter: {type(error).__name__}: {first_line(error)}") from error
     return importer.module
@@ -90,3 +93,23 @@ class _MethodAsForward(torch.nn.Module):
 
     def forward(self, *args):
         return getattr(self.module, self.method)(*args)
+
+
+class _NonPersistentBuffersInState:
+    """The program, its `state_dict` completed with its non-persistent buffers.
+
+    torch.export keeps non-persistent buffers (rotary `inv_freq`, BERT's
+    `position_ids`) in `constants`, not `state_dict`, where the FxImporter looks
+    every buffer up.
+    """
+
+    def __init__(self, program: ExportedProgram):
+        self._program = program
+        constants = getattr(program, "constants", {})
+        self.state_dict = {
+            **{name: constants[name] for name in program.graph_signature.non_persistent_buffers if name in constants},
+            **program.state_dict,
+        }
+
+    def __getattr__(self, name: str):
+        return getattr(self._program, name)
