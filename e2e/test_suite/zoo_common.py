@@ -54,6 +54,10 @@ class ZooModel:
     tolerance: Tolerance = MODEL_TOLERANCE
 
 
+# Every registered architecture, for tools that run the zoo outside pytest
+# (benchmarks/eager_zoo.py).
+ZOO: list[ZooModel] = []
+
 _ANNOTATED: dict[tuple[type, str], type] = {}
 
 
@@ -79,6 +83,7 @@ def _annotated_class(cls: type, dims: Sequence[Sequence[int] | None]) -> type:
 
 def register_zoo(model: ZooModel) -> None:
     """Register `Zoo<name>_Static` and `Zoo<name>_Dynamic`."""
+    ZOO.append(model)
 
     def static(module, tu: TestUtils) -> None:
         module.forward(*model.inputs(tu, *model.static_shape))
