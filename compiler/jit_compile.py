@@ -21,9 +21,20 @@ from compiler.frontends import jit, lazy, torchscript
 from compiler.refbackend import RefBackendProgram
 from compiler.stages import Snapshots, StageError, module_text, run_stage
 
-__all__ = ["FRONTENDS", "JitCompiledModule", "JitTorchBackendIR", "compile_jit_module", "jit_to_torch_backend_ir"]
+__all__ = [
+    "FRONTENDS",
+    "JitCompiledModule",
+    "JitTorchBackendIR",
+    "StaticShapesOnly",
+    "compile_jit_module",
+    "jit_to_torch_backend_ir",
+]
 
 FRONTENDS = ("ltc", "torchscript")
+
+
+class StaticShapesOnly(ValueError):
+    """Dynamic dims were asked for, but the capture recorded static shapes (LTC, torch.jit.trace)."""
 
 
 @dataclass
@@ -37,7 +48,8 @@ class JitTorchBackendIR:
     out_spec: pytree.TreeSpec
     # The captured TorchScript graph, as text (the input of stage `import`).
     jit_graph: str
-    # Frontend details: {"capture": "script" | "trace" | "lazy", "fallback_reason": ...}.
+    # Frontend details: {"capture": "script" | "trace" | "lazy", "fallback_reason": ...,
+    # "static_shapes": whether the program takes only the example inputs' shapes}.
     notes: dict[str, Any] = field(default_factory=dict)
 
     def arguments(self, inputs: Sequence[object]) -> list[torch.Tensor]:
@@ -53,15 +65,21 @@ def jit_to_torch_backend_ir(
     *,
     snapshots: Snapshots | None = None,
     method: str = "forward",
+    static_ok: bool = True,
 ) -> JitTorchBackendIR:
     """capture -> import -> torch-backend for the `ltc` or `torchscript` frontend.
 
     LTC traces are static: `dynamic_dims` only affects `torchscript` (when scripted).
+    With `static_ok=False`, dynamic dims that the capture cannot honour raise
+    `StaticShapesOnly` before anything is compiled.
     """
     snapshots = snapshots if snapshots is not None else Snapshots()
     notes: dict[str, Any] = {}
+    dynamic = any(shape and -1 in shape for shape in dynamic_dims or [])
     snapshots.enter("capture")
     if frontend == "ltc":
+        if dynamic and not static_ok:
+            raise StaticShapesOnly(f"ltc traces static shapes; dynamic dims {list(dynamic_dims)} were asked for")
         captured = lazy.capture(module, example_inputs, method)
         notes["capture"] = "lazy"
     elif frontend == "torchscript":
@@ -69,8 +87,14 @@ def jit_to_torch_backend_ir(
         notes["capture"] = captured.method
         if captured.fallback_reason:
             notes["fallback_reason"] = captured.fallback_reason
+        if dynamic and captured.method == "trace" and not static_ok:
+            raise StaticShapesOnly(
+                f"torchscript fell back to torch.jit.trace, which traces static shapes; dynamic dims "
+                f"{list(dynamic_dims)} were asked for ({captured.fallback_reason})"
+            )
     else:
         raise ValueError(f"unknown JIT frontend {frontend!r}; known: {', '.join(FRONTENDS)}")
+    notes["static_shapes"] = not (dynamic and notes["capture"] == "script")
 
     snapshots.enter("import")
     imported = jit.import_graph(captured.graph, captured.graph_inputs)

@@ -198,6 +198,73 @@ def bf16_boundary_as_i16(module: ir.Module) -> None:
             op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
 
 
+# --- what a program was compiled for ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArgumentType:
+    """One tensor argument as compiled: dims (None where dynamic) and element type."""
+
+    dims: tuple[int | None, ...]
+    element: str  # builtin spelling, e.g. "f32", "i64" (signless), "i1"
+
+    def text(self) -> str:
+        return "tensor<" + "".join(f"{'?' if d is None else d}x" for d in self.dims) + f"{self.element}>"
+
+
+def _builtin_element(dtype: torch.dtype) -> str | None:
+    spec = DTYPES.get(dtype)
+    if spec is None:
+        return None
+    # Backend IR is signless: si64 and ui8 are i64 and i8 there.
+    return spec.mlir[1:] if spec.mlir[:2] in ("si", "ui") else spec.mlir
+
+
+def argument_types(module: ir.Module, entry: str = "main") -> list[ArgumentType | None] | None:
+    """The tensor arguments of `entry` in backend IR (before lowering); None per non-tensor."""
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == entry:
+            types = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs
+            return [
+                ArgumentType(
+                    tuple(None if ir.ShapedType.is_dynamic_size(n) else n for n in t.shape), str(t.element_type)
+                )
+                if isinstance(t, ir.RankedTensorType)
+                else None
+                for t in types
+            ]
+    return None
+
+
+def check_arguments(expected: Sequence[ArgumentType | None], tensors: Sequence[torch.Tensor]) -> None:
+    """Refuse arguments the program was not compiled for: count, rank, static dims, dtype."""
+    if len(tensors) != len(expected):
+        raise StageError("execute", f"the program takes {len(expected)} tensors, {len(tensors)} were given")
+    for i, (compiled, tensor) in enumerate(zip(expected, tensors)):
+        if compiled is None:
+            continue
+        given = f"{str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
+        problems = []
+        if _builtin_element(tensor.dtype) != compiled.element:
+            problems.append(f"element type {compiled.element} expected")
+        if tensor.dim() != len(compiled.dims):
+            problems.append(f"rank {len(compiled.dims)} expected")
+        else:
+            problems += [
+                f"dim {d} is static {want}"
+                for d, (want, size) in enumerate(zip(compiled.dims, tensor.shape))
+                if want is not None and want != size
+            ]
+        if problems:
+            hint = " (compile with that dim dynamic to call it at other sizes)" if "static" in problems[-1] else ""
+            raise StageError(
+                "execute",
+                f"argument {i} is {given} but the program was compiled for {compiled.text()}: "
+                + "; ".join(problems)
+                + hint,
+            )
+
+
 # --- compile and run ---------------------------------------------------------------
 
 _TENSOR_SHAPE = re.compile(r"(?:!torch\.vtensor<\[([0-9,-]*)\]|tensor<((?:[0-9?]+x)+))")
@@ -256,12 +323,15 @@ class RefBackendProgram:
         *,
         entry: str = "main",
         opt_level: int = 0,
+        argument_types: Sequence[ArgumentType | None] | None = None,
     ):
         for dtype in result_dtypes:
             if dtype not in SCALAR_RESULTS:
                 dtype_spec(dtype)
         self.entry = entry
         self.result_dtypes = list(result_dtypes)
+        # What the program was compiled for (from backend IR); None: not checked.
+        self.argument_types = None if argument_types is None else list(argument_types)
         callback_name = _return_callback_name(llvm_module)
         self._results: list[torch.Tensor | int | float | bool] = []
         self._callback = None
@@ -283,6 +353,8 @@ class RefBackendProgram:
     def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor | int | float | bool]:
         if self._engine is None:
             raise RuntimeError("this program was closed")
+        if self.argument_types is not None:
+            check_arguments(self.argument_types, tensors)
         arguments, keep_alive = [], []
         for tensor in tensors:
             pointer, owners = memref_argument(to_storage_array(tensor))
@@ -315,9 +387,10 @@ def compile_linalg(
     `to_linalg` is the backend's own conversion to linalg-on-tensors (TOSA,
     StableHLO); it runs as the first part of `lower`.
     """
+    compiled_for = argument_types(backend_module)
     lower_to_llvm(backend_module, snapshots, to_linalg)
     try:
-        return RefBackendProgram(backend_module, result_dtypes, opt_level=opt_level)
+        return RefBackendProgram(backend_module, result_dtypes, opt_level=opt_level, argument_types=compiled_for)
     except StageError:
         raise
     except Exception as error:

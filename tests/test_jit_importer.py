@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
 import pytest
 import torch
 
 from compiler import compile_torch_backend_ir, pipelines
+from compiler.frontends import torchscript
 from compiler.frontends.jit import ConstantInput, TensorArg, import_graph
 from compiler.jit_compile import compile_jit_module, jit_to_torch_backend_ir
 from compiler.stages import StageError, module_text, run_stage
@@ -245,3 +246,45 @@ def test_ltc_variance_decomposition_matches_native():
     x = torch.randn(4, 6)
     compiled = compile_jit_module(Variances(), (x,), frontend="ltc")
     torch.testing.assert_close(compiled(x), Variances()(x))
+
+
+# --- what real models bring ---------------------------------------------------------
+
+
+class _OptionalMask(torch.nn.Module):
+    def forward(self, x: torch.Tensor, mask: Optional[torch.Tensor] = None, scale: float = 2.0) -> torch.Tensor:
+        if mask is not None:
+            x = x * mask
+        return x * scale
+
+
+def test_scripted_forward_fills_its_schema_defaults():
+    x = torch.randn(3, 4)
+    compiled = compile_jit_module(_OptionalMask(), (x,), frontend="torchscript")
+    try:
+        assert compiled.lowered.notes["capture"] == "script"
+        torch.testing.assert_close(compiled(x), x * 2.0)
+    finally:
+        compiled.close()
+
+
+class _TracedOnly(torch.nn.Module):
+    """`**kwargs` cannot be scripted: torchscript traces it."""
+
+    def forward(self, x, **kwargs):
+        return torch.tanh(x @ x.transpose(0, 1)).sum(-1)
+
+
+def test_traced_graph_keeps_the_shapes_the_trace_recorded():
+    # Unranked `!torch.tensor` results crashed torch-mlir's passes on traced HF models.
+    x = torch.randn(3, 4)
+    captured = torchscript.capture(_TracedOnly(), (x,))
+    assert captured.method == "trace"
+    raw = module_text(import_graph(captured.graph, captured.graph_inputs).module)
+    assert "!torch.tensor<[3,3],f32>" in raw  # the matmul's result, as recorded
+    assert "!torch.tensor<[3],f32>" in raw  # the sum's
+    compiled = compile_jit_module(_TracedOnly(), (x,), frontend="torchscript")
+    try:
+        torch.testing.assert_close(compiled(x), _TracedOnly()(x))
+    finally:
+        compiled.close()

@@ -30,6 +30,7 @@ A config that checks a test in eager mode wraps the module, runs the test's call
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from compiler.frontends.eager_ops import (
     NATIVE_BY_DESIGN,
     CompiledOp,
     Plan,
+    can_decompose,
     compile_single_op,
     native_reason,
     plan,
@@ -100,6 +102,7 @@ class EagerReport:
     native_calls: Counter[str] = field(default_factory=Counter)  # native by design
     native_reasons: dict[str, str] = field(default_factory=dict)
     fallbacks: list[Fallback] = field(default_factory=list)  # one per op signature
+    decomposed: set[str] = field(default_factory=set)  # ops compiled through their decomposition
     compile_seconds: float = 0.0
 
     @property
@@ -132,6 +135,8 @@ class EagerReport:
                 f"  {op:<{width}}  {self.compiled_calls[op]:>8}  {self.cache_hits[op]:>4}"
                 f"  {fallback_calls[op]:>8}  {self.native_calls[op]:>6}"
             )
+        if self.decomposed:
+            lines.append("compiled through their decompositions: " + ", ".join(sorted(self.decomposed)))
         if self.fallbacks:
             lines.append("fallbacks:")
             lines.extend(f"  {f.describe()}" for f in self.fallbacks)
@@ -248,6 +253,8 @@ class EagerSession:
             self.report.native_calls[op.name] += 1
             self.report.native_reasons[op.name] = op.native_reason
             return self._run_native(func, args, kwargs)
+        if op.mutating and op.functional is not None and op.functional.is_view:
+            return self._run_in_place_view(func, op, args, kwargs)
         if op.mutating:
             return self._run_mutating(func, op, args, kwargs)
         tensors: list[torch.Tensor] = []
@@ -296,9 +303,7 @@ class EagerSession:
         plain_args, plain_kwargs = pytree.tree_map(_unwrap, (args, kwargs))
         start = time.perf_counter()
         try:
-            entry: CompiledOp | Fallback = compile_single_op(
-                func, plain_args, plain_kwargs, self._fake_mode, snapshots, self.backend, self.opt_level
-            )
+            entry: CompiledOp | Fallback = self._compile_op(func, op, plain_args, plain_kwargs, snapshots)
             self.report.compiles[op.name] += 1
             if key is not None:
                 self._cache[key] = entry
@@ -306,6 +311,23 @@ class EagerSession:
             entry = self._record_fallback(op, args, kwargs, error, key, snapshots=snapshots)
         self.report.compile_seconds += time.perf_counter() - start
         return entry
+
+    def _compile_op(self, func, op: Plan, args: tuple, kwargs: dict, snapshots: Snapshots) -> CompiledOp:
+        """The op alone; if that fails, its decomposition (as the FX configs would compile it)."""
+        try:
+            return compile_single_op(func, args, kwargs, self._fake_mode, snapshots, self.backend, self.opt_level)
+        except StageError:
+            if not can_decompose(func):
+                raise
+            first_failure = sys.exc_info()[1]
+        try:
+            compiled = compile_single_op(
+                func, args, kwargs, self._fake_mode, Snapshots(), self.backend, self.opt_level, decompose=True
+            )
+        except Exception:
+            raise first_failure from None  # the op's own failure is the one to report
+        self.report.decomposed.add(op.name)
+        return compiled
 
     def _record_fallback(
         self,
@@ -355,6 +377,17 @@ class EagerSession:
 
         return pytree.tree_map(wrap, result)
 
+    def _run_in_place_view(self, func, op: Plan, args: tuple, kwargs: dict) -> Any:
+        """`transpose_`, `squeeze_`, `t_`: metadata only. The data's sizes and strides change
+        natively; the wrapper's own are then set to match, or later views would go stale."""
+        self.report.native_calls[op.name] += 1
+        self.report.native_reasons[op.name] = IN_PLACE_VIEW
+        target = args[0]
+        result = self._run_native(func, args, kwargs)
+        if type(target) is EagerTensor:
+            _mirror_metadata(target)
+        return result
+
     def _run_mutating(self, func, op: Plan, args: tuple, kwargs: dict) -> Any:
         """In-place and out= ops: the functional variant (compiled or a recorded fallback),
         then a copy into each destination, which views of it see."""
@@ -366,8 +399,6 @@ class EagerSession:
                 error = StageError("capture", f"{op.name} mutates its arguments and has no functional variant")
                 entry = self._record_fallback(op, args, kwargs, error, key)
             return self._run_fallback(entry, func, args, kwargs, key, fresh)
-        if op.functional.is_view:  # `transpose_`, `squeeze_`: a wrapper's sizes cannot follow
-            raise NotImplementedError(f"eager: {op.name} changes a tensor's sizes or strides in place")
         bound = dict(zip(op.argument_names, args)) | kwargs
         destinations = [bound[name] for name in op.written]
         functional_kwargs = kwargs if op.in_place else {k: v for k, v in kwargs.items() if k not in op.written}
@@ -385,6 +416,21 @@ class EagerSession:
         return destinations[0] if len(destinations) == 1 else tuple(destinations)
 
 
+IN_PLACE_VIEW = "metadata: changes its tensor's sizes/strides in place, no values computed"
+
+# Below these keys, an op on a wrapper runs PyTorch's own kernel on the wrapper's metadata.
+_PYTHON_KEYS = torch._C.DispatchKeySet(torch._C.DispatchKey.Python) | torch._C.DispatchKeySet(
+    torch._C.DispatchKey.PythonTLSSnapshot
+)
+
+
+def _mirror_metadata(wrapper: EagerTensor) -> None:
+    """Give the wrapper the sizes, strides and offset its data now has."""
+    elem = wrapper.elem
+    with torch._C._ExcludeDispatchKeyGuard(_PYTHON_KEYS):
+        torch.ops.aten.as_strided_.default(wrapper, elem.shape, elem.stride(), elem.storage_offset())
+
+
 # --- the user API -----------------------------------------------------------------------------
 
 
@@ -392,8 +438,15 @@ def to_eager(value: Any, session: EagerSession) -> Any:
     """Wrap a tensor or a pytree of tensors, or a module's parameters and buffers in place.
 
     The wrapper shares its data with the tensor it wraps (no copy). A tensor that
-    requires grad becomes a new leaf that requires grad.
+    requires grad becomes a new leaf that requires grad. Inside `eager_mode` too:
+    the wrapping itself (`detach`) is not dispatched to the session, so a tensor is
+    never wrapped twice.
     """
+    with _disable_current_modes():
+        return _wrap_tree(value, session)
+
+
+def _wrap_tree(value: Any, session: EagerSession) -> Any:
     if isinstance(value, torch.nn.Module):
         for module in value.modules():
             for name, parameter in list(module._parameters.items()):

@@ -10,11 +10,13 @@ importer needs them.
 
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+import torch._decomp
 import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch_mlir.extras.fx_importer import FxImporter
@@ -26,6 +28,7 @@ from compiler.stages import Snapshots, StageError, module_text, new_context, run
 _VIEW = "view: the result aliases its input's storage"
 _RANDOM = "random: its values come from PyTorch's generator, which golden outputs share"
 _ALLOCATION = "allocation: the contents are undefined until written"
+_QUERY = "query: returns a Python value (`equal`, `is_nonzero`), not a tensor to compute"
 _METADATA = "metadata: mutates or reads sizes/strides/storage, no values computed"
 
 # Ops that stay native on purpose, by overload packet; they are not fallbacks. Every
@@ -75,6 +78,9 @@ def native_reason(func: torch._ops.OpOverload) -> str | None:
         return NATIVE_BY_DESIGN[packet]
     if func.is_view:
         return _VIEW
+    returns = func._schema.returns
+    if returns and not any("Tensor" in str(r.type) for r in returns):
+        return _QUERY
     return None
 
 
@@ -157,6 +163,52 @@ def single_op_graph(
     return graph, fake_result
 
 
+def can_decompose(func: torch._ops.OpOverload) -> bool:
+    return func in _decompositions() or func in torch._decomp.decomposition_table
+
+
+@functools.cache
+def _decompositions() -> dict:
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    return get_decomposition_table()
+
+
+def decomposed_op_graph(
+    func: torch._ops.OpOverload, args: tuple, kwargs: dict, fake_mode: FakeTensorMode
+) -> tuple[torch.fx.Graph, Any]:
+    """`func` traced through the decompositions the FX configs use (torch-mlir's table),
+    and through PyTorch's own for `func` itself: the ops torch-mlir lowers instead of one
+    it may not (`_scaled_dot_product_flash_attention_for_cpu`, eval `native_batch_norm`)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    _, fake_result = single_op_graph(func, args, kwargs, fake_mode)
+    leaves, spec = pytree.tree_flatten((args, kwargs))
+    positions = [i for i, value in enumerate(leaves) if isinstance(value, torch.Tensor)]
+
+    def call(*tensors):
+        values = list(leaves)
+        for position, tensor in zip(positions, tensors):
+            values[position] = tensor
+        call_args, call_kwargs = pytree.tree_unflatten(values, spec)
+        result = func(*call_args, **call_kwargs)
+        results = [result] if isinstance(result, torch.Tensor) else result
+        return tuple(r for r in results if r is not None)
+
+    table = dict(_decompositions())
+    if func in torch._decomp.decomposition_table:
+        table[func] = torch._decomp.decomposition_table[func]
+    # Fresh tensors: make_fx would merge arguments that are the same tensor object.
+    placeholders = [torch.empty(leaves[i].shape, dtype=leaves[i].dtype) for i in positions]
+    traced = make_fx(call, decomposition_table=table, tracing_mode="fake")(*placeholders)
+    wanted = [(tuple(r.shape), r.dtype) for r in pytree.tree_leaves(fake_result) if isinstance(r, torch.Tensor)]
+    (output,) = [node for node in traced.graph.nodes if node.op == "output"]
+    got = [(tuple(n.meta["val"].shape), n.meta["val"].dtype) for n in pytree.tree_leaves(output.args[0])]
+    if got != wanted:
+        raise StageError("capture", f"the decomposition of {func} gives results {got}, the op {wanted}")
+    return traced.graph, fake_result
+
+
 def compile_single_op(
     func: torch._ops.OpOverload,
     args: tuple,
@@ -165,15 +217,19 @@ def compile_single_op(
     snapshots: Snapshots,
     backend: str = "linalg",
     opt_level: int = 0,
+    *,
+    decompose: bool = False,
 ) -> CompiledOp:
-    """capture (one-node graph) -> import -> torch-backend -> linalg -> RefBackend.
+    """capture (one-node graph, or with `decompose` the op's decomposition) -> import ->
+    torch-backend -> linalg -> RefBackend.
 
     Raises StageError; `snapshots.texts["graph"]` holds the FX graph and
     `snapshots.texts["torch-backend"]` the single op as raw torch-dialect IR.
     """
     stage = "capture"
     try:
-        graph, fake_result = single_op_graph(func, args, kwargs, fake_mode)
+        build = decomposed_op_graph if decompose else single_op_graph
+        graph, fake_result = build(func, args, kwargs, fake_mode)
         snapshots.texts["graph"] = str(graph)
         stage = "import"
         importer = FxImporter(context=new_context())
@@ -207,7 +263,9 @@ def _functional_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | 
     namespace = getattr(torch.ops, func.namespace)
     if _is_in_place(func):
         packet = getattr(namespace, name[:-1], None)
-        candidates = [func._overloadname]
+        # The same overload name first (`add_.Tensor` -> `add.Tensor`); else any with the
+        # same arguments (`transpose_.default` -> `transpose.int`).
+        candidates = [func._overloadname] + (packet.overloads() if packet is not None else [])
         wanted = [a.name for a in schema.arguments]
     else:  # out= variants: the same arguments without the destinations
         packet = getattr(namespace, name, None)

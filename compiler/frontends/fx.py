@@ -79,30 +79,32 @@ def capture(
     attempts = [(False, dynamic_shapes, None), (True, dynamic_shapes, "strict torch.export (strict=True)")]
     if dynamic_shapes is not None:
         attempts.append((False, None, "static shapes (the example inputs' sizes; annotated -1 dims ignored)"))
-    first_error: Exception | None = None
+    first_error: tuple[str, Exception] | None = None
     for strict, shapes, fallback in attempts:
+        step = "torch.export"  # the decompositions get their own label: another tool fails there
         try:
             program = torch.export.export(module, tuple(example_inputs), dynamic_shapes=shapes, strict=strict)
+            step = "decompositions"
             program = program.run_decompositions(get_decomposition_table())
         except Exception as error:
-            first_error = first_error or error
+            first_error = first_error or (step, error)
             continue
         if fallback is not None and notes is not None:
+            step, error = first_error
             notes.append(
-                f"capture fallback: exported with {fallback}; non-strict export failed with "
-                f"{type(first_error).__name__}: {first_line(first_error)[:200]}"
+                f"capture fallback: exported with {fallback}; non-strict {step} failed with "
+                f"{type(error).__name__}: {first_line(error)[:200]}"
             )
         return program
-    raise StageError(
-        "capture", f"torch.export: {type(first_error).__name__}: {first_line(first_error)}"
-    ) from first_error
+    step, error = first_error
+    raise StageError("capture", f"{step}: {type(error).__name__}: {first_line(error)}") from error
 
 
 def import_program(program: ExportedProgram, context: ir.Context | None = None) -> ir.Module:
     """Stage `import`: the exported program as a raw torch-dialect module (`@main`)."""
     importer = FxImporter(context=context or new_context())
     try:
-        importer.import_frozen_program(program, func_name="main")
+        importer.import_frozen_program(_NonPersistentBuffersInState(program), func_name="main")
     except Exception as error:
         raise StageError("import", f"FxImporter: {type(error).__name__}: {first_line(error)}") from error
     return_user_outputs_only(importer.module, program)
@@ -148,3 +150,23 @@ class _MethodAsForward(torch.nn.Module):
 
     def forward(self, *args):
         return getattr(self.module, self.method)(*args)
+
+
+class _NonPersistentBuffersInState:
+    """The program, its `state_dict` completed with its non-persistent buffers.
+
+    torch.export keeps non-persistent buffers (rotary `inv_freq`, BERT's
+    `position_ids`) in `constants`, not `state_dict`, where the FxImporter looks
+    every buffer up.
+    """
+
+    def __init__(self, program: ExportedProgram):
+        self._program = program
+        constants = getattr(program, "constants", {})
+        self.state_dict = {
+            **{name: constants[name] for name in program.graph_signature.non_persistent_buffers if name in constants},
+            **program.state_dict,
+        }
+
+    def __getattr__(self, name: str):
+        return getattr(self._program, name)

@@ -30,6 +30,7 @@ from compiler.frontends.jit_types import (
     element_type,
     float_literal,
     mlir_type,
+    recorded_type,
     string_literal,
     value_tensor_type,
 )
@@ -297,7 +298,7 @@ class _Emitter:
         namespace, _, rest = qualified.partition("::")
         dialect_name = _view_of_copy(f"torch.{namespace}.{_ALIASES.get(qualified, rest)}")
         operands = [self.use(v) for v in node.inputs()]
-        result_types = [mlir_type(v.type()) for v in node.outputs()]
+        result_types = [recorded_type(v.type()) for v in node.outputs()]
         attributes = ""
         if dialect_name not in torch_dialect_ops():
             self.unknown_ops.append(f"{namespace}.{rest}")

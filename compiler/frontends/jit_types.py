@@ -53,6 +53,20 @@ def mlir_type(jit_type: torch._C.JitType) -> str:
     return "!torch." + type_body(jit_type)
 
 
+def recorded_type(jit_type: torch._C.JitType) -> str:
+    """`mlir_type`, keeping what a trace recorded on a tensor: `!torch.tensor<[2,8],f32>`.
+
+    A traced graph knows every tensor's sizes and dtype; dropping them leaves unranked
+    tensors that torch-mlir's shape refinement cannot always recover (and some of its
+    passes crash on). Scripted graphs record neither, and stay `!torch.tensor`.
+    """
+    if jit_type.kind() == "TensorType":
+        sizes, dtype = jit_type.sizes(), jit_type.dtype()
+        if sizes is not None and all(isinstance(n, int) for n in sizes) and dtype in DTYPES:
+            return f"!torch.tensor<[{','.join(map(str, sizes))}],{DTYPES[dtype].mlir}>"
+    return mlir_type(jit_type)
+
+
 def value_tensor_type(shape: Sequence[int], dtype: torch.dtype) -> str:
     dims = ",".join("?" if d < 0 else str(d) for d in shape)
     return f"!torch.vtensor<[{dims}],{element_type(dtype)}>"

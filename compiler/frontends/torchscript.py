@@ -63,7 +63,7 @@ def capture(
         # A traced graph takes only the tensors, flattened.
         arguments = [x for x in pytree.tree_leaves(list(example_inputs)) if isinstance(x, torch.Tensor)]
     else:
-        arguments = list(example_inputs)
+        arguments = list(example_inputs) + _defaults_after(getattr(scripted_module, method).schema, len(example_inputs))
     if len(graph_values) != len(arguments) + 1:
         raise StageError(
             "capture", f"the {how}d graph takes {len(graph_values) - 1} arguments, {len(arguments)} were given"
@@ -87,6 +87,16 @@ def capture(
                 "capture", f"argument {position} is a {type(argument).__name__}; only tensors and scalars are supported"
             )
     return ScriptCapture(graph, graph_inputs, argument_indices, out_spec, how, reason)
+
+
+def _defaults_after(schema: torch._C.FunctionSchema, given: int) -> list[object]:
+    """The default values of the arguments after the first `given` (`forward(self, x, mask=None)`)."""
+    defaults = []
+    for argument in schema.arguments[1 + given :]:  # 0 is `self`
+        if not argument.has_default_value():
+            raise StageError("capture", f"argument {argument.name!r} of {schema.name} has no default and was not given")
+        defaults.append(argument.default_value)
+    return defaults
 
 
 def _script_or_trace(module: torch.nn.Module, example_inputs: Sequence[object], method: str):

@@ -1,19 +1,53 @@
 """The JIT-IR configs: a TorchScript graph (from LTC or torch.jit) -> the project's JIT IR
 importer -> torch-function-to-torch-backend -> linalg -> RefBackend, executed and compared
 like every other config (upstream's LTC config only checked the imported IR).
+
+A lazy trace and `torch.jit.trace` record static shapes. A test whose annotations ask
+for dynamic dims is then not applicable (reported as skipped, never a pass): run it
+with `--shapes static`. A static program is compiled for each distinct shape the test
+calls the module with, and the result's notes say so.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+import torch
 import torch.utils._pytree as pytree
 
 from compiler import compile_torch_backend_ir
-from compiler.jit_compile import jit_to_torch_backend_ir
+from compiler.jit_compile import JitTorchBackendIR, StaticShapesOnly, jit_to_torch_backend_ir
 from compiler.stages import Snapshots
-from e2e.configs.fx import Compiled
+from e2e.framework.result import NotApplicable
 from e2e.framework.trace import Trace, TraceItem
+
+# Key of a program that takes every call of its method (compiled with dynamic dims).
+ANY_SHAPE = None
+
+
+def call_key(inputs: list[Any]) -> tuple:
+    """What a static capture specializes on: tensor dtypes and shapes, other values."""
+    return tuple(
+        (x.dtype, tuple(x.shape)) if isinstance(x, torch.Tensor) else (type(x), repr(x))
+        for x in pytree.tree_leaves(list(inputs))
+    )
+
+
+def _shapes_text(inputs: list[Any]) -> str:
+    tensors = [x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
+    return ", ".join(f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}" for x in tensors)
+
+
+@dataclass
+class JitCompiled:
+    """Programs by (method, call_key) of the calls they were compiled for, or (method, ANY_SHAPE)."""
+
+    programs: dict[tuple[str, Any], tuple[Any, JitTorchBackendIR]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def program_for(self, method: str, inputs: list[Any]) -> tuple[Any, JitTorchBackendIR] | None:
+        return self.programs.get((method, ANY_SHAPE)) or self.programs.get((method, call_key(inputs)))
 
 
 @dataclass(frozen=True)
@@ -22,27 +56,40 @@ class JitConfig:
     frontend: str  # "ltc" or "torchscript" (compiler.jit_compile.FRONTENDS)
     backend: str = "linalg"
 
-    def compile(self, prepared, snapshots: Snapshots) -> Compiled:
-        compiled = Compiled({})
-        for method in prepared.methods():
-            lowered = jit_to_torch_backend_ir(
-                prepared.module,
-                prepared.first_call(method),
-                self.frontend,
-                prepared.arg_shapes(method),
-                snapshots=snapshots,
-                method=method,
-            )
-            if "fallback_reason" in lowered.notes:
-                compiled.notes.append(f"torch.jit.script failed, traced instead: {lowered.notes['fallback_reason']}")
-            program = compile_torch_backend_ir(lowered.torch_backend_ir, self.backend, snapshots=snapshots)
-            compiled.programs[method] = (program, lowered)
+    def compile(self, prepared, snapshots: Snapshots) -> JitCompiled:
+        compiled = JitCompiled()
+        for item in prepared.golden:
+            if compiled.program_for(item.method, item.inputs) is None:
+                self._compile_call(prepared, item, snapshots, compiled)
         return compiled
 
-    def run(self, compiled: Compiled, golden: Trace) -> Trace:
+    def _compile_call(self, prepared, item: TraceItem, snapshots: Snapshots, compiled: JitCompiled) -> None:
+        try:
+            lowered = jit_to_torch_backend_ir(
+                prepared.module,
+                item.inputs,
+                self.frontend,
+                prepared.arg_shapes(item.method),
+                snapshots=snapshots,
+                method=item.method,
+                static_ok=False,
+            )
+        except StaticShapesOnly as error:
+            raise NotApplicable(f"{error}: run with --shapes static to compile the example inputs' shapes") from None
+        reason = lowered.notes.get("fallback_reason")
+        if reason and not any(note.startswith("torch.jit.script failed") for note in compiled.notes):
+            compiled.notes.append(f"torch.jit.script failed, traced instead: {reason}")
+        program = compile_torch_backend_ir(lowered.torch_backend_ir, self.backend, snapshots=snapshots)
+        if lowered.notes["static_shapes"]:
+            compiled.programs[(item.method, call_key(item.inputs))] = (program, lowered)
+            compiled.notes.append(f"compiled static shapes: {item.method}({_shapes_text(item.inputs)})")
+        else:  # scripted with the annotated dynamic dims: one program takes every call
+            compiled.programs[(item.method, ANY_SHAPE)] = (program, lowered)
+
+    def run(self, compiled: JitCompiled, golden: Trace) -> Trace:
         trace = []
         for item in golden:
-            program, lowered = compiled.programs[item.method]
+            program, lowered = compiled.program_for(item.method, item.inputs)
             flat = program(*lowered.arguments(item.inputs))
             trace.append(TraceItem(item.method, item.inputs, pytree.tree_unflatten(flat, lowered.out_spec)))
         return trace

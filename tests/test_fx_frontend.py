@@ -1,0 +1,49 @@
+"""The FX frontend on what real models carry: non-persistent buffers, and failures named after their tool."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compiler import compile_module
+from compiler.frontends import fx
+from compiler.stages import StageError
+
+
+class ScaledByNonPersistentBuffer(torch.nn.Module):
+    """Like a rotary embedding's `inv_freq`: a buffer left out of the state dict."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("scale", torch.tensor([2.0, -3.0]), persistent=False)
+
+    def forward(self, x):
+        return x * self.scale
+
+
+def test_non_persistent_buffer_is_imported_with_its_value():
+    module, x = ScaledByNonPersistentBuffer(), torch.rand(3, 2)
+    assert "scale" not in module.state_dict()
+    compiled = compile_module(module, (x,), backend="linalg")
+    try:
+        result = compiled(x)
+    finally:
+        compiled.close()
+    torch.testing.assert_close(result, x * torch.tensor([2.0, -3.0]))
+
+
+def test_a_failing_decomposition_is_not_blamed_on_torch_export(monkeypatch):
+    def broken_tanh(x):
+        raise RuntimeError("this decomposition is broken")
+
+    monkeypatch.setattr(fx, "get_decomposition_table", lambda: {torch.ops.aten.tanh.default: broken_tanh})
+
+    class Tanh(torch.nn.Module):
+        def forward(self, x):
+            return torch.tanh(x)
+
+    with pytest.raises(StageError) as raised:
+        fx.capture(Tanh(), [torch.rand(2)])
+    assert raised.value.stage == "capture"
+    assert raised.value.message.startswith("decompositions: RuntimeError: this decomposition is broken")
+    assert "torch.export" not in raised.value.message
