@@ -40,6 +40,13 @@ UNINITIALIZED = "output is uninitialized memory"
 TOO_LARGE = f"sample has more than {MAX_SAMPLE_ELEMENTS} elements"
 INPLACE = "in-place variant (the functional form is swept)"
 
+class _TensorSlot:
+    def __repr__(self) -> str:
+        return "<tensor argument>"
+
+
+TENSOR = _TensorSlot()  # marks where a forward argument goes among a sample's leaves
+
 # Ops whose output is uninitialized memory: any compiled value is right, none comparable.
 UNINITIALIZED_OPS = {"empty", "empty_like", "new_empty", "new_empty_strided", "empty_strided", "empty_permuted"}
 
@@ -62,12 +69,12 @@ class OpInfoCase:
     index: int
     fn: Callable[..., Any]
     tensors: list[torch.Tensor]
-    leaves: list[Any]  # the sample's flattened (input, args, kwargs); tensors where None
+    leaves: list[Any]  # the sample's flattened (input, args, kwargs), TENSOR where a tensor goes
     spec: Any
 
     def call(self, *tensors: torch.Tensor) -> Any:
         given = iter(tensors)
-        values = [next(given) if leaf is None else leaf for leaf in self.leaves]
+        values = [next(given) if leaf is TENSOR else leaf for leaf in self.leaves]
         sample_input, args, kwargs = tree_unflatten(values, self.spec)
         return self.fn(sample_input, *args, **kwargs)
 
@@ -183,7 +190,7 @@ def _collect_dtype(op, key: str, dtype: torch.dtype, count: int, collection: Col
         tensors = [_dense(leaf) for leaf in leaves if isinstance(leaf, torch.Tensor)]
         case = OpInfoCase(
             f"{base}_{index}", key, _dtype_name(dtype), index, op.op, tensors,
-            [None if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves], spec,
+            [TENSOR if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves], spec,
         )
         reason = _classify(op, case)
         if reason is None:
