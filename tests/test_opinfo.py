@@ -1,0 +1,72 @@
+"""The OpInfo sweep's collection and coverage table, on a few hand-made OpInfo entries (no op_db import)."""
+
+from __future__ import annotations
+
+import torch
+from torch.testing._internal.opinfo.core import OpInfo, SampleInput
+
+from e2e.opinfo import collect as c
+from e2e.opinfo.coverage import cell_text, coverage, op_of
+
+
+def _op(name, fn, samples, **kwargs):
+    def sample_inputs(op, device, dtype, requires_grad, **_):
+        for make in samples:
+            yield make(dtype)
+
+    return OpInfo(name, op=fn, sample_inputs_func=sample_inputs, dtypes=kwargs.pop("dtypes", (torch.float32, torch.int64)), **kwargs)
+
+
+def _ones(*shape):
+    return lambda dtype: torch.ones(*shape, dtype=dtype)
+
+
+OPS = [
+    _op("add", torch.add, [lambda d: SampleInput(torch.ones(2, dtype=d), args=(torch.ones(2, dtype=d),), kwargs={"alpha": 2})] * 4),
+    _op("nn.functional.pad", torch.nn.functional.pad,
+        [lambda d: SampleInput(torch.ones(1, 2, 3, dtype=d), args=((1, 1),), kwargs={"mode": "constant", "value": None})],
+        variant_test_name="constant"),
+    _op("rand_like", lambda x: torch.rand_like(x.float()), [lambda d: SampleInput(torch.ones(50, dtype=d))], dtypes=(torch.float32,)),
+    _op("raises", lambda x: x.view(7), [lambda d: SampleInput(torch.ones(3, dtype=d))], dtypes=(torch.float32,)),
+    _op("item", lambda x: x.item(), [lambda d: SampleInput(torch.ones((), dtype=d))], dtypes=(torch.float32,)),
+    _op("int_only", torch.bitwise_not, [lambda d: SampleInput(torch.ones(2, dtype=d))], dtypes=(torch.int64,)),
+]
+
+
+def test_collection_takes_first_samples_and_classifies_the_rest():
+    collection = c.collect(OPS)
+    names = [case.name for case in collection.cases]
+    assert names == ["OpInfo_add_0", "OpInfo_add_1", "OpInfo_add_2", "OpInfo_add_int64_0",
+                     "OpInfo_nn_functional_pad_constant_0", "OpInfo_nn_functional_pad_constant_int64_0",
+                     "OpInfo_int_only_int64_0"]
+    reasons = {(s.op, s.reason) for s in collection.skips}
+    assert ("rand_like", c.NONDETERMINISTIC) in reasons
+    assert ("raises", c.NATIVE_RAISES) in reasons
+    assert ("item", c.NON_TENSOR_OUTPUT) in reasons
+    assert ("int_only", c.NO_FLOAT32) in reasons
+    assert ("add", c.INPLACE) in reasons  # torch.add has an in-place variant, add_
+    assert "entries with no test at all: 3" in collection.summary()
+
+
+def test_a_case_rebuilds_its_sample_from_forward_arguments():
+    case = next(x for x in c.collect(OPS).cases if x.name == "OpInfo_nn_functional_pad_constant_0")
+    module = c.OpInfoModule(case)
+    out = module(torch.full((1, 2, 3), 5.0))  # value=None (a constant) and the pad widths are kept
+    assert out.shape == (1, 2, 5) and out[0, 0, 0] == 0 and out[0, 0, 1] == 5
+    test = c.as_test(case)
+    assert test.marks[0] == "opinfo" and test.timeout_seconds == c.TIMEOUT_SECONDS
+
+
+def test_coverage_table_per_op_and_config():
+    rows = [
+        {"test": "OpInfo_add_0", "config": "linalg", "outcome": "pass", "stage": None},
+        {"test": "OpInfo_add_int64_0", "config": "linalg", "outcome": "fail", "stage": "backend"},
+        {"test": "OpInfo_add_0", "config": "tosa", "outcome": "pass", "stage": None},
+        {"test": "OpInfo_nn_functional_pad_constant_1", "config": "tosa", "outcome": "pass", "stage": None},
+        {"test": "Unrelated", "config": "tosa", "outcome": "fail", "stage": "lower"},
+    ]
+    report = coverage(rows)
+    assert op_of("OpInfo_add_int64_0") == "add" and op_of("Unrelated") is None
+    assert report["ops_passing_everywhere"] == {"linalg": 0, "tosa": 2}
+    assert cell_text(report["ops"]["add"]["linalg"]) == "1/2 backend"
+    assert cell_text(report["ops"]["add"]["tosa"]) == "pass"
