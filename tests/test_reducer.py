@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +40,14 @@ def run_repro(bundle: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, timeout=120)
 
 
+def run_elsewhere(bundle: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    """The bundle copied out of the checkout, run in isolated mode with no PYTHONPATH."""
+    copy = tmp_path / "attached-to-an-issue"
+    shutil.copytree(bundle, copy)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-I", "repro.py"], cwd=copy, env=env, capture_output=True, text=True, timeout=120)
+
+
 def test_pass_failing_on_one_op_kind(tmp_path):
     original = torch_backend_ir()
     pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
@@ -51,6 +61,18 @@ def test_pass_failing_on_one_op_kind(tmp_path):
     assert "math.exp" in (outcome.bundle / "README.md").read_text()
     done = run_repro(outcome.bundle)
     assert done.returncode == 1 and "REPRODUCED" in done.stdout
+
+
+def test_bundle_runs_without_the_checkout(tmp_path):
+    pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
+    outcome = reduce_mlir(torch_backend_ir(), pipeline, "backend", test="T", config="c",
+                          reports_dir=tmp_path / "reports", time_box=30)
+    script = (outcome.bundle / "repro.py").read_text()
+    assert "sys.path.insert" not in script and "from e2e" not in script and "from compiler" not in script
+    done = run_elsewhere(outcome.bundle, tmp_path)
+    assert done.returncode == 1 and "REPRODUCED" in done.stdout, done.stdout + done.stderr
+    readme = (outcome.bundle / "README.md").read_text()
+    assert "## Expected" in readme and "## Actual" in readme and "torch-mlir 2" in readme
 
 
 def test_pass_crashing_the_process(tmp_path):
