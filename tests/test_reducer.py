@@ -102,6 +102,27 @@ def test_miscompile_found_node_by_node(tmp_path):
     assert outcome_ok.bundle is None
 
 
+class DynamicMatmul(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.matmul(a, b)  # exported as view(a, [s0*s1, 8]) -> mm -> view
+
+
+def test_dynamic_view_miscompile_ends_in_five_ops(tmp_path):
+    """The linalg xfails Matmul3d2d/Linear3d_DynamicLeadingDims: a dynamic `view` flattening two dims."""
+    chain = toolchain_for(load_config("linalg"))["backend"]
+    outcome = reduce_mismatch(DynamicMatmul(), [torch.rand(3, 4, 8), torch.rand(8, 5)], chain, test="T", config="linalg",
+                              reports_dir=tmp_path, arg_shapes=[[-1, -1, 8], [8, 5]], time_box=60)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "aten.view.default" and outcome.ops_after <= 5
+    repro = (outcome.bundle / "repro.mlir").read_text()
+    assert "!torch.vtensor<[?,?,8],f32>" in repro and "torch.aten.view" in repro
+    assert "expected [12, 8], got [3, 8]" in (outcome.bundle / "README.md").read_text()
+    # Static shapes: no bug to see, and the reducer says why it has no bundle.
+    static = reduce_mismatch(DynamicMatmul(), [torch.rand(3, 4, 8), torch.rand(8, 5)], chain, test="T2", config="linalg",
+                             reports_dir=tmp_path, time_box=30)
+    assert static.bundle is None and "agrees" in static.note and "stopped=no-localization" in static.summary()
+
+
 def test_same_signature_shares_one_bundle(tmp_path):
     pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
     first = reduce_mlir(torch_backend_ir(), pipeline, "backend", test="A", config="c", reports_dir=tmp_path, verify=False)

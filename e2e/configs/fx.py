@@ -14,6 +14,7 @@ import torch.utils._pytree as pytree
 
 from compiler import compile_torch_backend_ir, fx_to_torch_backend_ir
 from compiler.stages import Snapshots
+from compiler.toolchain import Toolchain, toolchain
 from e2e.framework.trace import Trace, TraceItem
 
 
@@ -45,6 +46,10 @@ class FxConfig:
     name: str
     backend: str  # a key of compiler.pipelines.BACKENDS
     opt_level: int = 0
+
+    def toolchain(self) -> Toolchain:
+        """Frontend and per-stage pipelines, for replaying this config's failures."""
+        return toolchain("fx", self.backend)
 
     def compile(self, prepared, snapshots: Snapshots) -> Compiled:
         programs = {}

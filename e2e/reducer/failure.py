@@ -2,7 +2,7 @@
 
     reduce_result(result, prepared, config, reports_dir)     # a failing (test, config) pair
     reduce_mlir(text, pipeline, stage, error_pattern=...)     # a .mlir file and a pipeline
-    reduce_mismatch(module, inputs, toolchain, ...)           # wrong results, node by node
+    reduce_mismatch(module, inputs, toolchain, ...)           # wrong results: the smallest miscompiled FX group
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from e2e.reducer.bundle import BundleInfo, add_test, claim, signature_key, write_bundle
-from e2e.reducer.case import ERROR, Case, compile_signature, observe
+from e2e.reducer.case import ERROR, MISMATCH, Case, compile_signature, observe, single_threaded
+from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, localize_group
 from e2e.reducer.localize import (
     Localized,
     localize_crash,
     localize_error,
-    localize_mismatch,
-    mismatch_case,
     parses,
     stage_pipeline,
     toolchain_for,
@@ -29,6 +28,8 @@ from e2e.reducer.reduce import behavioural_ops, op_count, reduce_ops
 from e2e.reducer.signature import guilty_op
 
 DEFAULT_TIME_BOX = 60.0
+# Why a reduction stopped (ReduceOutcome.stopped)
+NO_LOCALIZATION, CRASHED = "no localization", "crash"
 
 
 @dataclass
@@ -43,15 +44,17 @@ class ReduceOutcome:
     guilty_op: str | None = None
     note: str = ""
     details: list[str] = field(default_factory=list)
+    stopped: str = ""  # 1-minimal | time box | no localization | crash | shared
 
     def summary(self) -> str:
         """One line for Result.notes (the benchmark parses the key=value pairs)."""
         if self.bundle is None:
-            return f"reducer: no bundle: {self.note}"
+            return f"reducer: no bundle: stopped={self.stopped.replace(' ', '-') or '-'} {self.note}"
+        guilty = (self.guilty_op or "-").replace(" ", "")
         return (
             f"reducer: bundle={self.bundle} verified={self.verified} shared={self.shared} "
             f"ops_before={self.ops_before} ops_after={self.ops_after} queries={self.queries} "
-            f"seconds={self.seconds:.2f} guilty_op={self.guilty_op or '-'}"
+            f"seconds={self.seconds:.2f} stopped={self.stopped.replace(' ', '-') or '-'} guilty_op={guilty}"
         )
 
 
@@ -86,7 +89,7 @@ def reduce_localized(
     owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
     if owner is not None:
         add_test(owner, test, config)
-        return ReduceOutcome(owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}")
+        return ReduceOutcome(owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared")
 
     def keeps(candidate: str) -> bool:
         return observe(case, candidate) == case.signature
@@ -108,7 +111,7 @@ def reduce_localized(
     verified, detail = write_bundle(info, target, check=verify)
     return ReduceOutcome(
         target, verified, False, info.ops_before, info.ops_after, reduction.queries,
-        time.monotonic() - start, case.guilty_op, detail,
+        time.monotonic() - start, case.guilty_op, detail, stopped="1-minimal" if reduction.minimal else TIME_BOX,
     )
 
 
@@ -144,35 +147,51 @@ def reduce_mismatch(
     test: str,
     config: str,
     reports_dir: Path,
+    arg_shapes: Sequence[Sequence[int] | None] | None = None,
     tolerance=None,
     method: str = "forward",
     original_ir: str = "",
     time_box: float = DEFAULT_TIME_BOX,
     verify: bool = True,
 ) -> ReduceOutcome:
-    """Wrong results: the first FX node that disagrees, as a one-node torch-dialect module."""
+    """Wrong results: the smallest group of FX nodes whose compiled result differs, as a module.
+
+    `toolchain` compiles torch backend IR to LLVM; `arg_shapes` are the shapes (-1:
+    dynamic) the config compiled for, so a dynamic-shape miscompile stays visible.
+    """
     start = time.monotonic()
-    found = localize_mismatch(module, inputs, toolchain, tolerance=tolerance, deadline=start + time_box, method=method)
-    if found is None:
-        return ReduceOutcome(note="no single FX node disagrees with its golden value (a bug of node combinations?)")
-    case = mismatch_case(found, toolchain, tolerance)
+    try:
+        search = GraphSearch(module, inputs, toolchain, arg_shapes=arg_shapes, tolerance=tolerance, method=method)
+    except Exception as error:
+        return ReduceOutcome(note=f"the module does not export again: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION)
+    found = localize_group(search, start + time_box)
+    if isinstance(found, str):
+        return ReduceOutcome(note=found, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
+    case = Case(
+        MISMATCH, "compare", list(toolchain), found.signature, guilty_op=found.guilty_op,
+        result_dtypes=found.result_dtypes, tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None,
+    )
     target = bundle_dir_for(reports_dir, test, config)
     owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
     if owner is not None:
         add_test(owner, test, config)
-        return ReduceOutcome(owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}")
+        return ReduceOutcome(owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared")
     ops_after = op_count(found.torch_backend_ir)
+    notes = [f"localized to {len(found.nodes)} FX node(s) of {len(search.units)}, given golden inputs: "
+             + "; ".join(f"`{n}`" for n in found.nodes), f"compiled vs native: {found.detail}"]
+    if found.literals:
+        notes.append("sizes computed in the graph replaced by literals: "
+                     + ", ".join(f"{k} -> {v}" for k, v in found.literals.items()))
     info = BundleInfo(
         test, config, case, found.torch_backend_ir, original_ir or found.torch_backend_ir,
         op_count(original_ir) if original_ir else ops_after, ops_after,
-        queries=found.nodes_checked, seconds=time.monotonic() - start, minimal=True,
-        inputs=found.inputs, expected=found.expected,
-        notes=[f"first disagreeing FX node (of {found.nodes_checked} checked with golden inputs): `{found.node}`"],
+        queries=found.queries, seconds=time.monotonic() - start, minimal=found.stopped == ONE_MINIMAL,
+        inputs=found.inputs, expected=found.expected, notes=notes,
     )
     verified, detail = write_bundle(info, target, check=verify)
     return ReduceOutcome(
-        target, verified, False, info.ops_before, ops_after, found.nodes_checked,
-        time.monotonic() - start, case.guilty_op, detail,
+        target, verified, False, info.ops_before, ops_after, found.queries,
+        time.monotonic() - start, case.guilty_op, detail, stopped=found.stopped,
     )
 
 
@@ -194,6 +213,7 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
             prepared.module,
             prepared.first_call(method),
             toolchain_for(config)["backend"],
+            arg_shapes=prepared.arg_shapes(method),
             tolerance=prepared.test.tolerance,
             method=method,
             original_ir=(ir_dir / "3-backend.mlir").read_text() if (ir_dir / "3-backend.mlir").exists() else "",
@@ -225,3 +245,26 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     if localized.case.signature != result.signature:
         return ReduceOutcome(note=f"replaying shows another signature: {localized.case.signature}")
     return reduce_localized(localized, original_ir=stage_input or localized.ir, **common)
+
+
+def reduce_isolated(result, prepared, config, reports_dir: Path, time_box: float = DEFAULT_TIME_BOX) -> ReduceOutcome | str:
+    """`reduce_result` in a forked, single-threaded child; why not, as a note, when it ends badly.
+
+    The child's limit leaves room for the bundle's re-verification after the time box.
+    """
+    from e2e.framework import isolation
+
+    def child() -> ReduceOutcome:
+        single_threaded()
+        return reduce_result(result, prepared, config, reports_dir, time_box)
+
+    limit = time_box + 150
+    outcome = isolation.run_forked(child, timeout=limit)
+    if isinstance(outcome, ReduceOutcome):
+        return outcome
+    if isinstance(outcome, isolation.TimedOut):
+        return f"reducer: no bundle: stopped=time-box the reducer gave no answer in {limit:.0f} s (killed)"
+    if isinstance(outcome, isolation.Crashed):
+        tail = outcome.stderr_tail.strip().splitlines()[-1:] or [""]
+        return f"reducer: no bundle: stopped=crash the reducer's process was {outcome.reason}: {tail[0][:300]}"
+    return f"reducer: no bundle: stopped=crash the reducer raised: {str(outcome.traceback).strip()[-500:]}"

@@ -6,8 +6,7 @@ import shutil
 from pathlib import Path
 
 from e2e.configs import load_config
-from e2e.framework import isolation
-from e2e.reducer.failure import DEFAULT_TIME_BOX, ReduceOutcome, reduce_result
+from e2e.reducer.failure import DEFAULT_TIME_BOX, ReduceOutcome, reduce_isolated
 
 
 class ReducerPlugin:
@@ -29,13 +28,9 @@ class ReducerPlugin:
             return
         config = load_config(result.config)
         # Isolated: a crashing query or a leak never touches the pytest process.
-        outcome = isolation.run_forked(
-            lambda: reduce_result(result, prepared, config, self.reports_dir, self.time_box),
-            timeout=self.time_box * 2 + 120,
-        )
+        outcome = reduce_isolated(result, prepared, config, self.reports_dir, self.time_box)
         if not isinstance(outcome, ReduceOutcome):
-            reason = getattr(outcome, "reason", None) or getattr(outcome, "traceback", None) or repr(outcome)
-            result.notes.append(f"reducer: no bundle: the reducer failed: {str(reason).strip()[-500:]}")
+            result.notes.append(outcome)
             return
         result.notes.append(outcome.summary())
         if outcome.bundle is not None and outcome.verified:
