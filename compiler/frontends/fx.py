@@ -56,8 +56,10 @@ def capture(
     example_inputs: Sequence[object],
     dynamic_dims: Sequence[Sequence[int] | None] | None = None,
     method: str = "forward",
+    *,
+    decompose: bool = True,
 ) -> ExportedProgram:
-    """Stage `capture`: export `module.<method>` and run torch-mlir's decompositions."""
+    """Stage `capture`: export `module.<method>` and run torch-mlir's decompositions (unless not `decompose`)."""
     if method != "forward":
         module = _MethodAsForward(module, method)
     try:
@@ -67,7 +69,7 @@ def capture(
             dynamic_shapes=dynamic_shapes_for(module.forward, example_inputs, dynamic_dims),
             strict=False,
         )
-        return program.run_decompositions(get_decomposition_table())
+        return program.run_decompositions(get_decomposition_table()) if decompose else program
     except Exception as error:
         raise StageError("capture", f"torch.export: {type(error).__name__}: {first_line(error)}") from error
 

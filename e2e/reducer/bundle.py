@@ -248,7 +248,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
     return "\n".join(lines) + "\n"
 
 
-def _save_arrays(path: Path, arrays: list[np.ndarray]) -> None:
+def save_arrays(path: Path, arrays: list[np.ndarray]) -> None:
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
     np.savez(tmp, **{f"arg{i}": a for i, a in enumerate(arrays)})
     os.replace(tmp, path)
@@ -265,8 +265,8 @@ def write_bundle(info: BundleInfo, bundle_dir: Path, *, check: bool = True) -> t
     except NotInlinable as error:
         return False, f"repro.py cannot stand alone: {error}"
     if info.inputs is not None:
-        _save_arrays(bundle_dir / "inputs.npz", info.inputs)
-        _save_arrays(bundle_dir / "expected.npz", info.expected or [])
+        save_arrays(bundle_dir / "inputs.npz", info.inputs)
+        save_arrays(bundle_dir / "expected.npz", info.expected or [])
     verification = verify(bundle_dir, info.case) if check else Verification(False, "not checked")
     tests = add_test(bundle_dir, info.test, info.config)
     write_atomic(bundle_dir / "README.md", readme(info, bundle_dir, tests, verification))

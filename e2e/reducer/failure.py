@@ -219,6 +219,10 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
             original_ir=(ir_dir / "3-backend.mlir").read_text() if (ir_dir / "3-backend.mlir").exists() else "",
             **common,
         )
+    if result.stage in ("capture", "import") and result.outcome != "crash":
+        from e2e.reducer.frontend import reduce_frontend
+
+        return reduce_frontend(result, prepared, config, reports_dir, time_box, bundle_dir_for(reports_dir, result.test, config.name))
     stage_input = _stage_input(result, ir_dir)
     if result.outcome == "crash":
         if stage_input is None or result.stage not in ("torch-backend", "backend", "lower"):

@@ -119,12 +119,17 @@ class GraphSearch:
         arg_shapes: Sequence[Sequence[int] | None] | None = None,
         tolerance=None,
         method: str = "forward",
+        decompose: bool = True,
+        blame_unreproducible: bool = False,
     ):
+        """`decompose=False` keeps the ops as the module called them (for frontends other than FX);
+        `blame_unreproducible` lets random and empty ops be units (a frontend may fail on them)."""
         from compiler.frontends import fx
 
         self.toolchain = list(toolchain)
         self.tolerance = tolerance
-        self.graph_module = fx.capture(module, list(inputs), arg_shapes, method).module()
+        self.blame_unreproducible = blame_unreproducible
+        self.graph_module = fx.capture(module, list(inputs), arg_shapes, method, decompose=decompose).module()
         recorder = _Recorder(self.graph_module)
         with torch.no_grad():
             recorder.run(*[x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)])
@@ -138,7 +143,9 @@ class GraphSearch:
     def _is_unit(self, node: torch.fx.Node) -> bool:
         if node.op != "call_function" or not _tensors(self.values.get(node.name)):
             return False
-        return str(node.target) != "<built-in function getitem>" and _op_name(node.target) not in UNREPRODUCIBLE
+        if str(node.target) == "<built-in function getitem>":
+            return False
+        return self.blame_unreproducible or _op_name(node.target) not in UNREPRODUCIBLE
 
     def scalar_uses(self, group: Sequence[str]) -> list[str]:
         """The computed scalars (sizes) the group's nodes take as arguments."""

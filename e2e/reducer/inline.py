@@ -17,6 +17,7 @@ import ast
 import importlib
 import inspect
 from dataclasses import dataclass
+from typing import Sequence
 
 PROJECT_PACKAGES = ("compiler", "e2e", "tests")
 
@@ -132,14 +133,20 @@ def embedded_pass_module(module: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def repro_script(docstring: str, pipeline: list[str]) -> str:
-    """The text of a standalone repro.py replaying the bundle next to it."""
+def inlined_pieces(pieces: Sequence[Piece] = PIECES) -> tuple[list[str], str]:
+    """(the import lines they need, their definitions as one block of source)."""
     imports: list[str] = []
     bodies: list[str] = []
-    for piece in PIECES:
+    for piece in pieces:
         piece_imports, body = _piece_code(piece)
         imports += [i for i in piece_imports if i not in imports]
         bodies.append(body)
+    return imports, "\n\n\n".join(bodies)
+
+
+def repro_script(docstring: str, pipeline: list[str]) -> str:
+    """The text of a standalone repro.py replaying the bundle next to it."""
+    imports, code = inlined_pieces()
     inlined = [p.module for p in PIECES]
     registrations = [f"INLINED[{m!r}] = globals()" for m in inlined]
     for entry in pipeline:
@@ -160,7 +167,7 @@ def repro_script(docstring: str, pipeline: list[str]) -> str:
             "import types",
             *imports,
             "",
-            "\n\n\n".join(bodies),
+            code,
             "",
             "# --- Python passes named in the pipeline ---",
             "",
