@@ -134,9 +134,8 @@ def _dynamic_shapes(built: GroupModule) -> str:
     spec = {}
     for name, dims in zip(names, built.dynamic_dims):
         dynamic = [i for i, d in enumerate(dims or []) if d == -1]
-        if dynamic:
-            spec[name] = "{" + ", ".join(f"{i}: Dim.AUTO" for i in dynamic) + "}"
-    if not spec:
+        spec[name] = "{" + ", ".join(f"{i}: Dim.AUTO" for i in dynamic) + "}" if dynamic else "None"
+    if all(v == "None" for v in spec.values()):
         return "None"
     return "{" + ", ".join(f"{k!r}: {v}" for k, v in spec.items()) + "}"
 
