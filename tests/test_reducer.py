@@ -137,6 +137,8 @@ def test_same_signature_shares_one_bundle(tmp_path):
         ('loc("/a/b.py":3:4): \'tosa.reshape\' op expected [3,4] at 0x7f00aa %12',
          'loc("/x/y.py":9:1): \'tosa.reshape\' op expected [5,6] at 0x1234 %arg0'),
         ("error: /tmp/e2e-child-abc.stderr:12: failed 4x8xf32", "error: /home/u/q.mlir:3: failed 2x2xf32"),
+        ("LLVM ERROR: SmallVector unable to grow. Requested capacity (94816684595416) is larger than maximum value for size type (4294967295)",
+         "LLVM ERROR: SmallVector unable to grow. Requested capacity (94472229991848) is larger than maximum value for size type (4294967295)"),
     ],
 )
 def test_normalization_forgets_what_varies(one, other):

@@ -161,12 +161,23 @@ def verify(bundle_dir: Path, case: Case, timeout: float = 120) -> Verification:
     except subprocess.TimeoutExpired:
         return Verification(False, f"repro.py gave no answer in {timeout:.0f} s")
     output = (done.stdout + done.stderr).strip()
+    if done.returncode < 0:  # buffered output of the dying process may be lost: say how it ended
+        output += f"\n(the process was killed by {_signal_name(-done.returncode)})"
     if case.kind == CRASH:
         ok = done.returncode < 0 or done.returncode not in (0, 1, 2)
     else:
         ok = done.returncode == 1
     detail = f"exit status {done.returncode}" + ("" if ok else f": {output[-300:]}")
     return Verification(ok, detail, output[-3000:], _opt_command(bundle_dir, case) if ok else None)
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _opt_command(bundle_dir: Path, case: Case, timeout: float = 60) -> str | None:
@@ -204,7 +215,9 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
     }[case.kind]
     expected = {
         "error": "the pipeline lowers the module without an error.",
-        "crash": "the pipeline finishes (or reports an error) without taking the process down.",
+        "crash": "the module runs without taking the process down."
+        if case.stage == "execute"
+        else "the pipeline finishes (or reports an error) without taking the process down.",
         "mismatch": "the compiled module returns `expected.npz` (native PyTorch) for `inputs.npz`"
         + (f" within rtol={case.tolerance[0]}, atol={case.tolerance[1]}." if case.tolerance else " (the suite's default tolerance)."),
     }[case.kind]

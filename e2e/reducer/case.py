@@ -124,8 +124,12 @@ def observe(
     *,
     isolate: bool | None = None,
     report: Callable[[str], None] | None = None,
+    timeout: float = 60,
 ) -> str | None:
-    """The signature `case`'s pipeline shows on `text` (None: no failure); `report` gets the details."""
+    """The signature `case`'s pipeline shows on `text` (None: no failure); `report` gets the details.
+
+    Crash cases run in a forked child, killed after `timeout` seconds.
+    """
     blame = case.pipeline[-1]
     if case.kind == MISMATCH:
         return _observe_mismatch(case, text, bundle_dir, report)
@@ -140,7 +144,7 @@ def observe(
         single_threaded()
         return compile_signature(text, case.stage, case.pipeline, blame)[0]
 
-    outcome = isolation.run_forked(child, timeout=60)
+    outcome = isolation.run_forked(child, timeout=timeout)
     if isinstance(outcome, isolation.Crashed):
         return crash_signature(case.stage, outcome.stderr_tail, outcome.reason)
     if isinstance(outcome, isolation.TimedOut):

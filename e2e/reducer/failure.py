@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from e2e.reducer.bundle import BundleInfo, add_test, claim, signature_key, write_bundle
-from e2e.reducer.case import ERROR, MISMATCH, Case, compile_signature, observe, single_threaded
+from e2e.reducer.case import CRASH, ERROR, MISMATCH, Case, compile_signature, observe, single_threaded
 from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, localize_group
 from e2e.reducer.localize import (
     Localized,
@@ -91,8 +91,14 @@ def reduce_localized(
         add_test(owner, test, config)
         return ReduceOutcome(owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared")
 
+    # A candidate may make a pass loop forever: allow a few times what the original takes.
+    began = time.monotonic()
+    if observe(case, localized.ir) != case.signature:
+        return ReduceOutcome(note=f"the localized failure does not recur: {case.signature}", stopped=NO_LOCALIZATION)
+    query_timeout = max(3.0, 5 * (time.monotonic() - began))
+
     def keeps(candidate: str) -> bool:
-        return observe(case, candidate) == case.signature
+        return observe(case, candidate, timeout=query_timeout) == case.signature
 
     reduction = reduce_ops(localized.ir, keeps, deadline=start + time_box)
     case.guilty_op = _name_guilty_op(case, reduction.text)
@@ -224,6 +230,8 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
 
         return reduce_frontend(result, prepared, config, reports_dir, time_box, bundle_dir_for(reports_dir, result.test, config.name))
     stage_input = _stage_input(result, ir_dir)
+    if result.outcome == "crash" and result.stage == "execute":
+        return _reduce_execute_crash(result, config, ir_dir, common)
     if result.outcome == "crash":
         if stage_input is None or result.stage not in ("torch-backend", "backend", "lower"):
             return ReduceOutcome(note=f"a crash in stage {result.stage} is not reduced (no pass pipeline to replay)")
@@ -249,6 +257,23 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     if localized.case.signature != result.signature:
         return ReduceOutcome(note=f"replaying shows another signature: {localized.case.signature}")
     return reduce_localized(localized, original_ir=stage_input or localized.ir, **common)
+
+
+def _reduce_execute_crash(result, config, ir_dir: Path, common: dict) -> ReduceOutcome:
+    """The backend IR that crashes when lowered and run, reduced with the crash as its signature."""
+    from e2e.reducer import execute
+
+    saved = sorted(ir_dir.glob("*-lower.mlir"))
+    if not saved:
+        return ReduceOutcome(note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION)
+    text = saved[0].read_text()
+    pipeline = [execute.RECORD, *toolchain_for(config)["lower"], execute.INVOKE]
+    observed = observe(Case(CRASH, "execute", pipeline, ""), text)
+    if not (observed or "").startswith("crash |"):
+        return ReduceOutcome(note=f"the module did not crash when lowered and run on made-up inputs: {observed}",
+                             stopped=NO_LOCALIZATION)
+    case = Case(CRASH, "execute", pipeline, observed)
+    return reduce_localized(Localized(case, text, []), original_ir=text, **common)
 
 
 def reduce_isolated(result, prepared, config, reports_dir: Path, time_box: float = DEFAULT_TIME_BOX) -> ReduceOutcome | str:

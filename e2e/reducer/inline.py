@@ -45,6 +45,11 @@ PIECES = (
             "read_memref", "_memref_copy", "bf16_boundary_as_i16", "_return_callback_name", "RefBackendProgram",
         ),
     ),
+    Piece(
+        "e2e.reducer.execute",
+        ("SIGNATURE_ATTR", "DYNAMIC_DIM", "ELEMENT_DTYPES", "_main", "record_main_signature", "_tensor_types",
+         "_input", "invoke_main"),
+    ),
     Piece("e2e.framework.registry", ("Tolerance",)),
     Piece("e2e.framework.compare", ("TOLERANCES", "EXACT", "Mismatch", "tolerance_for", "compare_tensors")),
     Piece(
