@@ -22,7 +22,8 @@ from torch_mlir import ir
 
 from compiler.stages import module_text, new_context, parse_module
 
-# Ops that carry no behaviour of their own: a repro "about" them is about something else.
+# Ops that carry no behaviour of their own: a repro "about" them is about something else,
+# so they are never named as the guilty op.
 STRUCTURAL_OPS = frozenset(
     {
         "func.return",
@@ -40,6 +41,28 @@ STRUCTURAL_OPS = frozenset(
         "tosa.const",
         "tosa.const_shape",
         "stablehlo.constant",
+        # plumbing: copies, casts and terminators between the ops that compute
+        "torch.copy.to_tensor",
+        "torch.copy.to_vtensor",
+        "torch.tensor_static_info_cast",
+        "torch.derefine",
+        "torch.prim.If.yield",
+        "torch.prim.Loop.condition",
+        "torch.prim.TupleConstruct",
+        "torch.prim.ListUnpack",
+        "torch_c.to_builtin_tensor",
+        "torch_c.from_builtin_tensor",
+        "torch_c.to_i64",
+        "torch_c.from_i64",
+        "torch_c.to_f64",
+        "torch_c.from_f64",
+        "torch_c.to_i1",
+        "torch_c.from_i1",
+        "tensor.cast",
+        "scf.yield",
+        "bufferization.to_tensor",
+        "bufferization.to_buffer",
+        "bufferization.to_memref",
     }
 )
 
