@@ -165,3 +165,52 @@ def test_reproducer_resource_joins_existing_resources():
 
 def test_an_empty_shape_is_not_mistaken_for_an_address():
     assert "tensor<Nxf32>" in normalize("'tensor.cast' op operand type 'tensor<0xf32>' is bad")
+
+
+def test_torch_level_miscompile_blames_the_rewritten_op(tmp_path):
+    chain = toolchain_for(load_config("linalg"))["backend"]
+    broken = [BROKEN + "aten_sub_to_add", *chain]
+    outcome = reduce_mismatch(Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], broken, test="T", config="c",
+                              reports_dir=tmp_path, time_box=60)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "aten.sub.Tensor" and outcome.ops_after <= 4
+
+
+def test_execute_crash_reduces_to_the_failing_assert(tmp_path):
+    from types import SimpleNamespace
+
+    from e2e.reducer.failure import reduce_result
+
+    ir_dir = tmp_path / "ir" / "T" / "linalg"
+    ir_dir.mkdir(parents=True)
+    (ir_dir / "4-lower.mlir").write_text(
+        "func.func @main(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {\n"
+        "  %false = arith.constant false\n"
+        '  cf.assert %false, "unimplemented: only fixed strides"\n'
+        "  %0 = tensor.empty() : tensor<3x4xf32>\n"
+        "  %1 = linalg.add ins(%arg0, %arg0 : tensor<3x4xf32>, tensor<3x4xf32>) outs(%0 : tensor<3x4xf32>) -> tensor<3x4xf32>\n"
+        "  return %1 : tensor<3x4xf32>\n}\n"
+    )
+    result = SimpleNamespace(test="T", outcome="crash", stage="execute", signature="crash | execute | killed by SIGABRT")
+    outcome = reduce_result(result, None, load_config("linalg"), tmp_path, time_box=30)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "cf.assert" and outcome.ops_after <= 3
+    assert "killed by SIGABRT" in (outcome.bundle / "README.md").read_text()
+
+
+def test_lazy_capture_failure_becomes_a_torch_script(tmp_path):
+    """An op LTC cannot lower: the bundle is the one-node FX graph, run with torch alone."""
+    import e2e.test_suite.elementwise_binary  # noqa: F401  (registers Binary_Atan2SameShape)
+    from e2e.framework.registry import GLOBAL_TEST_REGISTRY
+    from e2e.framework.runner import prepare, run_pair
+    from e2e.reducer.failure import reduce_result
+
+    prepared = prepare(GLOBAL_TEST_REGISTRY["Binary_Atan2SameShape"])
+    config = load_config("ltc")
+    result = run_pair(prepared, config, reports_dir=tmp_path, timeout=120)
+    assert result.stage == "capture" and "aten::atan2" in result.signature
+    outcome = reduce_result(result, prepared, config, tmp_path, time_box=30)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "aten.atan2.default" and outcome.ops_after == 1
+    done = run_elsewhere(outcome.bundle, tmp_path)
+    assert done.returncode == 1 and "aten::atan2" in done.stdout
