@@ -65,7 +65,7 @@ def _swap(module: ir.Module, old: str, new: str) -> None:
                     new,
                     results=[r.type for r in op.results],
                     operands=list(op.operands),
-                    attributes={a.name: a.attr for a in op.attributes},
+                    attributes={op.attributes[i].name: op.attributes[i].attr for i in range(len(op.attributes))},
                 )
             for old_result, new_result in zip(op.results, replacement.results):
                 old_result.replace_all_uses_with(new_result)

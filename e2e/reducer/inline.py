@@ -178,6 +178,7 @@ def repro_script(docstring: str, pipeline: list[str]) -> str:
             "",
             "def _namespace(name, source):",
             "    module = types.ModuleType(name)",
+            "    sys.modules[name] = module  # dataclasses look their module up",
             "    exec(compile(source, name, 'exec'), module.__dict__)",
             "    return module.__dict__",
             "",

@@ -100,9 +100,18 @@ def op_count(text: str) -> int:
     return sum(op_kinds(text).values())
 
 
+# Ops that hold others: named only when nothing inside them is.
+CONTAINER_OPS = frozenset(
+    {"linalg.generic", "linalg.map", "linalg.reduce", "scf.for", "scf.if", "scf.while", "scf.forall",
+     "torch.prim.If", "torch.prim.Loop", "tm_tensor.scatter", "tm_tensor.sort"}
+)
+
+
 def behavioural_ops(text: str) -> list[str]:
-    """The op kinds in `text` that are not mere plumbing (constants, return, ...)."""
-    return sorted(k for k in op_kinds(text) if k not in STRUCTURAL_OPS)
+    """The op kinds in `text` that are not mere plumbing (constants, return, ...), containers last."""
+    kinds = [k for k in op_kinds(text) if k not in STRUCTURAL_OPS]
+    inner = sorted(k for k in kinds if k not in CONTAINER_OPS)
+    return inner or sorted(kinds)
 
 
 def _nested_units(operations) -> Iterable:
