@@ -215,16 +215,24 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
         return ReduceOutcome(note="timeouts are not reduced (each query could take as long)")
     if result.stage == "compare":
         method = prepared.methods()[0]
-        return reduce_mismatch(
-            prepared.module,
-            prepared.first_call(method),
-            toolchain_for(config)["backend"],
-            arg_shapes=prepared.arg_shapes(method),
-            tolerance=prepared.test.tolerance,
-            method=method,
-            original_ir=(ir_dir / "3-backend.mlir").read_text() if (ir_dir / "3-backend.mlir").exists() else "",
-            **common,
-        )
+        shapes = prepared.arg_shapes(method)
+        # LTC traces and eager ops are compiled for the example inputs' shapes.
+        tries = [None] if config.toolchain().frontend in ("ltc", "eager") or shapes is None else [shapes, None]
+        start = time.monotonic()
+        for arg_shapes in tries:  # the test's dynamic dims first; then the example shapes
+            outcome = reduce_mismatch(
+                prepared.module,
+                prepared.first_call(method),
+                toolchain_for(config)["backend"],
+                arg_shapes=arg_shapes,
+                tolerance=prepared.test.tolerance,
+                method=method,
+                original_ir=(ir_dir / "3-backend.mlir").read_text() if (ir_dir / "3-backend.mlir").exists() else "",
+                **{**common, "time_box": max(time_box - (time.monotonic() - start), 5.0)},
+            )
+            if outcome.bundle is not None:
+                break
+        return outcome
     if result.stage in ("capture", "import") and result.outcome != "crash":
         from e2e.reducer.frontend import reduce_frontend
 
