@@ -407,8 +407,7 @@ class E2EItem(_ResultItem):
         time_box = self.config.getoption("reduce_timeout")
         outcome = state.host.reduce(result, state.reports_dir, time_box, state.memory_cap)
         if not isinstance(outcome, ReduceOutcome):
-            reason = getattr(outcome, "reason", None) or getattr(outcome, "traceback", None) or repr(outcome)
-            result.notes.append(f"reducer: no bundle: the reducer ended early: {str(reason).strip()[-500:]}")
+            result.notes.append(str(outcome)[-800:])
             return
         result.notes.append(outcome.summary())
         if outcome.bundle is not None and outcome.verified:

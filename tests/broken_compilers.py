@@ -1,14 +1,36 @@
-"""Deliberately broken compilers for tests/test_reducer.py: Python passes over MLIR.
+"""Deliberately broken compilers for the reducer's tests and benchmark: Python passes over MLIR.
 
-Each is named in a pipeline as `python:tests.broken_compilers:<function>`.
+Each is named in a pipeline as `python:tests.broken_compilers:<function>`. `BROKEN` says
+where each one goes (at torch-backend level, before the backend conversion, or at
+linalg level, before the reference backend's lowering) and what it breaks.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from torch_mlir import ir
-from torch_mlir.dialects import arith
+
+
+@dataclass(frozen=True)
+class Broken:
+    name: str  # a function of this module
+    level: str  # "torch" (runs on torch backend IR) or "linalg" (runs on linalg-on-tensors)
+    kind: str  # "error" | "crash" | "mismatch": what the reducer should see
+    guilty: tuple[str, ...]  # names a right reduction may blame (MLIR op or FX target)
+
+
+BROKEN = (
+    Broken("reject_exp", "linalg", "error", ("math.exp",)),
+    Broken("abort_on_tanh", "linalg", "crash", ("math.tanh",)),
+    Broken("mulf_to_addf", "linalg", "mismatch", ("aten.mul.Tensor",)),
+    Broken("subf_to_addf", "linalg", "mismatch", ("aten.sub.Tensor",)),
+    Broken("divf_to_mulf", "linalg", "mismatch", ("aten.div.Tensor", "aten._softmax.default")),
+    Broken("reject_aten_tanh", "torch", "error", ("torch.aten.tanh",)),
+    Broken("abort_on_aten_mm", "torch", "crash", ("torch.aten.mm",)),
+    Broken("aten_sub_to_add", "torch", "mismatch", ("aten.sub.Tensor",)),
+)
 
 
 def _ops(module: ir.Module):
@@ -22,24 +44,65 @@ def _ops(module: ir.Module):
     return list(walk(module.body.operations))
 
 
+def _reject(module: ir.Module, op_name: str) -> None:
+    if any(op.name == op_name for op in _ops(module)):
+        raise RuntimeError(f"'{op_name}' op is not supported by this backend")
+
+
+def _abort_on(module: ir.Module, op_name: str) -> None:
+    if any(op.name == op_name for op in _ops(module)):
+        os.abort()
+
+
+def _swap(module: ir.Module, old: str, new: str) -> None:
+    """A miscompile: every `old` op becomes a `new` op on the same operands."""
+    with module.context, ir.Location.unknown():
+        for op in _ops(module):
+            if op.name != old:
+                continue
+            with ir.InsertionPoint(op):
+                replacement = ir.Operation.create(
+                    new,
+                    results=[r.type for r in op.results],
+                    operands=list(op.operands),
+                    attributes={op.attributes[i].name: op.attributes[i].attr for i in range(len(op.attributes))},
+                )
+            for old_result, new_result in zip(op.results, replacement.results):
+                old_result.replace_all_uses_with(new_result)
+            op.erase()
+
+
 def reject_exp(module: ir.Module) -> None:
     """A backend that cannot lower `math.exp`."""
-    if any(op.name == "math.exp" for op in _ops(module)):
-        raise RuntimeError("'math.exp' op is not supported by this backend")
+    _reject(module, "math.exp")
 
 
 def abort_on_tanh(module: ir.Module) -> None:
     """A backend that takes the process down on `math.tanh`."""
-    if any(op.name == "math.tanh" for op in _ops(module)):
-        os.abort()
+    _abort_on(module, "math.tanh")
 
 
 def mulf_to_addf(module: ir.Module) -> None:
-    """A miscompile: every `arith.mulf` becomes `arith.addf`."""
-    with module.context, ir.Location.unknown():
-        for op in _ops(module):
-            if op.name == "arith.mulf":
-                with ir.InsertionPoint(op):
-                    replacement = arith.AddFOp(op.operands[0], op.operands[1])
-                op.results[0].replace_all_uses_with(replacement.result)
-                op.erase()
+    _swap(module, "arith.mulf", "arith.addf")
+
+
+def subf_to_addf(module: ir.Module) -> None:
+    _swap(module, "arith.subf", "arith.addf")
+
+
+def divf_to_mulf(module: ir.Module) -> None:
+    _swap(module, "arith.divf", "arith.mulf")
+
+
+def reject_aten_tanh(module: ir.Module) -> None:
+    """A torch-backend lowering without `aten.tanh`."""
+    _reject(module, "torch.aten.tanh")
+
+
+def abort_on_aten_mm(module: ir.Module) -> None:
+    _abort_on(module, "torch.aten.mm")
+
+
+def aten_sub_to_add(module: ir.Module) -> None:
+    """A torch-level miscompile: `aten.sub.Tensor` lowered as `aten.add.Tensor`."""
+    _swap(module, "torch.aten.sub.Tensor", "torch.aten.add.Tensor")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,6 +41,14 @@ def run_repro(bundle: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, timeout=120)
 
 
+def run_elsewhere(bundle: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    """The bundle copied out of the checkout, run in isolated mode with no PYTHONPATH."""
+    copy = tmp_path / "attached-to-an-issue"
+    shutil.copytree(bundle, copy)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-I", "repro.py"], cwd=copy, env=env, capture_output=True, text=True, timeout=120)
+
+
 def test_pass_failing_on_one_op_kind(tmp_path):
     original = torch_backend_ir()
     pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
@@ -51,6 +62,18 @@ def test_pass_failing_on_one_op_kind(tmp_path):
     assert "math.exp" in (outcome.bundle / "README.md").read_text()
     done = run_repro(outcome.bundle)
     assert done.returncode == 1 and "REPRODUCED" in done.stdout
+
+
+def test_bundle_runs_without_the_checkout(tmp_path):
+    pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
+    outcome = reduce_mlir(torch_backend_ir(), pipeline, "backend", test="T", config="c",
+                          reports_dir=tmp_path / "reports", time_box=30)
+    script = (outcome.bundle / "repro.py").read_text()
+    assert "sys.path" not in script and not re.search(r"^\s*(from|import) (e2e|compiler|tests)\b", script, re.M)
+    done = run_elsewhere(outcome.bundle, tmp_path)
+    assert done.returncode == 1 and "REPRODUCED" in done.stdout, done.stdout + done.stderr
+    readme = (outcome.bundle / "README.md").read_text()
+    assert "## Expected" in readme and "## Actual" in readme and "torch-mlir 2" in readme
 
 
 def test_pass_crashing_the_process(tmp_path):
@@ -79,6 +102,27 @@ def test_miscompile_found_node_by_node(tmp_path):
     assert outcome_ok.bundle is None
 
 
+class DynamicMatmul(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.matmul(a, b)  # exported as view(a, [s0*s1, 8]) -> mm -> view
+
+
+def test_dynamic_view_miscompile_ends_in_five_ops(tmp_path):
+    """The linalg xfails Matmul3d2d/Linear3d_DynamicLeadingDims: a dynamic `view` flattening two dims."""
+    chain = toolchain_for(load_config("linalg"))["backend"]
+    outcome = reduce_mismatch(DynamicMatmul(), [torch.rand(3, 4, 8), torch.rand(8, 5)], chain, test="T", config="linalg",
+                              reports_dir=tmp_path, arg_shapes=[[-1, -1, 8], [8, 5]], time_box=60)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "aten.view.default" and outcome.ops_after <= 5
+    repro = (outcome.bundle / "repro.mlir").read_text()
+    assert "!torch.vtensor<[?,?,8],f32>" in repro and "torch.aten.view" in repro
+    assert "expected [12, 8], got [3, 8]" in (outcome.bundle / "README.md").read_text()
+    # Static shapes: no bug to see, and the reducer says why it has no bundle.
+    static = reduce_mismatch(DynamicMatmul(), [torch.rand(3, 4, 8), torch.rand(8, 5)], chain, test="T2", config="linalg",
+                             reports_dir=tmp_path, time_box=30)
+    assert static.bundle is None and "agrees" in static.note and "stopped=no-localization" in static.summary()
+
+
 def test_same_signature_shares_one_bundle(tmp_path):
     pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
     first = reduce_mlir(torch_backend_ir(), pipeline, "backend", test="A", config="c", reports_dir=tmp_path, verify=False)
@@ -93,6 +137,8 @@ def test_same_signature_shares_one_bundle(tmp_path):
         ('loc("/a/b.py":3:4): \'tosa.reshape\' op expected [3,4] at 0x7f00aa %12',
          'loc("/x/y.py":9:1): \'tosa.reshape\' op expected [5,6] at 0x1234 %arg0'),
         ("error: /tmp/e2e-child-abc.stderr:12: failed 4x8xf32", "error: /home/u/q.mlir:3: failed 2x2xf32"),
+        ("LLVM ERROR: SmallVector unable to grow. Requested capacity (94816684595416) is larger than maximum value for size type (4294967295)",
+         "LLVM ERROR: SmallVector unable to grow. Requested capacity (94472229991848) is larger than maximum value for size type (4294967295)"),
     ],
 )
 def test_normalization_forgets_what_varies(one, other):
@@ -119,3 +165,52 @@ def test_reproducer_resource_joins_existing_resources():
 
 def test_an_empty_shape_is_not_mistaken_for_an_address():
     assert "tensor<Nxf32>" in normalize("'tensor.cast' op operand type 'tensor<0xf32>' is bad")
+
+
+def test_torch_level_miscompile_blames_the_rewritten_op(tmp_path):
+    chain = toolchain_for(load_config("linalg"))["backend"]
+    broken = [BROKEN + "aten_sub_to_add", *chain]
+    outcome = reduce_mismatch(Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], broken, test="T", config="c",
+                              reports_dir=tmp_path, time_box=60)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "aten.sub.Tensor" and outcome.ops_after <= 4
+
+
+def test_execute_crash_reduces_to_the_failing_assert(tmp_path):
+    from types import SimpleNamespace
+
+    from e2e.reducer.failure import reduce_result
+
+    ir_dir = tmp_path / "ir" / "T" / "linalg"
+    ir_dir.mkdir(parents=True)
+    (ir_dir / "4-lower.mlir").write_text(
+        "func.func @main(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {\n"
+        "  %false = arith.constant false\n"
+        '  cf.assert %false, "unimplemented: only fixed strides"\n'
+        "  %0 = tensor.empty() : tensor<3x4xf32>\n"
+        "  %1 = linalg.add ins(%arg0, %arg0 : tensor<3x4xf32>, tensor<3x4xf32>) outs(%0 : tensor<3x4xf32>) -> tensor<3x4xf32>\n"
+        "  return %1 : tensor<3x4xf32>\n}\n"
+    )
+    result = SimpleNamespace(test="T", outcome="crash", stage="execute", signature="crash | execute | killed by SIGABRT")
+    outcome = reduce_result(result, None, load_config("linalg"), tmp_path, time_box=30)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "cf.assert" and outcome.ops_after <= 3
+    assert "killed by SIGABRT" in (outcome.bundle / "README.md").read_text()
+
+
+def test_lazy_capture_failure_becomes_a_torch_script(tmp_path):
+    """An op LTC cannot lower: the bundle is the one-node FX graph, run with torch alone."""
+    import e2e.test_suite.elementwise_binary  # noqa: F401  (registers Binary_Atan2SameShape)
+    from e2e.framework.registry import GLOBAL_TEST_REGISTRY
+    from e2e.framework.runner import prepare, run_pair
+    from e2e.reducer.failure import reduce_result
+
+    prepared = prepare(GLOBAL_TEST_REGISTRY["Binary_Atan2SameShape"])
+    config = load_config("ltc")
+    result = run_pair(prepared, config, reports_dir=tmp_path, timeout=120)
+    assert result.stage == "capture" and "aten::atan2" in result.signature
+    outcome = reduce_result(result, prepared, config, tmp_path, time_box=30)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "aten.atan2.default" and outcome.ops_after == 1
+    done = run_elsewhere(outcome.bundle, tmp_path)
+    assert done.returncode == 1 and "aten::atan2" in done.stdout

@@ -66,8 +66,11 @@ def capture(
     dynamic_dims: Sequence[Sequence[int] | None] | None = None,
     method: str = "forward",
     notes: list[str] | None = None,
+    *,
+    decompose: bool = True,
 ) -> ExportedProgram:
-    """Stage `capture`: export `module.<method>` and run torch-mlir's decompositions.
+    """Stage `capture`: export `module.<method>` and run torch-mlir's decompositions
+    (unless not `decompose`).
 
     Falls back to strict export, then to static shapes; a fallback taken is appended
     to `notes`.
@@ -85,7 +88,8 @@ def capture(
         try:
             program = torch.export.export(module, tuple(example_inputs), dynamic_shapes=shapes, strict=strict)
             step = "decompositions"
-            program = program.run_decompositions(get_decomposition_table())
+            if decompose:
+                program = program.run_decompositions(get_decomposition_table())
         except Exception as error:
             first_error = first_error or (step, error)
             continue

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager
 from compiler import compile_torch_backend_ir, pipelines
 from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
+from compiler.toolchain import Toolchain, toolchain
 from e2e.framework.trace import Trace, TraceItem, clone_tree
 
 
@@ -28,6 +29,10 @@ class EagerProgram:
 class EagerConfig:
     name: str = "eager"
     backend: str = "linalg"
+
+    def toolchain(self) -> Toolchain:
+        """Frontend and per-stage pipelines, for replaying this config's failures."""
+        return toolchain("eager", self.backend)
 
     def compile(self, prepared, snapshots: Snapshots) -> EagerProgram:
         # Nothing to compile ahead: ops are compiled as they are dispatched.

@@ -15,6 +15,7 @@ import torch.utils._pytree as pytree
 
 from compiler import compile_torch_backend_ir, fx_import, pipelines, torch_backend_ir
 from compiler.stages import Snapshots
+from compiler.toolchain import Toolchain, toolchain
 from e2e.framework.trace import Trace, TraceItem
 
 
@@ -46,6 +47,10 @@ class FxConfig:
     name: str
     backend: str  # a key of compiler.pipelines.BACKENDS
     opt_level: int | None = None  # None: the RefBackend's policy (compiler.refbackend.opt_level_for)
+
+    def toolchain(self) -> Toolchain:
+        """Frontend and per-stage pipelines, for replaying this config's failures."""
+        return toolchain("fx", self.backend)
 
     def compile(self, prepared, snapshots: Snapshots) -> Compiled:
         programs, notes = {}, []

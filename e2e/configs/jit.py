@@ -19,6 +19,7 @@ import torch.utils._pytree as pytree
 from compiler import compile_torch_backend_ir
 from compiler.jit_compile import JitTorchBackendIR, StaticShapesOnly, jit_to_torch_backend_ir
 from compiler.stages import Snapshots
+from compiler.toolchain import Toolchain, toolchain
 from e2e.framework.result import NotApplicable
 from e2e.framework.trace import Trace, TraceItem
 
@@ -55,6 +56,10 @@ class JitConfig:
     name: str
     frontend: str  # "ltc" or "torchscript" (compiler.jit_compile.FRONTENDS)
     backend: str = "linalg"
+
+    def toolchain(self) -> Toolchain:
+        """Frontend and per-stage pipelines, for replaying this config's failures."""
+        return toolchain(self.frontend, self.backend)
 
     def compile(self, prepared, snapshots: Snapshots) -> JitCompiled:
         compiled = JitCompiled()

@@ -68,13 +68,11 @@ def _serve(test: Test, shape_mode: str, config_loader, channel: Channel) -> None
 
 
 def _reduce(prepared, config_loader, request: _Reduce):
-    from e2e.reducer.failure import reduce_result
+    from e2e.reducer.failure import reduce_isolated
 
     config = config_loader(request.result.config)
-    return isolation.run_forked(
-        lambda: reduce_result(request.result, prepared, config, request.reports_dir, request.time_box),
-        request.limits.seconds,
-        request.limits.memory_bytes,
+    return reduce_isolated(
+        request.result, prepared, config, request.reports_dir, request.time_box, request.limits.memory_bytes
     )
 
 
@@ -122,12 +120,16 @@ class TestHost:
         return result
 
     def reduce(self, result: Result, reports_dir: Path, time_box: float, memory_bytes: int | None):
-        """The reducer's outcome for a failing pair (or how its child ended)."""
+        """The reducer's outcome for a failing pair: a ReduceOutcome, or a note saying why not."""
         if self.golden_failure is not None or not self._child.alive:
-            return isolation.Raised(None, "the test host is gone")
-        limits = Limits(time_box * 2 + 120, memory_bytes)
+            return "reducer: no bundle: the test host is gone"
+        limits = Limits(time_box + 150, memory_bytes)
         host_limits = Limits(limits.seconds + _HOST_MARGIN_SECONDS, None)
-        return self._child.request(_Reduce(result, reports_dir, time_box, limits), host_limits)
+        reply = self._child.request(_Reduce(result, reports_dir, time_box, limits), host_limits)
+        if isinstance(reply, (isolation.Crashed, isolation.TimedOut, isolation.OverMemory)):
+            self._child.kill()
+            return f"reducer: no bundle: the test host ended while reducing ({type(reply).__name__})"
+        return reply
 
     @staticmethod
     def _for_config(result: Result, config: str) -> Result:

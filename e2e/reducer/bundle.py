@@ -14,6 +14,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -24,8 +25,9 @@ import numpy as np
 from compiler.pipelines import as_text
 from compiler.stages import write_atomic
 from e2e.reducer.case import CRASH, MISMATCH, Case
+from e2e.reducer.inline import NotInlinable, repro_script
+from e2e.reducer.signature import normalize, pass_name
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 INDEX_DIR = "_signatures"
 
 
@@ -99,21 +101,17 @@ def add_test(bundle_dir: Path, test: str, config: str) -> list[str]:
         return tests
 
 
-REPRO_PY = '''#!/usr/bin/env python3
-"""Reproducer: {signature}
+REPRO_DOC = """Reproducer: {signature}
 
-Runs repro.mlir through the failing pipeline from Python (the torch-mlir wheel's
-torch-mlir-opt lacks some passes). Exits 1 while the bug is there, 0 once it is fixed,
-2 on a different failure. A crash takes this process down (non-zero exit).
+Self-contained: needs torch, torch-mlir and numpy only (the replay code is inlined).
+Runs repro.mlir (next to this file) through the failing pipeline from Python. Exits 1
+while the bug is there, 0 once it is fixed, 2 on a different failure. A crash takes
+this process down (non-zero exit).
 """
-import sys
-from pathlib import Path
 
-sys.path.insert(0, {root!r})  # the conformance suite checkout: e2e.reducer.replay
-from e2e.reducer.replay import main
 
-sys.exit(main(Path(__file__).resolve().parent))
-'''
+def repro_py(case: Case) -> str:
+    return repro_script(REPRO_DOC.format(signature=case.signature.replace("\\", "/")), case.pipeline)
 
 
 def versions() -> dict[str, str]:
@@ -128,73 +126,145 @@ def versions() -> dict[str, str]:
     return found
 
 
-def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verified: str) -> str:
-    case = info.case
-    v = versions()
-    what = {
-        "error": f"the pass `{case.pipeline[-1]}` fails",
-        "crash": f"the process crashes in `{case.pipeline[-1]}`",
-        "mismatch": f"`{case.guilty_op}` computes wrong results ({case.signature})",
-    }[case.kind]
-    lines = [
-        f"# {info.test} on {info.config}: {case.signature}",
-        "",
-        f"In stage `{case.stage}`, {what}.",
-        "",
-        f"- test: `{info.test}`",
-        f"- config: `{info.config}`",
-        f"- stage: `{case.stage}`",
-        f"- signature: `{case.signature}`",
-        f"- guilty op: `{case.guilty_op or 'unknown'}`",
-        f"- ops: {info.ops_before} in original.mlir, {info.ops_after} in repro.mlir "
-        f"({info.queries} reduction queries, {info.seconds:.1f} s{', 1-minimal' if info.minimal else ', time box reached'})",
-        f"- versions: torch {v['torch']}, torch-mlir {v['torch-mlir']}, Python {sys.version.split()[0]}",
-        f"- re-verified in a fresh process: {verified}",
-        "",
-        "## Reproduce",
-        "",
-        "```sh",
-        f"python {bundle_dir / 'repro.py'}",
-        "```",
-        "",
-        "Exit status 1 means the bug is there. `repro.mlir` carries MLIR's `mlir_reproducer`",
-        "resource with the pipeline"
-        + (" (Python passes, `python:<module>:<fn>`, run only through repro.py)." if "python:" in as_text(case.pipeline) else ":"),
-        "",
-        "```",
-        as_text(case.pipeline),
-        "```",
-    ]
-    if case.kind == MISMATCH:
-        lines += ["", "`inputs.npz` and `expected.npz` (native torch) hold `arg0`, `arg1`, ... in order."]
-    lines += [f"\nnote: {n}" for n in info.notes]
-    lines += ["", "## Tests that hit it", ""] + [f"- {t}" for t in tests]
-    return "\n".join(lines) + "\n"
+@dataclass
+class Verification:
+    """What re-running the bundle in a fresh, isolated process showed."""
+
+    ok: bool
+    detail: str  # "exit status 1"
+    output: str = ""  # what repro.py printed (the README's "actual")
+    opt_command: str | None = None  # a torch-mlir-opt command that shows it too
 
 
-def _save_arrays(path: Path, arrays: list[np.ndarray]) -> None:
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, **{f"arg{i}": a for i, a in enumerate(arrays)})
-    os.replace(tmp, path)
+def _fresh_env() -> dict[str, str]:
+    """No PYTHONPATH (the checkout must not be needed) and one thread."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    return env
 
 
-def verify(bundle_dir: Path, case: Case, timeout: float = 120) -> tuple[bool, str]:
-    """Run repro.py in a fresh process: does it still show the bug?"""
+def verify(bundle_dir: Path, case: Case, timeout: float = 120) -> Verification:
+    """Run repro.py with `python -I` from the bundle's directory: does it still show the bug?
+
+    Isolated mode ignores PYTHONPATH, the user's site and the script's neighbours on
+    sys.path, so a bundle that passes here runs wherever torch and torch-mlir are installed.
+    """
     try:
         done = subprocess.run(
-            [sys.executable, str(bundle_dir / "repro.py")],
+            [sys.executable, "-I", "repro.py"],
             capture_output=True,
             text=True,
             timeout=timeout,
             cwd=bundle_dir,
+            env=_fresh_env(),
         )
     except subprocess.TimeoutExpired:
-        return False, f"repro.py gave no answer in {timeout:.0f} s"
+        return Verification(False, f"repro.py gave no answer in {timeout:.0f} s")
+    output = (done.stdout + done.stderr).strip()
+    if done.returncode < 0:  # buffered output of the dying process may be lost: say how it ended
+        output += f"\n(the process was killed by {_signal_name(-done.returncode)})"
     if case.kind == CRASH:
         ok = done.returncode < 0 or done.returncode not in (0, 1, 2)
-        return ok, f"exit status {done.returncode}" + ("" if ok else f": {done.stdout.strip()[-300:]}")
-    ok = done.returncode == 1
-    return ok, f"exit status {done.returncode}" + ("" if ok else f": {(done.stdout + done.stderr).strip()[-300:]}")
+    else:
+        ok = done.returncode == 1
+    detail = f"exit status {done.returncode}" + ("" if ok else f": {output[-300:]}")
+    return Verification(ok, detail, output[-3000:], _opt_command(bundle_dir, case) if ok else None)
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _opt_command(bundle_dir: Path, case: Case, timeout: float = 60) -> str | None:
+    """`torch-mlir-opt --run-reproducer repro.mlir` when the wheel's tool shows the failure too."""
+    opt = shutil.which("torch-mlir-opt")
+    if opt is None or case.kind == MISMATCH or any(e.startswith("python:") for e in case.pipeline):
+        return None
+    try:
+        done = subprocess.run(
+            [opt, "--run-reproducer", "repro.mlir"], capture_output=True, text=True, timeout=timeout, cwd=bundle_dir
+        )
+    except subprocess.TimeoutExpired:
+        return None
+    if case.kind == CRASH:
+        return "torch-mlir-opt --run-reproducer repro.mlir" if done.returncode < 0 else None
+    # The tool fails too, and for the same reason (not an unknown pass or option).
+    first = next((line for line in done.stderr.splitlines() if "error:" in line), "")
+    same = case.guilty_op is None or case.guilty_op in done.stderr or normalize(first.partition("error:")[2]) in case.signature
+    return "torch-mlir-opt --run-reproducer repro.mlir" if done.returncode != 0 and same else None
+
+
+def _body(text: str, limit: int = 60) -> str | None:
+    """repro.mlir without its resources, when short enough to paste into an issue."""
+    head = text.split("{-#")[0].strip()
+    return head if len(head.splitlines()) <= limit and len(head) < 8000 else None
+
+
+def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: Verification) -> str:
+    case = info.case
+    v = versions()
+    what = {
+        "error": f"the pass `{case.pipeline[-1]}` fails on the module below",
+        "crash": f"the process crashes in the pass `{case.pipeline[-1]}`",
+        "mismatch": f"`{case.guilty_op}` computes wrong results ({case.signature.removeprefix('compare | ')} mismatch)",
+    }[case.kind]
+    expected = {
+        "error": "the pipeline lowers the module without an error.",
+        "crash": "the module runs without taking the process down."
+        if case.stage == "execute"
+        else "the pipeline finishes (or reports an error) without taking the process down.",
+        "mismatch": "the compiled module returns `expected.npz` (native PyTorch) for `inputs.npz`"
+        + (f" within rtol={case.tolerance[0]}, atol={case.tolerance[1]}." if case.tolerance else " (the suite's default tolerance)."),
+    }[case.kind]
+    title = f"{case.guilty_op or pass_name(case.pipeline[-1])}: {case.signature}"
+    lines = [
+        f"# {title}",
+        "",
+        f"With torch {v['torch']} and torch-mlir {v['torch-mlir']} (Python {sys.version.split()[0]}), {what}.",
+        "",
+        "## Reproduce",
+        "",
+        "Needs only `torch`, `torch-mlir` and `numpy` (`repro.py` carries its replay code inline):",
+        "",
+        "```sh",
+        "python repro.py          # exits 1 while the bug is there, 0 once fixed",
+    ]
+    if verification.opt_command:
+        lines.append(f"{verification.opt_command}   # the same with the wheel's tool")
+    lines += ["```", "", "Pipeline (also stored in `repro.mlir` as MLIR's `mlir_reproducer` resource):", "", "```",
+              as_text(case.pipeline), "```"]
+    if "python:" in as_text(case.pipeline):
+        lines += ["", "`python:<module>:<function>` entries are Python passes over the module; repro.py carries them."]
+    body = _body(with_reproducer_resource(info.repro_ir, []))
+    if body:
+        lines += ["", "## repro.mlir", "", "```mlir", body, "```"]
+    if case.kind == MISMATCH:
+        lines += ["", "`inputs.npz` and `expected.npz` hold `arg0`, `arg1`, ... in the order of @main's arguments and results."]
+    lines += ["", "## Expected", "", expected, "", "## Actual", "", "```", verification.output or "(no output)", "```"]
+    lines += [
+        "",
+        "## How it was found",
+        "",
+        f"- test: `{info.test}` on config `{info.config}`, stage `{case.stage}`",
+        f"- signature: `{case.signature}`; guilty op: `{case.guilty_op or 'unknown'}`",
+        f"- ops: {info.ops_before} in original.mlir, {info.ops_after} in repro.mlir "
+        f"({info.queries} reduction queries, {info.seconds:.1f} s{', 1-minimal' if info.minimal else ', time box reached'})",
+        f"- re-verified with `python -I repro.py` in a fresh process: {('yes, ' if verification.ok else 'NO, ') + verification.detail}",
+    ]
+    lines += [f"- {n}" for n in info.notes]
+    lines += ["", "## Tests that hit it", ""] + [f"- {t}" for t in tests]
+    return "\n".join(lines) + "\n"
+
+
+def save_arrays(path: Path, arrays: list[np.ndarray]) -> None:
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
+    np.savez(tmp, **{f"arg{i}": a for i, a in enumerate(arrays)})
+    os.replace(tmp, path)
 
 
 def write_bundle(info: BundleInfo, bundle_dir: Path, *, check: bool = True) -> tuple[bool, str]:
@@ -203,11 +273,14 @@ def write_bundle(info: BundleInfo, bundle_dir: Path, *, check: bool = True) -> t
     write_atomic(bundle_dir / "repro.mlir", with_reproducer_resource(info.repro_ir, info.case.pipeline))
     write_atomic(bundle_dir / "original.mlir", info.original_ir)
     write_atomic(bundle_dir / "case.json", info.case.to_json())
-    write_atomic(bundle_dir / "repro.py", REPRO_PY.format(signature=info.case.signature, root=str(REPO_ROOT)))
+    try:
+        write_atomic(bundle_dir / "repro.py", repro_py(info.case))
+    except NotInlinable as error:
+        return False, f"repro.py cannot stand alone: {error}"
     if info.inputs is not None:
-        _save_arrays(bundle_dir / "inputs.npz", info.inputs)
-        _save_arrays(bundle_dir / "expected.npz", info.expected or [])
-    verified, detail = verify(bundle_dir, info.case) if check else (False, "not checked")
+        save_arrays(bundle_dir / "inputs.npz", info.inputs)
+        save_arrays(bundle_dir / "expected.npz", info.expected or [])
+    verification = verify(bundle_dir, info.case) if check else Verification(False, "not checked")
     tests = add_test(bundle_dir, info.test, info.config)
-    write_atomic(bundle_dir / "README.md", readme(info, bundle_dir, tests, ("yes, " if verified else "NO, ") + detail))
-    return verified, detail
+    write_atomic(bundle_dir / "README.md", readme(info, bundle_dir, tests, verification))
+    return verification.ok, verification.detail

@@ -25,6 +25,8 @@ from e2e.reducer.signature import crash_signature, mismatch_signature, stage_sig
 
 ERROR, CRASH, MISMATCH = "error", "crash", "mismatch"
 PYTHON_PASS = "python:"
+# module name -> namespace of a Python pass module that a standalone repro.py carries inline
+INLINED: dict[str, dict] = {}
 
 
 @dataclass
@@ -51,6 +53,8 @@ class Case:
 
 def python_pass(entry: str) -> Callable:
     module_name, _, function = entry[len(PYTHON_PASS) :].partition(":")
+    if module_name in INLINED:
+        return INLINED[module_name][function]
     return getattr(importlib.import_module(module_name), function)
 
 
@@ -113,20 +117,34 @@ def compile_signature(text: str, stage: str, pipeline: Sequence[str], blame: str
     return None, []
 
 
-def observe(case: Case, text: str, bundle_dir: Path | None = None, *, isolate: bool | None = None) -> str | None:
-    """The signature `case`'s pipeline shows on `text` (None: no failure)."""
+def observe(
+    case: Case,
+    text: str,
+    bundle_dir: Path | None = None,
+    *,
+    isolate: bool | None = None,
+    report: Callable[[str], None] | None = None,
+    timeout: float = 60,
+) -> str | None:
+    """The signature `case`'s pipeline shows on `text` (None: no failure); `report` gets the details.
+
+    Crash cases run in a forked child, killed after `timeout` seconds.
+    """
     blame = case.pipeline[-1]
     if case.kind == MISMATCH:
-        return _observe_mismatch(case, text, bundle_dir)
+        return _observe_mismatch(case, text, bundle_dir, report)
     isolate = case.kind == CRASH if isolate is None else isolate
     if not isolate:
-        return compile_signature(text, case.stage, case.pipeline, blame)[0]
+        signature, diagnostics = compile_signature(text, case.stage, case.pipeline, blame)
+        if report and diagnostics:
+            report("\n".join(diagnostics[:8]))
+        return signature
 
     def child():
-        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        single_threaded()
         return compile_signature(text, case.stage, case.pipeline, blame)[0]
 
-    outcome = isolation.run_forked(child, timeout=60)
+    outcome = isolation.run_forked(child, timeout=timeout)
     if isinstance(outcome, isolation.Crashed):
         return crash_signature(case.stage, outcome.stderr_tail, outcome.reason)
     if isinstance(outcome, isolation.TimedOut):
@@ -136,6 +154,20 @@ def observe(case: Case, text: str, bundle_dir: Path | None = None, *, isolate: b
     return outcome
 
 
+def single_threaded() -> None:
+    """Call first thing in a forked child: one thread for torch and OpenMP.
+
+    A child forked from a process whose OpenMP pool ran hangs in a barrier at its first
+    parallel region; with one thread no region is parallel. The environment is for the
+    processes the child starts (repro.py re-verification).
+    """
+    import torch
+
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[name] = "1"
+    torch.set_num_threads(1)
+
+
 def load_arrays(path: Path) -> list:
     import numpy as np
 
@@ -143,7 +175,18 @@ def load_arrays(path: Path) -> list:
         return [data[f"arg{i}"] for i in range(len(data.files))]
 
 
-def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None) -> str | None:
+def arity(text: str) -> int:
+    """How many arguments @main takes (a mismatch candidate must keep its inputs)."""
+    from torch_mlir import ir
+
+    module = parse_module(text, new_context())
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return len(op.regions[0].blocks[0].arguments)
+    return -1
+
+
+def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=None) -> str | None:
     """Compile and run the module on inputs.npz; compare with expected.npz."""
     import torch
 
@@ -164,11 +207,15 @@ def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None) -> str | N
     program = RefBackendProgram(module, dtypes)
     inputs = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "inputs.npz")]
     expected = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "expected.npz")]
+    if arity(text) != len(inputs):
+        return f"invalid | @main does not take the {len(inputs)} inputs"
     actual = program(*inputs)
     program.close()
     tolerance = Tolerance(*case.tolerance) if case.tolerance else None
     for i, (g, a) in enumerate(zip(expected, actual)):
         mismatch = compare_tensors(g, a, f"output {i}", tolerance)
         if mismatch is not None:
+            if report:
+                report(str(mismatch))
             return mismatch_signature(mismatch.kind)
     return None

@@ -2,7 +2,7 @@
 
     reduce_result(result, prepared, config, reports_dir)     # a failing (test, config) pair
     reduce_mlir(text, pipeline, stage, error_pattern=...)     # a .mlir file and a pipeline
-    reduce_mismatch(module, inputs, toolchain, ...)           # wrong results, node by node
+    reduce_mismatch(module, inputs, toolchain, ...)           # wrong results: the smallest miscompiled FX group
 """
 
 from __future__ import annotations
@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from e2e.reducer.bundle import BundleInfo, add_test, claim, signature_key, write_bundle
-from e2e.reducer.case import ERROR, Case, compile_signature, observe
+from e2e.reducer.case import CRASH, ERROR, MISMATCH, Case, compile_signature, observe, single_threaded
+from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, localize_group
 from e2e.reducer.localize import (
     Localized,
     localize_crash,
     localize_error,
-    localize_mismatch,
-    mismatch_case,
     parses,
     stage_pipeline,
     toolchain_for,
@@ -29,6 +28,8 @@ from e2e.reducer.reduce import behavioural_ops, op_count, reduce_ops
 from e2e.reducer.signature import guilty_op
 
 DEFAULT_TIME_BOX = 60.0
+# Why a reduction stopped (ReduceOutcome.stopped)
+NO_LOCALIZATION, CRASHED = "no localization", "crash"
 
 
 @dataclass
@@ -43,15 +44,17 @@ class ReduceOutcome:
     guilty_op: str | None = None
     note: str = ""
     details: list[str] = field(default_factory=list)
+    stopped: str = ""  # 1-minimal | time box | no localization | crash | shared
 
     def summary(self) -> str:
         """One line for Result.notes (the benchmark parses the key=value pairs)."""
         if self.bundle is None:
-            return f"reducer: no bundle: {self.note}"
+            return f"reducer: no bundle: stopped={self.stopped.replace(' ', '-') or '-'} {self.note}"
+        guilty = (self.guilty_op or "-").replace(" ", "")
         return (
             f"reducer: bundle={self.bundle} verified={self.verified} shared={self.shared} "
             f"ops_before={self.ops_before} ops_after={self.ops_after} queries={self.queries} "
-            f"seconds={self.seconds:.2f} guilty_op={self.guilty_op or '-'}"
+            f"seconds={self.seconds:.2f} stopped={self.stopped.replace(' ', '-') or '-'} guilty_op={guilty}"
         )
 
 
@@ -86,10 +89,16 @@ def reduce_localized(
     owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
     if owner is not None:
         add_test(owner, test, config)
-        return ReduceOutcome(owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}")
+        return ReduceOutcome(owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared")
+
+    # A candidate may make a pass loop forever: allow a few times what the original takes.
+    began = time.monotonic()
+    if observe(case, localized.ir) != case.signature:
+        return ReduceOutcome(note=f"the localized failure does not recur: {case.signature}", stopped=NO_LOCALIZATION)
+    query_timeout = max(3.0, 5 * (time.monotonic() - began))
 
     def keeps(candidate: str) -> bool:
-        return observe(case, candidate) == case.signature
+        return observe(case, candidate, timeout=query_timeout) == case.signature
 
     reduction = reduce_ops(localized.ir, keeps, deadline=start + time_box)
     case.guilty_op = _name_guilty_op(case, reduction.text)
@@ -108,7 +117,7 @@ def reduce_localized(
     verified, detail = write_bundle(info, target, check=verify)
     return ReduceOutcome(
         target, verified, False, info.ops_before, info.ops_after, reduction.queries,
-        time.monotonic() - start, case.guilty_op, detail,
+        time.monotonic() - start, case.guilty_op, detail, stopped="1-minimal" if reduction.minimal else TIME_BOX,
     )
 
 
@@ -144,35 +153,51 @@ def reduce_mismatch(
     test: str,
     config: str,
     reports_dir: Path,
+    arg_shapes: Sequence[Sequence[int] | None] | None = None,
     tolerance=None,
     method: str = "forward",
     original_ir: str = "",
     time_box: float = DEFAULT_TIME_BOX,
     verify: bool = True,
 ) -> ReduceOutcome:
-    """Wrong results: the first FX node that disagrees, as a one-node torch-dialect module."""
+    """Wrong results: the smallest group of FX nodes whose compiled result differs, as a module.
+
+    `toolchain` compiles torch backend IR to LLVM; `arg_shapes` are the shapes (-1:
+    dynamic) the config compiled for, so a dynamic-shape miscompile stays visible.
+    """
     start = time.monotonic()
-    found = localize_mismatch(module, inputs, toolchain, tolerance=tolerance, deadline=start + time_box, method=method)
-    if found is None:
-        return ReduceOutcome(note="no single FX node disagrees with its golden value (a bug of node combinations?)")
-    case = mismatch_case(found, toolchain, tolerance)
+    try:
+        search = GraphSearch(module, inputs, toolchain, arg_shapes=arg_shapes, tolerance=tolerance, method=method)
+    except Exception as error:
+        return ReduceOutcome(note=f"the module does not export again: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION)
+    found = localize_group(search, start + time_box)
+    if isinstance(found, str):
+        return ReduceOutcome(note=found, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
+    case = Case(
+        MISMATCH, "compare", list(toolchain), found.signature, guilty_op=found.guilty_op,
+        result_dtypes=found.result_dtypes, tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None,
+    )
     target = bundle_dir_for(reports_dir, test, config)
     owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
     if owner is not None:
         add_test(owner, test, config)
-        return ReduceOutcome(owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}")
+        return ReduceOutcome(owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared")
     ops_after = op_count(found.torch_backend_ir)
+    notes = [f"localized to {len(found.nodes)} FX node(s) of {len(search.units)}, given golden inputs: "
+             + "; ".join(f"`{n}`" for n in found.nodes), f"compiled vs native: {found.detail}"]
+    if found.literals:
+        notes.append("sizes computed in the graph replaced by literals: "
+                     + ", ".join(f"{k} -> {v}" for k, v in found.literals.items()))
     info = BundleInfo(
         test, config, case, found.torch_backend_ir, original_ir or found.torch_backend_ir,
         op_count(original_ir) if original_ir else ops_after, ops_after,
-        queries=found.nodes_checked, seconds=time.monotonic() - start, minimal=True,
-        inputs=found.inputs, expected=found.expected,
-        notes=[f"first disagreeing FX node (of {found.nodes_checked} checked with golden inputs): `{found.node}`"],
+        queries=found.queries, seconds=time.monotonic() - start, minimal=found.stopped == ONE_MINIMAL,
+        inputs=found.inputs, expected=found.expected, notes=notes,
     )
     verified, detail = write_bundle(info, target, check=verify)
     return ReduceOutcome(
-        target, verified, False, info.ops_before, ops_after, found.nodes_checked,
-        time.monotonic() - start, case.guilty_op, detail,
+        target, verified, False, info.ops_before, ops_after, found.queries,
+        time.monotonic() - start, case.guilty_op, detail, stopped=found.stopped,
     )
 
 
@@ -190,16 +215,31 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
         return ReduceOutcome(note="timeouts are not reduced (each query could take as long)")
     if result.stage == "compare":
         method = prepared.methods()[0]
-        return reduce_mismatch(
-            prepared.module,
-            prepared.first_call(method),
-            toolchain_for(config)["backend"],
-            tolerance=prepared.test.tolerance,
-            method=method,
-            original_ir=(ir_dir / "3-backend.mlir").read_text() if (ir_dir / "3-backend.mlir").exists() else "",
-            **common,
-        )
+        shapes = prepared.arg_shapes(method)
+        # LTC traces and eager ops are compiled for the example inputs' shapes.
+        tries = [None] if config.toolchain().frontend in ("ltc", "eager") or shapes is None else [shapes, None]
+        start = time.monotonic()
+        for arg_shapes in tries:  # the test's dynamic dims first; then the example shapes
+            outcome = reduce_mismatch(
+                prepared.module,
+                prepared.first_call(method),
+                toolchain_for(config)["backend"],
+                arg_shapes=arg_shapes,
+                tolerance=prepared.test.tolerance,
+                method=method,
+                original_ir=(ir_dir / "3-backend.mlir").read_text() if (ir_dir / "3-backend.mlir").exists() else "",
+                **{**common, "time_box": max(time_box - (time.monotonic() - start), 5.0)},
+            )
+            if outcome.bundle is not None:
+                break
+        return outcome
+    if result.stage in ("capture", "import") and result.outcome != "crash":
+        from e2e.reducer.frontend import reduce_frontend
+
+        return reduce_frontend(result, prepared, config, reports_dir, time_box, bundle_dir_for(reports_dir, result.test, config.name))
     stage_input = _stage_input(result, ir_dir)
+    if result.outcome == "crash" and result.stage == "execute":
+        return _reduce_execute_crash(result, config, ir_dir, common)
     if result.outcome == "crash":
         if stage_input is None or result.stage not in ("torch-backend", "backend", "lower"):
             return ReduceOutcome(note=f"a crash in stage {result.stage} is not reduced (no pass pipeline to replay)")
@@ -225,3 +265,47 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     if localized.case.signature != result.signature:
         return ReduceOutcome(note=f"replaying shows another signature: {localized.case.signature}")
     return reduce_localized(localized, original_ir=stage_input or localized.ir, **common)
+
+
+def _reduce_execute_crash(result, config, ir_dir: Path, common: dict) -> ReduceOutcome:
+    """The backend IR that crashes when lowered and run, reduced with the crash as its signature."""
+    from e2e.reducer import execute
+
+    saved = sorted(ir_dir.glob("*-lower.mlir"))
+    if not saved:
+        return ReduceOutcome(note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION)
+    text = saved[0].read_text()
+    pipeline = [execute.RECORD, *toolchain_for(config)["lower"], execute.INVOKE]
+    observed = observe(Case(CRASH, "execute", pipeline, ""), text)
+    if not (observed or "").startswith("crash |"):
+        return ReduceOutcome(note=f"the module did not crash when lowered and run on made-up inputs: {observed}",
+                             stopped=NO_LOCALIZATION)
+    case = Case(CRASH, "execute", pipeline, observed)
+    return reduce_localized(Localized(case, text, []), original_ir=text, **common)
+
+
+def reduce_isolated(
+    result, prepared, config, reports_dir: Path, time_box: float = DEFAULT_TIME_BOX, memory_bytes: int | None = None
+) -> ReduceOutcome | str:
+    """`reduce_result` in a forked, single-threaded child; why not, as a note, when it ends badly.
+
+    The child's limit leaves room for the bundle's re-verification after the time box.
+    """
+    from e2e.framework import isolation
+
+    def child() -> ReduceOutcome:
+        single_threaded()
+        return reduce_result(result, prepared, config, reports_dir, time_box)
+
+    limit = time_box + 150
+    outcome = isolation.run_forked(child, timeout=limit, memory_bytes=memory_bytes)
+    if isinstance(outcome, ReduceOutcome):
+        return outcome
+    if isinstance(outcome, isolation.OverMemory):
+        return f"reducer: no bundle: stopped=memory the reducer grew past the cap of {outcome.limit >> 20} MiB (killed)"
+    if isinstance(outcome, isolation.TimedOut):
+        return f"reducer: no bundle: stopped=time-box the reducer gave no answer in {limit:.0f} s (killed)"
+    if isinstance(outcome, isolation.Crashed):
+        tail = outcome.stderr_tail.strip().splitlines()[-1:] or [""]
+        return f"reducer: no bundle: stopped=crash the reducer's process was {outcome.reason}: {tail[0][:300]}"
+    return f"reducer: no bundle: stopped=crash the reducer raised: {str(outcome.traceback).strip()[-500:]}"

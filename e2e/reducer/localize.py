@@ -3,9 +3,8 @@
 - compile failure: the pass that fails, and the IR just before it (the compiler's
   stage runner already did this; the saved IR is re-checked here);
 - crash: the same, pass by pass in a forked child, so the crash is survived;
-- numerical mismatch: run the exported FX graph node by node on native torch (golden
-  intermediate values), compile each node alone with golden inputs through the same
-  toolchain, and find the first node whose compiled result disagrees.
+- numerical mismatch: `e2e.reducer.graph` (the smallest group of FX nodes that
+  miscompiles, given golden inputs).
 """
 
 from __future__ import annotations
@@ -14,36 +13,27 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
-import numpy as np
-import torch
-
-from compiler import pipelines
-from compiler.refbackend import LOWER_PIPELINE
 from compiler.stages import new_context
 from e2e.framework import isolation
-from e2e.reducer.case import CRASH, ERROR, MISMATCH, Case, compile_signature, expand
-from e2e.reducer.signature import crash_signature, guilty_op, mismatch_signature
-
-BF16_BOUNDARY = "python:compiler.refbackend:bf16_boundary_as_i16"
+from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, expand, single_threaded
+from e2e.reducer.signature import crash_signature, guilty_op
 
 
 def toolchain_for(config) -> dict[str, list[str]]:
-    """Stage -> pipeline from that stage's input IR to LLVM, for a config.
+    """Stage -> pipeline from that stage's input IR to LLVM, as the config itself says.
 
-    A config may carry its own `toolchain` (a dict like this one); FX configs are
-    read from `compiler.pipelines.BACKENDS`.
+    A config describes its compiler with `toolchain()` (`compiler.toolchain.Toolchain`),
+    so an ltc or torchscript failure replays with its own pipelines.
     """
-    if hasattr(config, "toolchain"):
-        return {stage: list(p) for stage, p in config.toolchain.items()}
-    to_backend, to_linalg = pipelines.BACKENDS[config.backend]
-    lower = [BF16_BOUNDARY, *LOWER_PIPELINE]
-    return {
-        "torch-backend": [*pipelines.FX_TO_TORCH_BACKEND, *to_backend, *to_linalg, *lower],
-        "backend": [*to_backend, *to_linalg, *lower],
-        "lower": [*to_linalg, *lower],
-    }
+    describe = getattr(config, "toolchain", None)
+    if not callable(describe):
+        raise TypeError(
+            f"config {getattr(config, 'name', config)!r} has no toolchain(): the reducer cannot replay its "
+            "stages (add `def toolchain(self) -> compiler.toolchain.Toolchain`)"
+        )
+    return {stage: list(p) for stage, p in describe().stages.items()}
 
 
 def stage_pipeline(config, stage: str, stage_input: str) -> list[str]:
@@ -98,6 +88,7 @@ def localize_crash(text: str, pipeline: Sequence[str], stage: str, timeout: floa
     try:
 
         def child() -> None:
+            single_threaded()
             from compiler.stages import module_text, parse_module, write_atomic
 
             from e2e.reducer.case import run_entries
@@ -118,135 +109,3 @@ def localize_crash(text: str, pipeline: Sequence[str], stage: str, timeout: floa
         return Localized(Case(CRASH, stage, [entry], signature), before, [outcome.stderr_tail])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-
-
-# --- numerical mismatches -----------------------------------------------------------
-
-
-@dataclass
-class NodeMismatch:
-    """The first FX node whose compiled result disagrees with its golden value."""
-
-    node: str  # "mul = aten.mul.Tensor(x, y)"
-    target: str  # "aten.mul.Tensor"
-    torch_backend_ir: str
-    inputs: list[np.ndarray]
-    expected: list[np.ndarray]
-    result_dtypes: list[str]
-    signature: str
-    nodes_checked: int
-
-
-class _Recorder(torch.fx.Interpreter):
-    def __init__(self, module):
-        super().__init__(module)
-        self.values: dict[str, Any] = {}
-
-    def run_node(self, node):
-        value = super().run_node(node)
-        self.values[node.name] = value
-        return value
-
-
-def _single_node_module(node: torch.fx.Node, values: dict[str, Any]) -> tuple[torch.fx.GraphModule, list[torch.Tensor]]:
-    graph = torch.fx.Graph()
-    inputs: list[torch.Tensor] = []
-    mapping: dict[str, Any] = {}
-
-    def argument(arg: torch.fx.Node):
-        if arg.name not in mapping:
-            value = values[arg.name]
-            if isinstance(value, torch.Tensor):
-                mapping[arg.name] = graph.placeholder(arg.name)
-                inputs.append(value.clone())
-            else:
-                mapping[arg.name] = value
-        return mapping[arg.name]
-
-    args = torch.fx.node.map_arg(node.args, argument)
-    kwargs = torch.fx.node.map_arg(node.kwargs, argument)
-    graph.output(graph.call_function(node.target, args, kwargs))
-    return torch.fx.GraphModule(torch.nn.Module(), graph), inputs
-
-
-def _flat_tensors(value: Any) -> list[torch.Tensor]:
-    import torch.utils._pytree as pytree
-
-    return [x for x in pytree.tree_leaves(value) if isinstance(x, torch.Tensor)]
-
-
-def localize_mismatch(
-    module: torch.nn.Module,
-    inputs: Sequence[Any],
-    toolchain: Sequence[str],
-    *,
-    tolerance=None,
-    deadline: float | None = None,
-    method: str = "forward",
-) -> NodeMismatch | None:
-    """Node by node: the first FX node that, given golden inputs, compiles to a wrong result.
-
-    `toolchain` is the pipeline from torch backend IR to LLVM (see `toolchain_for`).
-    """
-    import time
-
-    from compiler import fx_to_torch_backend_ir, result_dtypes
-    from compiler.frontends import fx
-    from compiler.refbackend import RefBackendProgram
-    from compiler.stages import parse_module
-
-    from e2e.framework.compare import compare_tensors
-    from e2e.reducer.case import run_entries
-
-    program = fx.capture(module, list(inputs), None, method)
-    graph_module = program.module()
-    recorder = _Recorder(graph_module)
-    with torch.no_grad():
-        recorder.run(*[x for x in inputs if isinstance(x, torch.Tensor)])
-    checked = 0
-    for node in graph_module.graph.nodes:
-        if deadline is not None and time.monotonic() > deadline:
-            return None
-        if node.op != "call_function" or not callable(node.target):
-            continue
-        golden = _flat_tensors(recorder.values[node.name])
-        if not golden or str(node.target) == "<built-in function getitem>":
-            continue
-        checked += 1
-        single, node_inputs = _single_node_module(node, recorder.values)
-        try:
-            torch_ir, _ = fx_to_torch_backend_ir(single, node_inputs)
-            compiled = parse_module(torch_ir, new_context())
-            dtypes = result_dtypes(torch_ir)
-            run_entries(compiled, toolchain)
-            runnable = RefBackendProgram(compiled, dtypes)
-            actual = runnable(*node_inputs)
-            runnable.close()
-        except Exception:
-            continue  # a node that does not compile alone says nothing about values
-        for g, a in zip(golden, actual):
-            mismatch = compare_tensors(g, a, node.name, tolerance)
-            if mismatch is not None:
-                return NodeMismatch(
-                    node=node.format_node(),
-                    target=str(node.target),
-                    torch_backend_ir=torch_ir,
-                    inputs=[x.numpy() for x in node_inputs],
-                    expected=[x.numpy() for x in golden],
-                    result_dtypes=[str(d).removeprefix("torch.") for d in dtypes],
-                    signature=mismatch_signature(mismatch.kind),
-                    nodes_checked=checked,
-                )
-    return None
-
-
-def mismatch_case(found: NodeMismatch, toolchain: Sequence[str], tolerance=None) -> Case:
-    return Case(
-        MISMATCH,
-        "compare",
-        list(toolchain),
-        found.signature,
-        guilty_op=found.target,
-        result_dtypes=found.result_dtypes,
-        tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None,
-    )

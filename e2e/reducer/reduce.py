@@ -22,7 +22,8 @@ from torch_mlir import ir
 
 from compiler.stages import module_text, new_context, parse_module
 
-# Ops that carry no behaviour of their own: a repro "about" them is about something else.
+# Ops that carry no behaviour of their own: a repro "about" them is about something else,
+# so they are never named as the guilty op.
 STRUCTURAL_OPS = frozenset(
     {
         "func.return",
@@ -40,6 +41,28 @@ STRUCTURAL_OPS = frozenset(
         "tosa.const",
         "tosa.const_shape",
         "stablehlo.constant",
+        # plumbing: copies, casts and terminators between the ops that compute
+        "torch.copy.to_tensor",
+        "torch.copy.to_vtensor",
+        "torch.tensor_static_info_cast",
+        "torch.derefine",
+        "torch.prim.If.yield",
+        "torch.prim.Loop.condition",
+        "torch.prim.TupleConstruct",
+        "torch.prim.ListUnpack",
+        "torch_c.to_builtin_tensor",
+        "torch_c.from_builtin_tensor",
+        "torch_c.to_i64",
+        "torch_c.from_i64",
+        "torch_c.to_f64",
+        "torch_c.from_f64",
+        "torch_c.to_i1",
+        "torch_c.from_i1",
+        "tensor.cast",
+        "scf.yield",
+        "bufferization.to_tensor",
+        "bufferization.to_buffer",
+        "bufferization.to_memref",
     }
 )
 
@@ -77,9 +100,18 @@ def op_count(text: str) -> int:
     return sum(op_kinds(text).values())
 
 
+# Ops that hold others: named only when nothing inside them is.
+CONTAINER_OPS = frozenset(
+    {"linalg.generic", "linalg.map", "linalg.reduce", "scf.for", "scf.if", "scf.while", "scf.forall",
+     "torch.prim.If", "torch.prim.Loop", "tm_tensor.scatter", "tm_tensor.sort"}
+)
+
+
 def behavioural_ops(text: str) -> list[str]:
-    """The op kinds in `text` that are not mere plumbing (constants, return, ...)."""
-    return sorted(k for k in op_kinds(text) if k not in STRUCTURAL_OPS)
+    """The op kinds in `text` that are not mere plumbing (constants, return, ...), containers last."""
+    kinds = [k for k in op_kinds(text) if k not in STRUCTURAL_OPS]
+    inner = sorted(k for k in kinds if k not in CONTAINER_OPS)
+    return inner or sorted(kinds)
 
 
 def _nested_units(operations) -> Iterable:

@@ -17,6 +17,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\b0x[0-9a-fA-F]{4,}\b"), "<addr>"),  # not `tensor<0xf32>`
     (re.compile(r"%[\w.#-]+"), "%v"),  # SSA names
     (re.compile(r"\^bb\d+"), "^bb"),
+    (re.compile(r"(?<![\w.])\d{6,}(?![\w.])"), "N"),  # garbage sizes: "capacity (94472229991848)"
     (re.compile(r"(?<![\w.])\d+(?=x)"), "N"),  # the leading size of 3x4xf32
     (re.compile(r"(?<=[\[x,<])\d+(?=[x,\]>])"), "N"),  # sizes in shapes: [3,4], 3x4xf32
     (re.compile(r"\s+"), " "),

@@ -1,0 +1,70 @@
+"""Execute-stage crashes as pass pipelines, so they reduce like compile crashes.
+
+Two Python passes frame the config's `lower` pipeline:
+
+    python:e2e.reducer.execute:record_main_signature   (first: @main's tensor types, kept
+                                                        as a module attribute)
+    ...the lower pipeline...
+    python:e2e.reducer.execute:invoke_main              (last: JIT the LLVM module and call
+                                                        @main on inputs made from those types)
+
+A candidate of the reduction is backend IR (linalg, tosa, ...), the crash its signature.
+Inputs are deterministic and small (a dynamic dim is 3); the values rarely matter to a
+crash (a failing `cf.assert`, an out-of-bounds access on the shapes).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import torch
+from torch_mlir import ir
+
+from compiler.refbackend import RefBackendProgram
+
+SIGNATURE_ATTR = "e2e.main_signature"
+RECORD = "python:e2e.reducer.execute:record_main_signature"
+INVOKE = "python:e2e.reducer.execute:invoke_main"
+DYNAMIC_DIM = 3
+# builtin element type -> torch dtype (backend IR uses signless integers)
+ELEMENT_DTYPES = {
+    "f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+    "i1": torch.bool, "i8": torch.int8, "ui8": torch.uint8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
+}
+
+
+def _main(module: ir.Module):
+    for op in module.body.operations:
+        if op.operation.name in ("func.func", "llvm.func") and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return op
+    raise ValueError("the module has no @main")
+
+
+def record_main_signature(module: ir.Module) -> None:
+    """Keep @main's function type on the module: lowering turns its arguments into unranked memrefs."""
+    function_type = ir.TypeAttr(_main(module).attributes["function_type"])
+    module.operation.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(str(function_type.value))
+
+
+def _tensor_types(text: str) -> list[tuple[list[int], torch.dtype]]:
+    found = []
+    for shape, element in re.findall(r"tensor<((?:[\d?]+x)*)(\w+)>", text):
+        dims = [DYNAMIC_DIM if d == "?" else int(d) for d in shape.split("x") if d]
+        found.append((dims, ELEMENT_DTYPES.get(element, torch.float32)))
+    return found
+
+
+def _input(shape: list[int], dtype: torch.dtype) -> torch.Tensor:
+    values = torch.arange(int(np.prod(shape)) if shape else 1, dtype=torch.float64).reshape(shape) % 7 - 3
+    return (values > 0) if dtype == torch.bool else values.to(dtype)
+
+
+def invoke_main(module: ir.Module) -> None:
+    """Load the lowered module into the ExecutionEngine and call @main once."""
+    recorded = ir.StringAttr(module.operation.attributes[SIGNATURE_ATTR]).value
+    arguments, _, results = recorded.partition("->")
+    inputs = [_input(shape, dtype) for shape, dtype in _tensor_types(arguments)]
+    program = RefBackendProgram(module, [dtype for _, dtype in _tensor_types(results)])
+    program(*inputs)
+    program.close()

@@ -1,0 +1,319 @@
+"""Capture and import failures: the smallest FX graph that still fails, as a torch script.
+
+A frontend failure has no MLIR to reduce (the module never got there, or the importer
+refused it). The module is exported as written (no decompositions: the ops it calls),
+and delta debugging over its nodes (`graph.ddmin`, groups built as in
+`e2e.reducer.graph`) keeps the smallest group whose module still fails the config's
+frontend with the same signature. The bundle's `repro.py` is that group as an
+`nn.Module` (the FX graph's own Python code), its golden inputs in `inputs.npz`, and
+the frontend step that fails, written against torch and torch-mlir alone.
+
+Frontends: `ltc` (the lazy trace: an op LTC cannot lower, or a trace error) and the FX
+import (`fx`, `eager`: `torch.export` + torch-mlir's decompositions + `FxImporter`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Callable
+
+from compiler.stages import StageError
+from e2e.reducer.bundle import Verification, add_test, claim, save_arrays, signature_key, verify, versions
+from e2e.reducer.case import Case
+from e2e.reducer.graph import GraphSearch, GroupModule, ddmin
+from e2e.reducer.inline import PIECES, Piece, inlined_pieces
+from e2e.reducer.signature import stage_signature
+
+FRONTEND = "frontend"  # Case.kind of these bundles
+
+# How each frontend is run in repro.py, with torch and torch-mlir only. `run()` returns
+# the failure as the suite words it (so its normalized form can be compared), or None.
+_RUN = {
+    "ltc": '''
+def run(module, args, dynamic_shapes):
+    """Trace on the lazy device (TorchScript LTC backend); ops it cannot lower run eagerly.
+
+    `_init_ts_backend` also registers the Lazy-key decompositions the suite traces with.
+    """
+    _init_ts_backend()
+    torch._lazy.metrics.reset()
+    try:
+        with torch.device("lazy"):
+            outputs = module.to("lazy")(*[x.to("lazy") for x in args])
+    except Exception as error:
+        return f"lazy tensor trace: {type(error).__name__}: {first_line(error)}"
+    fallbacks = sorted(n for n in torch._lazy.metrics.counter_names() if n.startswith("aten::"))
+    if fallbacks:  # the counters of ops that fell back to the CPU
+        return f"LTC has no lowering for {', '.join(fallbacks)} (ran eagerly on CPU)"
+    # The TorchScript graph LTC made for the outputs, read back as a graph.
+    flat = [x for x in torch.utils._pytree.tree_leaves(outputs) if isinstance(x, torch.Tensor)]
+    try:
+        torch._C.parse_ir(torch._C._lazy._get_tensors_backend(flat), parse_tensor_constants=True)
+    except Exception as error:
+        return f"lazy tensor trace: {type(error).__name__}: {first_line(error)}"
+    return None
+''',
+    "fx": '''
+def run(module, args, dynamic_shapes):
+    """torch.export, torch-mlir's decomposition table, then torch-mlir's FxImporter."""
+    from torch_mlir import ir
+    import torch_mlir.dialects.torch as torch_dialect
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+    from torch_mlir.extras.fx_importer import FxImporter
+
+    try:
+        program = torch.export.export(module, tuple(args), dynamic_shapes=dynamic_shapes, strict=False)
+        program = program.run_decompositions(get_decomposition_table())
+    except Exception as error:
+        return f"torch.export: {type(error).__name__}: {first_line(error)}"
+    context = ir.Context()
+    torch_dialect.register_dialect(context)
+    try:
+        FxImporter(context=context).import_frozen_program(program, func_name="main")
+    except Exception as error:
+        return f"FxImporter: {type(error).__name__}: {first_line(error)}"
+    return None
+''',
+}
+# The suite's LTC setup (decompositions registered for the Lazy key), for repro.py.
+LTC_PIECES = (
+    Piece(
+        "compiler.frontends.lazy",
+        ("_INITIALIZED", "_DECOMPOSITIONS", "LAZY_DECOMPOSED_OPS", "LAZY_CPU_FACTORIES", "_var_mean",
+         "LAZY_OWN_DECOMPOSITIONS", "_on_cpu", "_aten_op", "_init_ts_backend"),
+    ),
+)
+FRONTEND_OF = {"ltc": "ltc", "fx": "fx", "eager": "fx"}  # toolchain frontend -> how repro.py runs it
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def on_device(built: GroupModule, device: str) -> GroupModule:
+    """Every device the graph names becomes `device` (exported graphs spell `device='cpu'`)."""
+    import torch
+    import torch.utils._pytree as pytree
+
+    def move(value):
+        return torch.device(device) if isinstance(value, torch.device) else value
+
+    for node in built.module.graph.nodes:
+        node.args = pytree.tree_map(move, node.args)
+        node.kwargs = pytree.tree_map(move, node.kwargs)
+    built.module.recompile()
+    return built
+
+
+def frontend_check(frontend: str, stage: str) -> Callable[[GroupModule], str | None]:
+    """In this process, with the suite's own frontend: the signature a group module shows."""
+    from compiler.frontends import fx, lazy
+
+    def check(built: GroupModule) -> str | None:
+        try:
+            if frontend == "ltc":
+                lazy.capture(on_device(built, "lazy").module, built.inputs)
+            else:
+                fx.import_program(fx.capture(built.module, built.inputs, built.dynamic_dims))
+        except StageError as error:
+            return stage_signature(error.stage, error.message, error.failing_pass)
+        except Exception as error:
+            return stage_signature(stage, f"{type(error).__name__}: {_first_line(error)}")
+        return None
+
+    return check
+
+
+def _dynamic_shapes(built: GroupModule) -> str:
+    """torch.export's `dynamic_shapes` for the group module, as Python source."""
+    import inspect
+
+    names = list(inspect.signature(built.module.forward).parameters)
+    spec = {}
+    for name, dims in zip(names, built.dynamic_dims):
+        dynamic = [i for i, d in enumerate(dims or []) if d == -1]
+        spec[name] = "{" + ", ".join(f"{i}: Dim.AUTO" for i in dynamic) + "}" if dynamic else "None"
+    if all(v == "None" for v in spec.values()):
+        return "None"
+    return "{" + ", ".join(f"{k!r}: {v}" for k, v in spec.items()) + "}"
+
+
+def repro_script(built: GroupModule, frontend: str, signature: str) -> str:
+    """A standalone script: the group as an nn.Module, the frontend step, the expected failure."""
+    wanted = ["e2e.reducer.signature"] + (["compiler.frontends.lazy"] if frontend == "ltc" else [])
+    imports, inlined_code = inlined_pieces([p for p in PIECES + LTC_PIECES if p.module in wanted])
+    code = built.module.code.strip("\n")
+    forward = "\n".join("    " + line if line.strip() else "" for line in code.splitlines())
+    expected = signature.split(" | ", 2)[-1]
+    return f'''#!/usr/bin/env python3
+"""Reproducer: {signature.replace(chr(92), '/')}
+
+Needs torch, torch-mlir and numpy only. The module below is the smallest part of the
+test's FX graph that still fails this frontend; inputs.npz holds its inputs. Exits 1
+while the failure is there, 0 once it is gone, 2 on a different failure.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from math import inf, nan  # the generated code may spell them so
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import device  # noqa: F401  (generated code spells devices so)
+from torch.export import Dim
+{chr(10).join(i for i in imports if i not in ("import re", "import torch"))}
+
+EXPECTED = {expected!r}  # the failure, normalized (sizes, paths and SSA names stripped)
+
+
+{inlined_code}
+
+
+def first_line(error):
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+class Repro(torch.nn.Module):
+{forward}
+
+
+def inputs():
+    with np.load(Path(__file__).resolve().parent / "inputs.npz") as data:
+        return [torch.from_numpy(data[f"arg{{i}}"]) for i in range(len(data.files))]
+
+{_RUN[frontend]}
+
+def main() -> int:
+    failure = run(Repro(), inputs(), {_dynamic_shapes(built)})
+    if failure is None:
+        print("not reproduced: the frontend accepts the module")
+        return 0
+    print(failure)
+    if normalize(failure) == EXPECTED:
+        print("REPRODUCED")
+        return 1
+    print(f"different failure; expected: {{EXPECTED}}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float, bundle_dir: Path):
+    """The smallest FX group that fails the config's frontend like `result`; its bundle."""
+    from e2e.reducer.failure import NO_LOCALIZATION, ONE_MINIMAL, TIME_BOX, ReduceOutcome
+
+    start = time.monotonic()
+    frontend = FRONTEND_OF.get(config.toolchain().frontend)
+    if frontend is None:
+        return ReduceOutcome(note=f"{result.stage} failures of the {config.toolchain().frontend} frontend are not reduced",
+                             stopped=NO_LOCALIZATION)
+    method = prepared.methods()[0]
+    try:
+        search = GraphSearch(prepared.module, prepared.first_call(method), [], arg_shapes=prepared.arg_shapes(method),
+                             method=method, decompose=False, blame_unreproducible=True)
+    except Exception as error:  # torch.export itself fails: no graph to reduce
+        return ReduceOutcome(note=f"no FX graph to reduce: torch.export fails: {type(error).__name__}: "
+                             f"{_first_line(error)}"[:300], stopped=NO_LOCALIZATION)
+    check = frontend_check(config.toolchain().frontend, result.stage)
+    queries = 0
+
+    def build(group):
+        built = search.build(group)
+        return on_device(built, "lazy") if frontend == "ltc" else built
+
+    def fails(group) -> bool:
+        nonlocal queries
+        queries += 1
+        try:
+            return check(build(group)) == result.signature
+        except Exception:  # a group torch cannot even build: not this failure
+            return False
+
+    if not search.units or not fails(search.units):
+        return ReduceOutcome(note="the failure does not recur on the exported graph's nodes "
+                             f"({len(search.units)} nodes) run through the frontend", stopped=NO_LOCALIZATION)
+    group, completed = ddmin(search.units, fails, start + time_box)
+    built = build(group)
+    targets = ", ".join(dict.fromkeys(str(search.by_name[n].target) for n in group))
+    case = Case(FRONTEND, result.stage, [frontend], result.signature, guilty_op=targets)
+    owner = claim(Path(reports_dir) / "repro", signature_key(config.name, case), bundle_dir)
+    if owner is not None:
+        add_test(owner, result.test, config.name)
+        return ReduceOutcome(owner, True, True, guilty_op=targets, note=f"shares the bundle of {owner}", stopped="shared")
+    bundle_dir.mkdir(parents=True, exist_ok=True)
+    (bundle_dir / "repro.py").write_text(repro_script(built, frontend, result.signature))
+    (bundle_dir / "case.json").write_text(case.to_json())
+    (bundle_dir / "graph.txt").write_text(str(built.module.graph))
+    save_arrays(bundle_dir / "inputs.npz", [x.numpy() for x in built.inputs])
+    verification = verify(bundle_dir, case)
+    tests = add_test(bundle_dir, result.test, config.name)
+    stopped = ONE_MINIMAL if completed else TIME_BOX
+    (bundle_dir / "README.md").write_text(
+        readme(result, config.name, case, built, tests, verification, len(search.units), queries, time.monotonic() - start, stopped)
+    )
+    return ReduceOutcome(bundle_dir, verification.ok, False, len(search.units), len(group), queries,
+                         time.monotonic() - start, targets, verification.detail, stopped=stopped)
+
+
+def readme(result, config: str, case: Case, built: GroupModule, tests: list[str], verification: Verification,
+           nodes_before: int, queries: int, seconds: float, stopped: str) -> str:
+    v = versions()
+    step = {"ltc": "tracing on the lazy device (TorchScript LTC backend)",
+            "fx": "`torch.export` + torch-mlir's decompositions + `FxImporter`"}[case.pipeline[0]]
+    lines = [
+        f"# {case.guilty_op}: {case.signature}",
+        "",
+        f"With torch {v['torch']} and torch-mlir {v['torch-mlir']} (Python {sys_version()}), {step} fails on "
+        f"this module (stage `{case.stage}`):",
+        "",
+        "```python",
+        built.module.code.strip(),
+        "```",
+        "",
+        "with inputs of shapes " + ", ".join(str(list(x.shape)) + f" {str(x.dtype).removeprefix('torch.')}" for x in built.inputs)
+        + " (`inputs.npz`).",
+        "",
+        "## Reproduce",
+        "",
+        "Needs only `torch`, `torch-mlir` and `numpy`:",
+        "",
+        "```sh",
+        "python repro.py          # exits 1 while the failure is there, 0 once fixed",
+        "```",
+        "",
+        "## Expected",
+        "",
+        "The frontend accepts the module (it lowers every op, or imports it).",
+        "",
+        "## Actual",
+        "",
+        "```",
+        verification.output or "(no output)",
+        "```",
+        "",
+        "## How it was found",
+        "",
+        f"- test: `{result.test}` on config `{config}`; signature `{case.signature}`",
+        f"- FX nodes: {nodes_before} in the exported graph, {len(built.nodes)} in repro.py "
+        f"({queries} queries, {seconds:.1f} s, {stopped})",
+        f"- re-verified with `python -I repro.py` in a fresh process: {('yes, ' if verification.ok else 'NO, ') + verification.detail}",
+        "",
+        "## Tests that hit it",
+        "",
+    ] + [f"- {t}" for t in tests]
+    return "\n".join(lines) + "\n"
+
+
+def sys_version() -> str:
+    import sys
+
+    return sys.version.split()[0]
