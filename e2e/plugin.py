@@ -180,6 +180,7 @@ def pytest_configure(config):
     if state.is_worker:
         isolation.die_with_parent()
     _stop_on_sigterm()
+    config.pluginmanager.register(RunRecorder(state), "e2e-run-recorder")
     if _runs_the_suite(config, state) and not state.is_worker:
         if getattr(config.option, "numprocesses", None) and state.xfail_dir:
             # A worker's collection error reaches the controller as an opaque INTERNALERROR:
@@ -530,33 +531,22 @@ def pytest_runtest_makereport(item, call):
         item.add_report_section("call", "e2e error", result.error)
 
 
-def pytest_runtest_logreport(report):
-    state = _controller_state()
-    if state is None or state.record is None or report.when != "call":
-        return
-    for key, value in report.user_properties:
-        if key == "e2e":
-            final = report.outcome
-            if hasattr(report, "wasxfail"):
-                final = "xpassed" if report.passed else "xfailed"
-            state.record.add({**value, "final": final, "nodeid": report.nodeid})
+class RunRecorder:
+    """Collects each pair's row as its report arrives (on the xdist controller too);
+    registered per pytest config, so it needs no global state."""
 
+    def __init__(self, state: E2EState):
+        self.state = state
 
-_CONFIG: list[pytest.Config] = []  # the pytest config of this process, for report hooks
-
-
-def _controller_state() -> E2EState | None:
-    return _CONFIG[-1].stash.get(STATE, None) if _CONFIG else None
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_sessionstart(session):
-    _CONFIG.append(session.config)
-
-
-def pytest_unconfigure(config):
-    if config in _CONFIG:
-        _CONFIG.remove(config)
+    def pytest_runtest_logreport(self, report):
+        if self.state.record is None or report.when != "call":
+            return
+        for key, value in report.user_properties:
+            if key == "e2e":
+                final = report.outcome
+                if hasattr(report, "wasxfail"):
+                    final = "xpassed" if report.passed else "xfailed"
+                self.state.record.add({**value, "final": final, "nodeid": report.nodeid})
 
 
 def pytest_runtest_teardown(item, nextitem):

@@ -46,9 +46,13 @@ class PreparedTest:
     shared: dict[Any, Any] = field(default_factory=dict)  # config-shared frontend results
     new_shared: dict[Any, Any] = field(default_factory=dict)  # filled in a child, sent back
     shape_mode: str = "annotated"  # one of result.SHAPE_MODES
+    reused: set = field(default_factory=set)  # shared keys this config took from an earlier one
 
     def share(self, key: Any, compute: Callable[[], Any]) -> Any:
-        """`compute()` once per test and process; StageErrors are shared too."""
+        """`compute()` once per test (its host and the configs' children); StageErrors are
+        shared too. A value an earlier config computed is noted as reused."""
+        if key in self.shared and key not in self.new_shared:
+            self.reused.add(key)
         if key not in self.shared:
             try:
                 self.shared[key] = compute()
@@ -205,6 +209,7 @@ def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tu
             notes=notes,
         )
         return result, prepared.new_shared
+    notes.extend(f"shared: reused {key} from an earlier config of this test" for key in sorted(map(repr, prepared.reused)))
     snapshots.enter("compare")
     mismatch = compare_traces(prepared.golden, trace, test.tolerance)
     if mismatch is None:

@@ -1,0 +1,54 @@
+"""The plugin as a user meets it, driven with pytest's pytester: an installed plugin run
+on a directory of tests from anywhere, node ids, and configs of one test sharing a host."""
+
+import json
+
+SUITE = """
+import torch
+from e2e.framework import op_test
+
+op_test("Tanh", torch.tanh, lambda tu: [tu.rand(2, 3)])
+op_test("Mm", torch.mm, lambda tu: [tu.rand(2, 3), tu.rand(3, 4)], dynamic=True)
+"""
+
+
+def run(pytester, *args):
+    return pytester.runpytest_subprocess("-p", "e2e.plugin", "-p", "no:cacheprovider", "--no-reduce", *args,
+                                         timeout=600)
+
+
+def test_a_directory_of_tests_runs_from_anywhere_and_the_header_names_the_compiler(pytester):
+    import torch_mlir
+
+    pytester.mkdir("my_suite").joinpath("ops.py").write_text(SUITE)
+    result = run(pytester, "--e2e-suite", "my_suite", "--config", "linalg,tosa")
+    result.assert_outcomes(passed=3, failed=1)  # tosa cannot lower aten.mm with dynamic dims
+    result.stdout.fnmatch_lines([f"e2e: torch-mlir * ({next(iter(torch_mlir.__path__))})"])
+    rows = json.loads((pytester.path / "reports" / "results.json").read_text())
+    assert sorted((r["test"], r["config"], r["final"]) for r in rows) == [
+        ("Mm", "linalg", "passed"), ("Mm", "tosa", "failed"), ("Tanh", "linalg", "passed"), ("Tanh", "tosa", "passed")
+    ]
+    result.stdout.fnmatch_lines(["rerun: pytest 'my_suite/ops.py::Mm::tosa'"])
+    again = run(pytester, "my_suite/ops.py::Mm::tosa", "--e2e-suite", "my_suite")
+    again.assert_outcomes(failed=1)  # the printed node id selects exactly that pair
+
+
+def test_a_suite_file_named_like_a_test_module_or_given_alone_is_collected_once(pytester):
+    pytester.mkdir("suite").joinpath("test_ops.py").write_text(SUITE)
+    run(pytester, "--e2e-suite", "suite", "--config", "linalg").assert_outcomes(passed=2)
+    run(pytester, "suite/test_ops.py", "--e2e-suite", "suite", "--config", "linalg").assert_outcomes(passed=2)
+
+
+def test_under_xdist_the_configs_of_a_test_share_one_worker_and_its_frontend(pytester):
+    suite = pytester.mkdir("suite")
+    suite.joinpath("ops.py").write_text(
+        "import torch\nfrom e2e.framework import op_test\n"
+        + "".join(f"op_test('Op{i}', torch.tanh, lambda tu: [tu.rand(2, {i + 1})])\n" for i in range(6))
+    )
+    result = run(pytester, "--e2e-suite", "suite", "--config", "linalg,tosa,stablehlo", "-n", "2")
+    result.assert_outcomes(passed=18)
+    rows = json.loads((pytester.path / "reports" / "results.json").read_text())
+    for test in {row["test"] for row in rows}:
+        mine = [row for row in rows if row["test"] == test]
+        reused = [row for row in mine if any(note.startswith("shared: reused") for note in row["notes"])]
+        assert len(reused) == 2, (test, [row["notes"] for row in mine])  # every config but the first
