@@ -181,7 +181,7 @@ def pytest_configure(config):
         isolation.die_with_parent()
     _stop_on_sigterm()
     config.pluginmanager.register(RunRecorder(state), "e2e-run-recorder")
-    if _runs_the_suite(config, state) and not state.is_worker:
+    if _runs_the_suite(config, state) and not state.is_worker and not config.option.collectonly:
         if getattr(config.option, "numprocesses", None) and state.xfail_dir:
             # A worker's collection error reaches the controller as an opaque INTERNALERROR:
             # check the xfail sets here, from the test names the import probes report.
