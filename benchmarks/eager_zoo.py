@@ -102,7 +102,7 @@ def main() -> int:
     print(f"\n{len(models) - failures}/{len(models)} models ran in eager mode and matched native")
     print(f"ops that fell back ({len(fallbacks)}), with the first reason and the models:")
     for op, (fallback, names) in sorted(fallbacks.items()):
-        print(f"  {op} [{fallback.stage}] {fallback.message[:160]}\n      in {', '.join(names)}")
+        print(f"  {op} [{fallback.stage}] {fallback.message[:160]}\n      in {', '.join(dict.fromkeys(names))}")
     return 1 if failures else 0
 
 
