@@ -17,28 +17,21 @@ signatures.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from e2e.configs import CONFIG_NAMES, XfailError, available_configs, load_config, load_xfails
+from e2e.collect import E2EFailure, E2EFile, E2EItem, ResultItem
+from e2e.configs import CONFIG_NAMES, XfailError, load_xfails
 from e2e.framework import isolation
-from e2e.framework.cache import ResultCache, pair_key
-from e2e.framework.host import TestHost
 from e2e.framework.isolation import GIB, Limits
-from e2e.framework.registry import GLOBAL_TEST_REGISTRY
-from e2e.framework.report import failure_text, header_lines, summarize
-from e2e.framework.result import ERROR, PASS, SHAPE_MODES, SKIP, Result
+from e2e.framework.report import header_lines, summarize
+from e2e.framework.result import PASS, SHAPE_MODES, SKIP
 from e2e.framework.run_record import ReportsDirBusy, RunRecord
-from e2e.framework.runner import PreparedCache, run_pair, warm_up
-from e2e.framework.suite_files import SuiteFile, ProbeCache, import_suite_file, probe_suite_file
-
-DEFAULT_BUDGET = 300.0  # seconds per pair when --timeout is not given
-DEFAULT_MEMORY_CAP_GIB = 6.0  # two workers x (host + child) stay well inside 24 GiB
+from e2e.framework.suite_files import SuiteFile, probe_suite_file
+from e2e.session import DEFAULT_MEMORY_CAP_GIB, STATE, E2EState, has_timeout
 
 
 def pytest_addhooks(pluginmanager):
@@ -70,104 +63,6 @@ def pytest_addoption(parser):
     group.addoption("--reduce-xfailed", action="store_true", help="write bundles for expected failures too")
     parser.addini("e2e_suite", type="paths", default=[], help="directories of e2e tests run by default")
     parser.addini("e2e_xfail_dir", type="paths", default=[], help="directory of the xfail sets")
-
-
-class E2EState:
-    """Everything the plugin keeps for one pytest process (in `config.stash`)."""
-
-    def __init__(self, config: pytest.Config):
-        self.config = config
-        self.configs = _selected_configs(config)  # name -> spec
-        suites = [Path(p) for p in config.getoption("e2e_suite")] or list(config.getini("e2e_suite"))
-        self.suite_paths = [p.resolve() for p in suites]
-        self.suite_files = _suite_files(self.suite_paths)
-        xfail_dir = config.getoption("xfail_dir") or next(iter(config.getini("e2e_xfail_dir")), None)
-        self.xfail_dir = Path(xfail_dir) if xfail_dir else None  # None: no expected failures
-        self.reports_dir = Path(config.getoption("reports_dir") or Path(config.rootpath) / "reports").resolve()
-        self.shape_mode = config.getoption("shapes")
-        self.budget = _budget(config)
-        cap = config.getoption("memory_cap")
-        self.memory_cap = int(cap * GIB) if cap and cap > 0 else None
-        self.isolate = not config.getoption("no_isolation")
-        self.reduce = not config.getoption("no_reduce")
-        cache_dir = None
-        if not config.getoption("no_result_cache") and self.isolate and getattr(config, "cache", None):
-            cache_dir = Path(config.cache.mkdir("e2e-results"))
-        self.cache = ResultCache(cache_dir)
-        self.probes = ProbeCache(config.cache if cache_dir is not None else None)
-        self.imported: dict[Path, SuiteFile] = {}
-        self.prepared = PreparedCache()  # --no-isolation only
-        self.host: TestHost | None = None
-        self.record: RunRecord | None = None
-        self.peaks: dict[str, tuple[float, float]] = {}  # worker -> (own MiB, largest child MiB)
-        self.largest_child = 0.0
-        self.html_report: Path | None = None
-
-    @property
-    def is_worker(self) -> bool:
-        return hasattr(self.config, "workerinput")
-
-    def limits(self, test) -> Limits:
-        return Limits(test.timeout_seconds or self.budget, self.memory_cap)
-
-    def suite_file(self, path: Path) -> SuiteFile:
-        path = path.resolve()
-        if path not in self.imported:
-            self.imported[path] = import_suite_file(
-                path, Limits(self.budget, self.memory_cap), isolate=self.isolate, known_good=self.probes
-            )
-        return self.imported[path]
-
-    def host_for(self, test) -> TestHost:
-        """The host of `test`, started on first use; the previous test's host is closed."""
-        if self.host is not None and self.host.test.name != test.name:
-            self.host.close()
-            self.host = None
-        if self.host is None:
-            warm_up()  # once per process, before the first fork; never charged to a pair
-            self.host = TestHost(test, shape_mode=self.shape_mode,
-                                 config_loader=lambda name: load_config(self.configs[name]),
-                                 golden_limits=self.limits(test))
-        return self.host
-
-    def close_host(self) -> None:
-        if self.host is not None:
-            self.largest_child = max(self.largest_child, self.host.peak_rss / isolation.MIB)
-            self.host.close()
-            self.host = None
-
-
-STATE = pytest.StashKey[E2EState]()
-
-
-def _selected_configs(config) -> dict[str, str]:
-    specs = [n.strip() for opt in config.getoption("config") for n in opt.split(",") if n.strip()]
-    configs = {}
-    for spec in specs or CONFIG_NAMES:
-        try:
-            configs[load_config(spec).name] = spec
-        except ValueError as error:
-            raise pytest.UsageError(f"{error} (known: {', '.join(available_configs())})") from None
-    return configs
-
-
-def _budget(config) -> float:
-    value = config.getoption("timeout", None) or config.getini("timeout") if _has_timeout(config) else None
-    return float(value) if value and float(value) > 0 else DEFAULT_BUDGET
-
-
-def _has_timeout(config) -> bool:
-    return config.pluginmanager.hasplugin("timeout")
-
-
-def _suite_files(paths: list[Path]) -> set[Path]:
-    files: set[Path] = set()
-    for path in paths:
-        if path.is_file():
-            files.add(path)
-        elif path.is_dir():
-            files.update(p.resolve() for p in path.glob("*.py") if p.name != "__init__.py")
-    return files
 
 
 def pytest_configure(config):
@@ -278,162 +173,6 @@ def pytest_pycollect_makemodule(module_path: Path, parent):
     return None
 
 
-class E2EFile(pytest.File):
-    def collect(self):
-        state = self.config.stash[STATE]
-        suite_file = state.suite_file(self.path)
-        if suite_file.skip_reason:
-            yield SkippedFileItem.from_parent(self, name="import", reason=suite_file.skip_reason)
-            return
-        if suite_file.broken is not None:
-            yield BrokenFileItem.from_parent(self, name="import", result=suite_file.broken)
-            return
-        for name in suite_file.tests:
-            yield E2ETest.from_parent(self, name=name)
-
-
-class E2ETest(pytest.Collector):
-    """One registered test: its items are its configs (one xdist scope, one host)."""
-
-    def collect(self):
-        test = GLOBAL_TEST_REGISTRY[self.name]
-        for config_name in self.config.stash[STATE].configs:
-            item = E2EItem.from_parent(self, name=config_name, test_name=self.name, config_name=config_name)
-            for mark in test.marks:
-                item.add_marker(getattr(pytest.mark, mark))
-            yield item
-
-
-class E2EError(Exception):
-    pass
-
-
-class E2EFailure(Exception):
-    """A pair failed (what an xfail entry expects)."""
-
-    def __init__(self, result: Result):
-        super().__init__(result.error)
-        self.result = result
-
-
-class E2EFailsDifferently(Exception):
-    """A listed test failed, but not the way its xfail entry says: a new bug hides there."""
-
-    def __init__(self, result: Result, entry):
-        super().__init__(result.error)
-        self.result = result
-        self.entry = entry
-
-
-class _ResultItem(pytest.Item):
-    result: Result | None = None
-
-
-class BrokenFileItem(_ResultItem):
-    """A suite file that does not import: one failing item, the run goes on."""
-
-    def __init__(self, *, result: Result, **kwargs):
-        super().__init__(**kwargs)
-        self.result = result
-
-    def runtest(self):
-        raise E2EError(self.result.error)
-
-    def repr_failure(self, excinfo):
-        return f"{self.result.signature}\n\n{excinfo.value}"
-
-    def reportinfo(self):
-        return self.path, None, f"{self.path.name}::import"
-
-
-class SkippedFileItem(pytest.Item):
-    def __init__(self, *, reason: str, **kwargs):
-        super().__init__(**kwargs)
-        self.reason = reason
-
-    def runtest(self):
-        pytest.skip(f"{self.path.name}: {self.reason}")
-
-    def reportinfo(self):
-        return self.path, None, f"{self.path.name}::import"
-
-
-class E2EItem(_ResultItem):
-    def __init__(self, *, test_name: str, config_name: str, **kwargs):
-        super().__init__(**kwargs)
-        self.test_name = test_name
-        self.config_name = config_name
-        self.xfail_entry = None
-
-    def runtest(self):
-        state = self.config.stash[STATE]
-        test = GLOBAL_TEST_REGISTRY[self.test_name]
-        limits = state.limits(test)
-        key = pair_key(test.name, test.source, self.config_name, state.shape_mode, limits.seconds)
-        result = state.cache.get(key)
-        if result is None:
-            result = self._run(state, test, limits)
-            state.cache.put(key, result)
-        self.result = result
-        if result.outcome == SKIP:
-            pytest.skip(f"{self.config_name} cannot run {self.test_name} as asked: {result.error}")
-        if result.passed:
-            return
-        entry = self.xfail_entry
-        if not result.cached and state.reduce and result.outcome != ERROR and (
-            entry is None or self.config.getoption("reduce_xfailed")
-        ):
-            self._reduce(state, result)
-            state.cache.put(key, result)
-        self.ihook.pytest_e2e_after_result(item=self, result=result)
-        if entry is not None and entry.differs_from(result.outcome, result.signature):
-            raise E2EFailsDifferently(result, entry)
-        raise E2EFailure(result)
-
-    def _run(self, state: E2EState, test, limits: Limits) -> Result:
-        if not state.isolate:
-            prepared = state.prepared.get(test, state.shape_mode)
-            config = load_config(state.configs[self.config_name])
-            return run_pair(prepared, config, reports_dir=state.reports_dir, limits=limits, isolate=False)
-        host = state.host_for(test)
-        result = host.run(self.config_name, state.reports_dir, limits)
-        result.shape_mode = state.shape_mode
-        return result
-
-    def _reduce(self, state: E2EState, result: Result) -> None:
-        from e2e.reducer.failure import ReduceOutcome
-
-        if state.host is None:
-            return
-        time_box = self.config.getoption("reduce_timeout")
-        outcome = state.host.reduce(result, state.reports_dir, time_box, state.memory_cap)
-        if not isinstance(outcome, ReduceOutcome):
-            result.notes.append(str(outcome)[-800:])
-            return
-        result.notes.append(outcome.summary())
-        if outcome.bundle is not None and outcome.verified:
-            result.repro_path = str(outcome.bundle)
-        elif outcome.bundle is not None:
-            result.notes.append(f"reducer: bundle {outcome.bundle} did not re-verify: {outcome.note}")
-
-    def repr_failure(self, excinfo):
-        value = excinfo.value
-        if isinstance(value, E2EFailsDifferently):
-            return (
-                f"{self.test_name} on {self.config_name} fails differently than its xfail entry says "
-                f"({value.entry.where}):\n  expected: {value.entry.reason}\n"
-                f"  now:      {value.result.outcome}: {value.result.signature}\n"
-                "Look at the new failure (a new bug may hide behind the old one); then update the entry.\n\n"
-                + failure_text(value.result, self.nodeid)
-            )
-        if isinstance(value, E2EFailure):
-            return failure_text(value.result, self.nodeid)
-        return super().repr_failure(excinfo)
-
-    def reportinfo(self):
-        return self.path, None, f"{self.test_name} on {self.config_name}"
-
-
 def pytest_collection_modifyitems(session, config, items):
     state = config.stash[STATE]
     e2e_items = [i for i in items if isinstance(i, E2EItem)]
@@ -469,7 +208,7 @@ def _load_xfail_sets(state: E2EState, files: list[SuiteFile]) -> dict[str, dict]
 def _backstop(config, state: E2EState) -> float | None:
     """pytest-timeout only guards the framework itself: our own limits end a pair, and the
     reducer and the golden run have their own; a pair never needs this much."""
-    if not _has_timeout(config):
+    if not has_timeout(config):
         return None
     return 3 * state.budget + 2 * config.getoption("reduce_timeout") + 300
 
@@ -517,7 +256,7 @@ def pytest_xdist_make_scheduler(config, log):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    if call.when != "call" or not isinstance(item, _ResultItem) or item.result is None:
+    if call.when != "call" or not isinstance(item, ResultItem) or item.result is None:
         return
     result = item.result
     report.user_properties.append(("e2e", result.to_json()))  # travels to the xdist controller

@@ -6,7 +6,6 @@ results.json and the JUnit XML are complete.
 """
 
 import json
-import os
 import signal
 import subprocess
 import sys

@@ -1,0 +1,174 @@
+"""Collection: suite files become one collector per test and one item per config.
+
+`<file>::<TestName>::<config>`: a test's items share a node id prefix, which is the
+xdist scope that keeps them on one worker (see `plugin.pytest_xdist_make_scheduler`).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from e2e.configs import load_config
+from e2e.framework.cache import pair_key
+from e2e.framework.isolation import Limits
+from e2e.framework.registry import GLOBAL_TEST_REGISTRY
+from e2e.framework.report import failure_text
+from e2e.framework.result import ERROR, SKIP, Result
+from e2e.framework.runner import run_pair
+from e2e.session import STATE, E2EState
+
+
+class E2EFile(pytest.File):
+    def collect(self):
+        state = self.config.stash[STATE]
+        suite_file = state.suite_file(self.path)
+        if suite_file.skip_reason:
+            yield SkippedFileItem.from_parent(self, name="import", reason=suite_file.skip_reason)
+            return
+        if suite_file.broken is not None:
+            yield BrokenFileItem.from_parent(self, name="import", result=suite_file.broken)
+            return
+        for name in suite_file.tests:
+            yield E2ETest.from_parent(self, name=name)
+
+
+class E2ETest(pytest.Collector):
+    """One registered test: its items are its configs (one xdist scope, one host)."""
+
+    def collect(self):
+        test = GLOBAL_TEST_REGISTRY[self.name]
+        for config_name in self.config.stash[STATE].configs:
+            item = E2EItem.from_parent(self, name=config_name, test_name=self.name, config_name=config_name)
+            for mark in test.marks:
+                item.add_marker(getattr(pytest.mark, mark))
+            yield item
+
+
+class E2EError(Exception):
+    pass
+
+
+class E2EFailure(Exception):
+    """A pair failed (what an xfail entry expects)."""
+
+    def __init__(self, result: Result):
+        super().__init__(result.error)
+        self.result = result
+
+
+class E2EFailsDifferently(Exception):
+    """A listed test failed, but not the way its xfail entry says: a new bug hides there."""
+
+    def __init__(self, result: Result, entry):
+        super().__init__(result.error)
+        self.result = result
+        self.entry = entry
+
+
+class ResultItem(pytest.Item):
+    result: Result | None = None
+
+
+class BrokenFileItem(ResultItem):
+    """A suite file that does not import: one failing item, the run goes on."""
+
+    def __init__(self, *, result: Result, **kwargs):
+        super().__init__(**kwargs)
+        self.result = result
+
+    def runtest(self):
+        raise E2EError(self.result.error)
+
+    def repr_failure(self, excinfo):
+        return f"{self.result.signature}\n\n{excinfo.value}"
+
+    def reportinfo(self):
+        return self.path, None, f"{self.path.name}::import"
+
+
+class SkippedFileItem(pytest.Item):
+    def __init__(self, *, reason: str, **kwargs):
+        super().__init__(**kwargs)
+        self.reason = reason
+
+    def runtest(self):
+        pytest.skip(f"{self.path.name}: {self.reason}")
+
+    def reportinfo(self):
+        return self.path, None, f"{self.path.name}::import"
+
+
+class E2EItem(ResultItem):
+    def __init__(self, *, test_name: str, config_name: str, **kwargs):
+        super().__init__(**kwargs)
+        self.test_name = test_name
+        self.config_name = config_name
+        self.xfail_entry = None
+
+    def runtest(self):
+        state = self.config.stash[STATE]
+        test = GLOBAL_TEST_REGISTRY[self.test_name]
+        limits = state.limits(test)
+        key = pair_key(test.name, test.source, self.config_name, state.shape_mode, limits.seconds)
+        result = state.cache.get(key)
+        if result is None:
+            result = self._run(state, test, limits)
+            state.cache.put(key, result)
+        self.result = result
+        if result.outcome == SKIP:
+            pytest.skip(f"{self.config_name} cannot run {self.test_name} as asked: {result.error}")
+        if result.passed:
+            return
+        entry = self.xfail_entry
+        if not result.cached and state.reduce and result.outcome != ERROR and (
+            entry is None or self.config.getoption("reduce_xfailed")
+        ):
+            self._reduce(state, result)
+            state.cache.put(key, result)
+        self.ihook.pytest_e2e_after_result(item=self, result=result)
+        if entry is not None and entry.differs_from(result.outcome, result.signature):
+            raise E2EFailsDifferently(result, entry)
+        raise E2EFailure(result)
+
+    def _run(self, state: E2EState, test, limits: Limits) -> Result:
+        if not state.isolate:
+            prepared = state.prepared.get(test, state.shape_mode)
+            config = load_config(state.configs[self.config_name])
+            return run_pair(prepared, config, reports_dir=state.reports_dir, limits=limits, isolate=False)
+        host = state.host_for(test)
+        result = host.run(self.config_name, state.reports_dir, limits)
+        result.shape_mode = state.shape_mode
+        return result
+
+    def _reduce(self, state: E2EState, result: Result) -> None:
+        from e2e.reducer.failure import ReduceOutcome
+
+        if state.host is None:
+            return
+        time_box = self.config.getoption("reduce_timeout")
+        outcome = state.host.reduce(result, state.reports_dir, time_box, state.memory_cap)
+        if not isinstance(outcome, ReduceOutcome):
+            result.notes.append(str(outcome)[-800:])
+            return
+        result.notes.append(outcome.summary())
+        if outcome.bundle is not None and outcome.verified:
+            result.repro_path = str(outcome.bundle)
+        elif outcome.bundle is not None:
+            result.notes.append(f"reducer: bundle {outcome.bundle} did not re-verify: {outcome.note}")
+
+    def repr_failure(self, excinfo):
+        value = excinfo.value
+        if isinstance(value, E2EFailsDifferently):
+            return (
+                f"{self.test_name} on {self.config_name} fails differently than its xfail entry says "
+                f"({value.entry.where}):\n  expected: {value.entry.reason}\n"
+                f"  now:      {value.result.outcome}: {value.result.signature}\n"
+                "Look at the new failure (a new bug may hide behind the old one); then update the entry.\n\n"
+                + failure_text(value.result, self.nodeid)
+            )
+        if isinstance(value, E2EFailure):
+            return failure_text(value.result, self.nodeid)
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.test_name} on {self.config_name}"

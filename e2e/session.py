@@ -1,0 +1,117 @@
+"""The e2e plugin's state for one pytest process, kept in `config.stash[STATE]`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from e2e.configs import CONFIG_NAMES, available_configs, load_config
+from e2e.framework import isolation
+from e2e.framework.cache import ResultCache
+from e2e.framework.host import TestHost
+from e2e.framework.isolation import GIB, Limits
+from e2e.framework.run_record import RunRecord
+from e2e.framework.runner import PreparedCache, warm_up
+from e2e.framework.suite_files import ProbeCache, SuiteFile, import_suite_file
+
+DEFAULT_BUDGET = 300.0  # seconds per pair when --timeout is not given
+DEFAULT_MEMORY_CAP_GIB = 6.0  # two workers x (host + child) stay well inside 24 GiB
+
+
+class E2EState:
+    """Everything the plugin keeps for one pytest process (in `config.stash`)."""
+
+    def __init__(self, config: pytest.Config):
+        self.config = config
+        self.configs = _selected_configs(config)  # name -> spec
+        suites = [Path(p) for p in config.getoption("e2e_suite")] or list(config.getini("e2e_suite"))
+        self.suite_paths = [p.resolve() for p in suites]
+        self.suite_files = _suite_files(self.suite_paths)
+        xfail_dir = config.getoption("xfail_dir") or next(iter(config.getini("e2e_xfail_dir")), None)
+        self.xfail_dir = Path(xfail_dir) if xfail_dir else None  # None: no expected failures
+        self.reports_dir = Path(config.getoption("reports_dir") or Path(config.rootpath) / "reports").resolve()
+        self.shape_mode = config.getoption("shapes")
+        self.budget = _budget(config)
+        cap = config.getoption("memory_cap")
+        self.memory_cap = int(cap * GIB) if cap and cap > 0 else None
+        self.isolate = not config.getoption("no_isolation")
+        self.reduce = not config.getoption("no_reduce")
+        cache_dir = None
+        if not config.getoption("no_result_cache") and self.isolate and getattr(config, "cache", None):
+            cache_dir = Path(config.cache.mkdir("e2e-results"))
+        self.cache = ResultCache(cache_dir)
+        self.probes = ProbeCache(config.cache if cache_dir is not None else None)
+        self.imported: dict[Path, SuiteFile] = {}
+        self.prepared = PreparedCache()  # --no-isolation only
+        self.host: TestHost | None = None
+        self.record: RunRecord | None = None
+        self.peaks: dict[str, tuple[float, float]] = {}  # worker -> (own MiB, largest child MiB)
+        self.largest_child = 0.0
+        self.html_report: Path | None = None
+
+    @property
+    def is_worker(self) -> bool:
+        return hasattr(self.config, "workerinput")
+
+    def limits(self, test) -> Limits:
+        return Limits(test.timeout_seconds or self.budget, self.memory_cap)
+
+    def suite_file(self, path: Path) -> SuiteFile:
+        path = path.resolve()
+        if path not in self.imported:
+            self.imported[path] = import_suite_file(
+                path, Limits(self.budget, self.memory_cap), isolate=self.isolate, known_good=self.probes
+            )
+        return self.imported[path]
+
+    def host_for(self, test) -> TestHost:
+        """The host of `test`, started on first use; the previous test's host is closed."""
+        if self.host is not None and self.host.test.name != test.name:
+            self.host.close()
+            self.host = None
+        if self.host is None:
+            warm_up()  # once per process, before the first fork; never charged to a pair
+            self.host = TestHost(test, shape_mode=self.shape_mode,
+                                 config_loader=lambda name: load_config(self.configs[name]),
+                                 golden_limits=self.limits(test))
+        return self.host
+
+    def close_host(self) -> None:
+        if self.host is not None:
+            self.largest_child = max(self.largest_child, self.host.peak_rss / isolation.MIB)
+            self.host.close()
+            self.host = None
+
+
+STATE = pytest.StashKey[E2EState]()
+
+
+def _selected_configs(config) -> dict[str, str]:
+    specs = [n.strip() for opt in config.getoption("config") for n in opt.split(",") if n.strip()]
+    configs = {}
+    for spec in specs or CONFIG_NAMES:
+        try:
+            configs[load_config(spec).name] = spec
+        except ValueError as error:
+            raise pytest.UsageError(f"{error} (known: {', '.join(available_configs())})") from None
+    return configs
+
+
+def _budget(config) -> float:
+    value = config.getoption("timeout", None) or config.getini("timeout") if has_timeout(config) else None
+    return float(value) if value and float(value) > 0 else DEFAULT_BUDGET
+
+
+def has_timeout(config) -> bool:
+    return config.pluginmanager.hasplugin("timeout")
+
+
+def _suite_files(paths: list[Path]) -> set[Path]:
+    files: set[Path] = set()
+    for path in paths:
+        if path.is_file():
+            files.add(path)
+        elif path.is_dir():
+            files.update(p.resolve() for p in path.glob("*.py") if p.name != "__init__.py")
+    return files
