@@ -15,6 +15,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from e2e.configs.xfails import load_xfails
+
 from e2e.framework.html_report import main, render_html, write_html
 from e2e.framework.report import summarize
 
@@ -39,9 +41,9 @@ SELECTION = "Activation_GeluTanh or Binary_Atan2SameShape or (MmModule_basic and
 
 def xfail_line(config: str, test: str) -> str:
     """The project's own entry, so its recorded failure is the one these tests have."""
-    for line in (ROOT / "e2e" / "configs" / "xfail" / f"{config}.txt").read_text().splitlines():
-        if line.split("#")[0].strip() == test:
-            return line + "\n"
+    entry = load_xfails(config, None, ROOT / "e2e" / "configs" / "xfail").get(test)
+    if entry is not None:
+        return f"{test}  # {entry.reason}\n"
     raise AssertionError(f"{test} is no longer in the {config} xfail set; pick another failing test")
 
 

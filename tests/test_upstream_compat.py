@@ -10,6 +10,7 @@ from compiler import compile_module
 from e2e.configs import load_config
 from e2e.framework import registry
 from e2e.framework.compare import compare_traces
+from e2e.framework.isolation import Limits
 from e2e.framework.runner import prepare, run_pair
 from e2e.framework.trace import TraceItem
 from torch_mlir_e2e_test.registry import UPSTREAM_TIMEOUT_SECONDS, UPSTREAM_TOLERANCE
@@ -32,7 +33,7 @@ def empty_registry(monkeypatch):
 def run(test: registry.Test, config: str, tmp_path: Path, shapes: str = "static"):
     prepared = prepare(test)
     prepared.shape_mode = shapes
-    return run_pair(prepared, load_config(config), reports_dir=tmp_path, timeout=120, isolate=False)
+    return run_pair(prepared, load_config(config), reports_dir=tmp_path, limits=Limits(120, None), isolate=False)
 
 
 def test_upstream_arguments_are_honoured(empty_registry):

@@ -89,7 +89,7 @@ def register(test: Test) -> Test:
 def _source_of(obj: Any) -> str:
     try:
         return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
-    except (TypeError, OSError):
+    except Exception:  # no source (a REPL, exec'd text that does not tokenize): its repr
         return repr(obj)
 
 
