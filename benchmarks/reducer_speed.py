@@ -57,11 +57,12 @@ def suite(path: str) -> None:
             print(f"  {test} [{config}]: {(note or 'no reducer note').removeprefix('reducer: ')[:220]}")
 
 
-# (broken compiler, module) pairs: each module holds the op the compiler breaks.
+# (broken compiler, module) pairs whose output the broken compiler changes. Not here:
+# subf_to_addf on MLP (softmax's `x - max` becomes `x + max`, and softmax does not
+# care: the output is right) and mulf_to_addf on MLP (no arith.mulf left to break).
 CASES = [
     ("reject_exp", "Mixed"), ("abort_on_tanh", "Mixed"), ("mulf_to_addf", "Mixed"), ("subf_to_addf", "Mixed"),
     ("divf_to_mulf", "MLP"), ("reject_aten_tanh", "Mixed"), ("abort_on_aten_mm", "MLP"), ("aten_sub_to_add", "Mixed"),
-    ("mulf_to_addf", "MLP"), ("subf_to_addf", "MLP"),
 ]
 
 
