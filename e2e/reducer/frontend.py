@@ -249,14 +249,16 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
     (bundle_dir / "case.json").write_text(case.to_json())
     (bundle_dir / "graph.txt").write_text(str(built.module.graph))
     save_arrays(bundle_dir / "inputs.npz", [x.numpy() for x in built.inputs])
+    reduced = time.monotonic()
     verification = verify(bundle_dir, case)
     tests = add_test(bundle_dir, result.test, config.name)
     stopped = ONE_MINIMAL if completed else TIME_BOX
     (bundle_dir / "README.md").write_text(
-        readme(result, config.name, case, built, tests, verification, len(search.units), queries, time.monotonic() - start, stopped)
+        readme(result, config.name, case, built, tests, verification, len(search.units), queries, reduced - start, stopped)
     )
     return ReduceOutcome(bundle_dir, verification.ok, False, len(search.units), len(group), queries,
-                         time.monotonic() - start, targets, verification.detail, stopped=stopped)
+                         time.monotonic() - start, targets, verification.detail, stopped=stopped,
+                         verify_seconds=time.monotonic() - reduced)
 
 
 def readme(result, config: str, case: Case, built: GroupModule, tests: list[str], verification: Verification,
