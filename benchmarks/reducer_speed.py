@@ -44,7 +44,10 @@ def suite(path: str) -> None:
     if sizes:
         print(f"ops per distinct bundle: median {statistics.median(sizes)}, max {max(sizes)} "
               f"(FX nodes for capture/import bundles)")
-        print(f"reduction time per distinct bundle: median {statistics.median(times):.1f} s, max {max(times):.1f} s")
+        print(f"time per distinct bundle (reduction + re-verification): median {statistics.median(times):.1f} s, max {max(times):.1f} s")
+        reduce_only = [float(f["seconds"]) - float(f["verify_seconds"]) for f in own if "verify_seconds" in f]
+        if reduce_only:
+            print(f"reduction alone: median {statistics.median(reduce_only):.1f} s, max {max(reduce_only):.1f} s")
         stops = Counter(f.get("stopped", "-") for f in own)
         print("stopped: " + ", ".join(f"{k} {v}" for k, v in stops.most_common()))
     by_stage = Counter(r.get("stage") for r in failing if (r["test"], r["config"]) in verified)
@@ -57,11 +60,12 @@ def suite(path: str) -> None:
             print(f"  {test} [{config}]: {(note or 'no reducer note').removeprefix('reducer: ')[:220]}")
 
 
-# (broken compiler, module) pairs: each module holds the op the compiler breaks.
+# (broken compiler, module) pairs whose output the broken compiler changes. Not here:
+# subf_to_addf on MLP (softmax's `x - max` becomes `x + max`, and softmax does not
+# care: the output is right) and mulf_to_addf on MLP (no arith.mulf left to break).
 CASES = [
     ("reject_exp", "Mixed"), ("abort_on_tanh", "Mixed"), ("mulf_to_addf", "Mixed"), ("subf_to_addf", "Mixed"),
     ("divf_to_mulf", "MLP"), ("reject_aten_tanh", "Mixed"), ("abort_on_aten_mm", "MLP"), ("aten_sub_to_add", "Mixed"),
-    ("mulf_to_addf", "MLP"), ("subf_to_addf", "MLP"),
 ]
 
 
@@ -121,7 +125,7 @@ def broken_compilers(time_box: float) -> None:
             outcome = isolation.run_forked(
                 lambda: _reduce_one(broken, module, inputs, Path(scratch) / name, time_box), time_box + 150
             )
-            seconds = time.monotonic() - start
+            seconds = time.monotonic() - start - getattr(outcome, "verify_seconds", 0.0)
             ok = hasattr(outcome, "bundle")
             caught = ok and (outcome.bundle is not None)
             guilty = outcome.guilty_op if ok else None
@@ -139,7 +143,7 @@ def broken_compilers(time_box: float) -> None:
           f"guilty op named right: {sum(r['right'] for r in rows)}/{n}")
     if caught:
         print(f"ops per bundle: median {statistics.median(r['ops'] for r in caught)}, max {max(r['ops'] for r in caught)}; "
-              f"time per reduction (incl. re-verification): median {statistics.median(r['seconds'] for r in rows):.1f} s, "
+              f"time per reduction (without re-verification): median {statistics.median(r['seconds'] for r in rows):.1f} s, "
               f"max {max(r['seconds'] for r in rows):.1f} s")
 
 

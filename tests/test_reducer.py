@@ -153,6 +153,8 @@ def test_signature_helpers():
     assert crash_signature("lower", "noise\nLLVM ERROR: bad at 0xdead\n", "killed by SIGABRT") == "crash | lower | LLVM ERROR: bad at <addr>"
     assert crash_signature("lower", "", "killed by SIGABRT") == "crash | lower | killed by SIGABRT"
     assert guilty_op(["loc: failed to legalize operation 'torch.aten.asin' that was explicitly marked illegal"]) == "torch.aten.asin"
+    assert guilty_op(["loc: failed to legalize operation 'torch.operator' that was explicitly marked illegal: "
+                      '%v = "torch.operator"(%v) <{name = "aten.vstack"}> : (!torch.list<tensor>) -> !torch.tensor']) == "aten.vstack"
     assert guilty_op(['loc: op was not bufferized', '  note: loc: see current operation: %28 = "stablehlo.dynamic_broadcast_in_dim"(%0) : () -> ()']) == "stablehlo.dynamic_broadcast_in_dim"
 
 

@@ -45,6 +45,7 @@ class ReduceOutcome:
     note: str = ""
     details: list[str] = field(default_factory=list)
     stopped: str = ""  # 1-minimal | time box | no localization | crash | shared
+    verify_seconds: float = 0.0  # of `seconds`, re-verifying the bundle in a fresh process
 
     def summary(self) -> str:
         """One line for Result.notes (the benchmark parses the key=value pairs)."""
@@ -54,7 +55,7 @@ class ReduceOutcome:
         return (
             f"reducer: bundle={self.bundle} verified={self.verified} shared={self.shared} "
             f"ops_before={self.ops_before} ops_after={self.ops_after} queries={self.queries} "
-            f"seconds={self.seconds:.2f} stopped={self.stopped.replace(' ', '-') or '-'} guilty_op={guilty}"
+            f"seconds={self.seconds:.2f} verify_seconds={self.verify_seconds:.2f} stopped={self.stopped.replace(' ', '-') or '-'} guilty_op={guilty}"
         )
 
 
@@ -114,10 +115,12 @@ def reduce_localized(
         reduction.seconds,
         reduction.minimal,
     )
+    written = time.monotonic()
     verified, detail = write_bundle(info, target, check=verify)
     return ReduceOutcome(
         target, verified, False, info.ops_before, info.ops_after, reduction.queries,
         time.monotonic() - start, case.guilty_op, detail, stopped="1-minimal" if reduction.minimal else TIME_BOX,
+        verify_seconds=time.monotonic() - written,
     )
 
 
@@ -137,9 +140,9 @@ def reduce_mlir(
     """Reduce a module that fails (or crashes in) `pipeline`; bundle under reports_dir/repro."""
     localized = localize_crash(text, pipeline, stage) if crash else localize_error(text, pipeline, stage)
     if localized is None:
-        return ReduceOutcome(note="the pipeline does not " + ("crash" if crash else "fail") + " on this module")
+        return ReduceOutcome(note="the pipeline does not " + ("crash" if crash else "fail") + " on this module", stopped=NO_LOCALIZATION)
     if error_pattern and not re.search(error_pattern, "\n".join(localized.diagnostics)):
-        return ReduceOutcome(note=f"the failure does not match {error_pattern!r}: {localized.case.signature}")
+        return ReduceOutcome(note=f"the failure does not match {error_pattern!r}: {localized.case.signature}", stopped=NO_LOCALIZATION)
     return reduce_localized(
         localized, test=test, config=config, reports_dir=reports_dir, original_ir=text, time_box=time_box, verify=verify
     )
@@ -194,11 +197,23 @@ def reduce_mismatch(
         queries=found.queries, seconds=time.monotonic() - start, minimal=found.stopped == ONE_MINIMAL,
         inputs=found.inputs, expected=found.expected, notes=notes,
     )
+    written = time.monotonic()
     verified, detail = write_bundle(info, target, check=verify)
     return ReduceOutcome(
         target, verified, False, info.ops_before, ops_after, found.queries,
-        time.monotonic() - start, case.guilty_op, detail, stopped=found.stopped,
+        time.monotonic() - start, case.guilty_op, detail, stopped=found.stopped, verify_seconds=time.monotonic() - written,
     )
+
+
+def _same_failure(replayed: str, reported: str) -> bool:
+    """The pass's own error, with or without the context a frontend prefixed to it.
+
+    (The JIT configs report `ops unknown to the torch dialect ...: aten.vstack; <the pass's error>`.)
+    """
+    if replayed == reported:
+        return True
+    stage, _, message = replayed.rpartition(" | ")
+    return reported.startswith(stage + " | ") and reported.endswith(message)
 
 
 def _stage_input(result, ir_dir: Path) -> str | None:
@@ -212,7 +227,7 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     ir_dir = reports_dir / "ir" / result.test / config.name
     common = dict(test=result.test, config=config.name, reports_dir=reports_dir, time_box=time_box)
     if result.outcome == "timeout":
-        return ReduceOutcome(note="timeouts are not reduced (each query could take as long)")
+        return ReduceOutcome(note="timeouts are not reduced (each query could take as long)", stopped=NO_LOCALIZATION)
     if result.stage == "compare":
         method = prepared.methods()[0]
         shapes = prepared.arg_shapes(method)
@@ -242,13 +257,13 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
         return _reduce_execute_crash(result, config, ir_dir, common)
     if result.outcome == "crash":
         if stage_input is None or result.stage not in ("torch-backend", "backend", "lower"):
-            return ReduceOutcome(note=f"a crash in stage {result.stage} is not reduced (no pass pipeline to replay)")
+            return ReduceOutcome(note=f"a crash in stage {result.stage} is not reduced (no pass pipeline to replay)", stopped=NO_LOCALIZATION)
         localized = localize_crash(stage_input, stage_pipeline(config, result.stage, stage_input), result.stage)
         if localized is None:
-            return ReduceOutcome(note="the crash did not recur when the stage was replayed pass by pass")
+            return ReduceOutcome(note="the crash did not recur when the stage was replayed pass by pass", stopped=NO_LOCALIZATION)
         return reduce_localized(localized, original_ir=stage_input, **common)
     if not result.failing_pass:
-        return ReduceOutcome(note=f"no MLIR pass failed (stage {result.stage}); nothing to reduce at the IR level")
+        return ReduceOutcome(note=f"no MLIR pass failed (stage {result.stage}); nothing to reduce at the IR level", stopped=NO_LOCALIZATION)
     localized = None
     if result.ir_path and parses(Path(result.ir_path).read_text()):
         text = Path(result.ir_path).read_text()
@@ -261,9 +276,9 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
         # The failing pass's input does not parse alone (e.g. torch_c ops): replay the stage.
         localized = localize_error(stage_input, stage_pipeline(config, result.stage, stage_input), result.stage)
     if localized is None:
-        return ReduceOutcome(note="the failure did not recur when its stage was replayed")
-    if localized.case.signature != result.signature:
-        return ReduceOutcome(note=f"replaying shows another signature: {localized.case.signature}")
+        return ReduceOutcome(note="the failure did not recur when its stage was replayed", stopped=NO_LOCALIZATION)
+    if not _same_failure(localized.case.signature, result.signature):
+        return ReduceOutcome(note=f"replaying shows another signature: {localized.case.signature}", stopped=NO_LOCALIZATION)
     return reduce_localized(localized, original_ir=stage_input or localized.ir, **common)
 
 

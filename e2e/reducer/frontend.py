@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from compiler.stages import StageError
+from compiler.stages import StageError, first_line
 from e2e.reducer.bundle import Verification, add_test, claim, save_arrays, signature_key, verify, versions
 from e2e.reducer.case import Case
 from e2e.reducer.graph import GraphSearch, GroupModule, ddmin
@@ -87,11 +87,6 @@ LTC_PIECES = (
 FRONTEND_OF = {"ltc": "ltc", "fx": "fx", "eager": "fx"}  # toolchain frontend -> how repro.py runs it
 
 
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
-
-
 def on_device(built: GroupModule, device: str) -> GroupModule:
     """Every device the graph names becomes `device` (exported graphs spell `device='cpu'`)."""
     import torch
@@ -120,7 +115,7 @@ def frontend_check(frontend: str, stage: str) -> Callable[[GroupModule], str | N
         except StageError as error:
             return stage_signature(error.stage, error.message, error.failing_pass)
         except Exception as error:
-            return stage_signature(stage, f"{type(error).__name__}: {_first_line(error)}")
+            return stage_signature(stage, f"{type(error).__name__}: {first_line(error)}")
         return None
 
     return check
@@ -222,7 +217,7 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
                              method=method, decompose=False, blame_unreproducible=True)
     except Exception as error:  # torch.export itself fails: no graph to reduce
         return ReduceOutcome(note=f"no FX graph to reduce: torch.export fails: {type(error).__name__}: "
-                             f"{_first_line(error)}"[:300], stopped=NO_LOCALIZATION)
+                             f"{first_line(error)}"[:300], stopped=NO_LOCALIZATION)
     check = frontend_check(config.toolchain().frontend, result.stage)
     queries = 0
 
@@ -254,14 +249,16 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
     (bundle_dir / "case.json").write_text(case.to_json())
     (bundle_dir / "graph.txt").write_text(str(built.module.graph))
     save_arrays(bundle_dir / "inputs.npz", [x.numpy() for x in built.inputs])
+    reduced = time.monotonic()
     verification = verify(bundle_dir, case)
     tests = add_test(bundle_dir, result.test, config.name)
     stopped = ONE_MINIMAL if completed else TIME_BOX
     (bundle_dir / "README.md").write_text(
-        readme(result, config.name, case, built, tests, verification, len(search.units), queries, time.monotonic() - start, stopped)
+        readme(result, config.name, case, built, tests, verification, len(search.units), queries, reduced - start, stopped)
     )
     return ReduceOutcome(bundle_dir, verification.ok, False, len(search.units), len(group), queries,
-                         time.monotonic() - start, targets, verification.detail, stopped=stopped)
+                         time.monotonic() - start, targets, verification.detail, stopped=stopped,
+                         verify_seconds=time.monotonic() - reduced)
 
 
 def readme(result, config: str, case: Case, built: GroupModule, tests: list[str], verification: Verification,

@@ -65,6 +65,7 @@ def crash_signature(stage: str, stderr: str, reason: str) -> str:
 
 
 _OP_PATTERNS = [
+    re.compile(r'torch\.operator"\([^)]*\) <\{name = "([\w.]+)"'),  # an op unknown to the torch dialect
     re.compile(r"""operation '([\w.]+)'"""),  # failed to legalize operation 'torch.aten.asin'
     re.compile(r"""see current operation: (?:[%\w#:, ]+= )?"([\w.]+)"\("""),  # generic form in a note
     re.compile(r"""see current operation: (?:[%\w#:, ]+= )?([a-z_]+\.[\w.]+)"""),
