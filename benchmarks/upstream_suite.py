@@ -96,10 +96,10 @@ def run_mode(suite: Path, mode: str, args: argparse.Namespace) -> ModeRun:
 def reread_mode(mode: str, args: argparse.Namespace) -> ModeRun | None:
     """The last run of `mode` in --reports-dir, without running anything."""
     reports = Path(args.reports_dir) / mode
-    if not (reports / "results.json").exists():
-        return None
     log = reports / "pytest.log"
     text = log.read_text(errors="replace") if log.exists() else ""
+    if not (reports / "results.json").exists():  # unfinished: what the log says so far
+        return ModeRun(mode, rows_from_log(text), float("nan"), [], "peak memory: run unfinished", -1, log) if text else None
     peak = next((line for line in text.splitlines() if line.startswith("peak memory")), "peak memory: not reported")
     broken = sorted(set(re.findall(r"(\w+\.py)::import", text)))
     run = json.loads((reports / "run.json").read_text()) if (reports / "run.json").exists() else {}
@@ -111,6 +111,18 @@ def reread_mode(mode: str, args: argparse.Namespace) -> ModeRun | None:
 def read_rows(path: Path) -> list[dict]:
     data = json.loads(path.read_text())
     return data["results"] if isinstance(data, dict) else data
+
+
+_LOG_LINE = re.compile(r" (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) \S*::(\w+)\[(\w+)\]")
+
+
+def rows_from_log(text: str) -> list[dict]:
+    """Outcomes of the pairs a (possibly unfinished) `-v` run has logged so far."""
+    rows = {}
+    for status, test, config in _LOG_LINE.findall(text):
+        outcome = "pass" if status in ("PASSED", "XPASS") else "skip" if status == "SKIPPED" else "fail"
+        rows[test, config] = {"test": test, "config": config, "outcome": outcome, "signature": None}
+    return list(rows.values())
 
 
 # --- upstream's expectations -------------------------------------------------------
@@ -270,7 +282,11 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=0, help="pytest --timeout per pair (default: the plugin's)")
     parser.add_argument("--reports-dir", default=str(Path(tempfile.gettempdir()) / "upstream-suite"))
     parser.add_argument("--xfail-sets", type=Path, help="upstream's xfail_sets.py (default: found beside the suite)")
-    parser.add_argument("--from-results", action="store_true", help="reread the last results in --reports-dir; run nothing")
+    parser.add_argument(
+        "--from-results",
+        action="store_true",
+        help="reread the last results in --reports-dir (an unfinished run: its log so far); run nothing",
+    )
     parser.add_argument("--verbose", action="store_true", help="list every differing test")
     args = parser.parse_args()
     suite = args.suite_dir.resolve()

@@ -58,6 +58,11 @@ TORCH_BACKEND_TO_STABLEHLO: Pipeline = (
 # The conversions alone, as upstream's TOSA config runs them: `tosa-to-linalg-pipeline`
 # also validates against the TOSA 1.0 level, which rejects every dynamic dim.
 TOSA_TO_LINALG: Pipeline = (
+    # tosa.const -> arith first: tosa-to-linalg does not take them.
+    "func.func(tosa-to-arith)",
+    "func.func(tosa-to-scf)",
+    # transpose_conv2d has no linalg lowering of its own: decomposed to conv2d.
+    "func.func(tosa-optional-decompositions)",
     "func.func(tosa-to-linalg-named)",
     "func.func(canonicalize)",
     "func.func(tosa-to-linalg)",
@@ -67,6 +72,8 @@ TOSA_TO_LINALG: Pipeline = (
 STABLEHLO_TO_LINALG: Pipeline = (
     "func.func(stablehlo-aggressive-simplification)",
     "stablehlo-legalize-to-linalg",
+    # Unsigned and bool element types -> signless, as the linalg-to-LLVM passes expect.
+    "stablehlo-convert-to-signless",
     "canonicalize",
 )
 

@@ -156,6 +156,16 @@ def _python_plugin_takes(file_path: Path, parent) -> bool:
     return any(fnmatch_ex(pattern, file_path) for pattern in parent.config.getini("python_files"))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collect_directory(path: Path, parent):
+    # A suite directory with an `__init__.py` (upstream's has one) is a plain directory
+    # to us: as a Package, pytest would import it as a test package.
+    state = parent.config.stash[STATE]
+    if path.resolve() in state.suite_paths:
+        return pytest.Dir.from_parent(parent, path=path)
+    return None
+
+
 def pytest_collect_file(file_path: Path, parent):
     state = parent.config.stash[STATE]
     if file_path.suffix == ".py" and file_path.resolve() in state.suite_files:

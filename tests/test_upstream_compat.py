@@ -94,3 +94,11 @@ def test_adaptive_max_pool2d_stays_whole_for_linalg(empty_registry, tmp_path):
     compiled = compile_module(test.module_factory(), [x], "linalg")
     assert "torch.aten.adaptive_max_pool2d" in compiled.snapshots.texts["backend"]
     torch.testing.assert_close(compiled(x), test.module_factory()(x))
+
+
+def test_the_global_rng_is_independent_of_the_inputs():
+    from e2e.framework.testutils import TestUtils
+
+    x = TestUtils(seed=5).rand(256, 256)
+    kept = torch.dropout(x, 0.3, train=True) != 0
+    assert abs(x[kept].mean().item() - 0.5) < 0.01  # the mask does not pick the small inputs
