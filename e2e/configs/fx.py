@@ -16,15 +16,19 @@ import torch.utils._pytree as pytree
 from compiler import compile_torch_backend_ir, fx_import, pipelines, torch_backend_ir
 from compiler.stages import Snapshots
 from compiler.toolchain import Toolchain, toolchain
-from e2e.framework.trace import Trace, TraceItem
+from e2e.framework.trace import Trace, TraceItem, call_key
 
 
 @dataclass
 class Compiled:
-    """One loaded program per method of the module, with its output structure."""
+    """Loaded programs with their output structure, by (method, call_key) of the calls
+    they were compiled for, or (method, None) for one compiled with the test's dynamic dims."""
 
-    programs: dict[str, tuple[Any, Any]]
+    programs: dict[tuple[str, Any], tuple[Any, Any]]
     notes: list[str] = field(default_factory=list)
+
+    def program_for(self, method: str, inputs: list[Any]) -> tuple[Any, Any]:
+        return self.programs.get((method, None)) or self.programs[(method, call_key(inputs))]
 
 
 def tensor_leaves(inputs: list[Any]) -> list[torch.Tensor]:
@@ -35,7 +39,7 @@ def run_programs(compiled: Compiled, golden: Trace) -> Trace:
     """Replay the golden calls on compiled programs, rebuilding the output structure."""
     trace = []
     for item in golden:
-        program, out_spec = compiled.programs[item.method]
+        program, out_spec = compiled.program_for(item.method, item.inputs)
         flat = program(*tensor_leaves(item.inputs))
         outputs = pytree.tree_unflatten(flat, out_spec) if out_spec is not None else flat
         trace.append(TraceItem(item.method, item.inputs, outputs))
@@ -53,28 +57,29 @@ class FxConfig:
         return toolchain("fx", self.backend)
 
     def compile(self, prepared, snapshots: Snapshots) -> Compiled:
-        programs, notes = {}, []
+        """One program per method when it has dynamic dims; else one per call shape (a static
+        export takes only the shapes it was made for, and the program refuses others)."""
+        compiled = Compiled({})
         legal_ops = pipelines.BACKEND_LEGAL_OPS.get(self.backend, ())
-        for method in prepared.methods():
-            imported = prepared.share(("fx-import", method), lambda: _import(prepared, method, snapshots))
-            notes.extend(imported.notes)
+        for item in prepared.golden:
+            shapes = prepared.arg_shapes(item.method)
+            dynamic = bool(shapes) and any(s and -1 in s for s in shapes)
+            key = (item.method, None if dynamic else call_key(item.inputs))
+            if key in compiled.programs:
+                continue
+            imported = prepared.share(("fx-import", *key), lambda: _import(prepared, item, shapes, snapshots))
+            compiled.notes.extend(n for n in imported.notes if n not in compiled.notes)
             torch_ir = prepared.share(
-                ("fx", method, legal_ops),
+                ("fx", *key, legal_ops),
                 lambda: torch_backend_ir(imported.raw_ir, legal_ops, snapshots=snapshots),
             )
             program = compile_torch_backend_ir(torch_ir, self.backend, snapshots=snapshots, opt_level=self.opt_level)
-            programs[method] = (program, imported.out_spec)
-        return Compiled(programs, notes)
+            compiled.programs[key] = (program, imported.out_spec)
+        return compiled
 
     def run(self, compiled: Compiled, golden: Trace) -> Trace:
         return run_programs(compiled, golden)
 
 
-def _import(prepared, method: str, snapshots: Snapshots):
-    return fx_import(
-        prepared.module,
-        prepared.first_call(method),
-        prepared.arg_shapes(method),
-        method=method,
-        snapshots=snapshots,
-    )
+def _import(prepared, item: TraceItem, shapes, snapshots: Snapshots):
+    return fx_import(prepared.module, item.inputs, shapes, method=item.method, snapshots=snapshots)

@@ -21,18 +21,10 @@ from compiler.jit_compile import JitTorchBackendIR, StaticShapesOnly, jit_to_tor
 from compiler.stages import Snapshots
 from compiler.toolchain import Toolchain, toolchain
 from e2e.framework.result import NotApplicable
-from e2e.framework.trace import Trace, TraceItem
+from e2e.framework.trace import Trace, TraceItem, call_key
 
 # Key of a program that takes every call of its method (compiled with dynamic dims).
 ANY_SHAPE = None
-
-
-def call_key(inputs: list[Any]) -> tuple:
-    """What a static capture specializes on: tensor dtypes and shapes, other values."""
-    return tuple(
-        (x.dtype, tuple(x.shape)) if isinstance(x, torch.Tensor) else (type(x), repr(x))
-        for x in pytree.tree_leaves(list(inputs))
-    )
 
 
 def _shapes_text(inputs: list[Any]) -> str:

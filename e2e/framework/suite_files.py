@@ -67,9 +67,14 @@ def _classify(error: BaseException) -> str | None:
     if type(error).__name__ == "Skipped":  # pytest.skip / importorskip at module level
         return str(getattr(error, "msg", error))
     if isinstance(error, ModuleNotFoundError) and error.name:
-        top = error.name.split(".")[0]
-        if importlib.util.find_spec(top) is None:
-            return f"needs the package {top!r}, which is not installed"
+        try:
+            missing = importlib.util.find_spec(error.name) is None
+        except (ImportError, ValueError):
+            missing = True
+        if missing:
+            top = error.name.split(".")[0]
+            what = f"the package {top!r}" if error.name == top else f"the module {error.name!r}"
+            return f"needs {what}, which is not installed"
     return None
 
 

@@ -29,6 +29,14 @@ class TraceItem:
 Trace = list[TraceItem]
 
 
+def call_key(inputs: list[Any]) -> tuple:
+    """What a static capture specializes on: tensor dtypes and shapes, other values."""
+    return tuple(
+        (x.dtype, tuple(x.shape)) if isinstance(x, torch.Tensor) else (type(x), repr(x))
+        for x in pytree.tree_leaves(list(inputs))
+    )
+
+
 def clone_tree(value: Any) -> Any:
     return pytree.tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, value)
 
