@@ -35,7 +35,8 @@ SAMPLES_RAISE = "sample generation raises"
 NATIVE_RAISES = "op raises on native CPU for this sample"
 NON_TENSOR_OUTPUT = "output is not made of dense tensors (and scalars)"
 NON_STRIDED_INPUT = "input is not a strided (dense) tensor"
-NONDETERMINISTIC = "output differs between two native runs (random or uninitialized)"
+RANDOM = "op draws from the random number generator"
+NONDETERMINISTIC = "output differs between two native runs"
 UNINITIALIZED = "output is uninitialized memory"
 TOO_LARGE = f"sample has more than {MAX_SAMPLE_ELEMENTS} elements"
 INPLACE = "in-place variant (the functional form is swept)"
@@ -144,13 +145,18 @@ def _classify(op, case: OpInfoCase) -> str | None:
         # Different RNG seeds, so a random op differs on every machine and every worker
         # classifies it the same way (xdist needs identical collections).
         torch.manual_seed(0)
+        state = torch.get_rng_state()
         first = case.call(*[t.clone() for t in case.tensors])
+        # OpInfo wraps random ops to reseed on each call: the same values twice, but the RNG moved.
+        draws = not torch.equal(state, torch.get_rng_state())
         torch.manual_seed(1)
         second = case.call(*[t.clone() for t in case.tensors])
     except Exception:
         return NATIVE_RAISES
     if not _is_output(first):
         return NON_TENSOR_OUTPUT
+    if draws:
+        return RANDOM
     if not _same(first, second):
         return NONDETERMINISTIC
     return None
