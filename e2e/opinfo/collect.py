@@ -42,8 +42,19 @@ TOO_LARGE = f"sample has more than {MAX_SAMPLE_ELEMENTS} elements"
 INPLACE = "in-place variant (the functional form is swept)"
 
 class _TensorSlot:
+    """One instance, kept by copies (the golden trace deep-copies the module)."""
+
     def __repr__(self) -> str:
         return "<tensor argument>"
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return "TENSOR"
 
 
 TENSOR = _TensorSlot()  # marks where a forward argument goes among a sample's leaves
@@ -133,6 +144,21 @@ def _same(a: Any, b: Any) -> bool:
     return True
 
 
+class _seeding_counted:
+    """True while in use if the code inside called `torch.manual_seed`."""
+
+    def __enter__(self):
+        self.calls, self.original = [], torch.manual_seed
+        torch.manual_seed = lambda seed: (self.calls.append(seed), self.original(seed))[1]
+        return self
+
+    def __exit__(self, *exc):
+        torch.manual_seed = self.original
+
+    def __bool__(self) -> bool:
+        return bool(self.calls)
+
+
 def _classify(op, case: OpInfoCase) -> str | None:
     """Why this sample is not a test, or None. Runs the op natively twice."""
     if any(t.layout != torch.strided for t in case.tensors):
@@ -146,9 +172,10 @@ def _classify(op, case: OpInfoCase) -> str | None:
         # classifies it the same way (xdist needs identical collections).
         torch.manual_seed(0)
         state = torch.get_rng_state()
-        first = case.call(*[t.clone() for t in case.tensors])
-        # OpInfo wraps random ops to reseed on each call: the same values twice, but the RNG moved.
-        draws = not torch.equal(state, torch.get_rng_state())
+        with _seeding_counted() as seeded:
+            first = case.call(*[t.clone() for t in case.tensors])
+        # OpInfo wraps random ops to reseed (and restore the RNG) on each call: the same values twice.
+        draws = seeded or not torch.equal(state, torch.get_rng_state())
         torch.manual_seed(1)
         second = case.call(*[t.clone() for t in case.tensors])
     except Exception:
