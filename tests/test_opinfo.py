@@ -40,7 +40,7 @@ def test_collection_takes_first_samples_and_classifies_the_rest():
                      "OpInfo_nn_functional_pad_constant_0", "OpInfo_nn_functional_pad_constant_int64_0",
                      "OpInfo_int_only_int64_0"]
     reasons = {(s.op, s.reason) for s in collection.skips}
-    assert ("rand_like", c.NONDETERMINISTIC) in reasons
+    assert ("rand_like", c.RANDOM) in reasons
     assert ("raises", c.NATIVE_RAISES) in reasons
     assert ("item", c.NON_TENSOR_OUTPUT) in reasons
     assert ("int_only", c.NO_FLOAT32) in reasons
@@ -70,3 +70,22 @@ def test_coverage_table_per_op_and_config():
     assert report["ops_passing_everywhere"] == {"linalg": 0, "tosa": 2}
     assert cell_text(report["ops"]["add"]["linalg"]) == "1/2 backend"
     assert cell_text(report["ops"]["add"]["tosa"]) == "pass"
+
+
+def test_a_case_survives_the_golden_trace_deep_copy():
+    import copy
+
+    case = next(x for x in c.collect(OPS).cases if x.name == "OpInfo_add_0")
+    module = copy.deepcopy(c.OpInfoModule(case))
+    assert module(torch.ones(2), torch.ones(2)).tolist() == [3.0, 3.0]  # alpha=2 kept
+
+
+def test_an_op_that_reseeds_per_call_is_random():
+    def reseeded_rand_like(x):  # as OpInfo's wrapper_set_seed: seed 42 inside, the RNG state restored
+        with torch.random.fork_rng():
+            torch.manual_seed(42)
+            return torch.rand_like(x)
+
+    seeded = _op("seeded", reseeded_rand_like, [lambda d: SampleInput(torch.ones(4, dtype=d))], dtypes=(torch.float32,))
+    collection = c.collect([seeded])
+    assert not collection.cases and collection.skips[0].reason == c.RANDOM

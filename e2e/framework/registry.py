@@ -205,11 +205,12 @@ def op_test(
     *,
     dynamic: bool | Sequence[Sequence[int] | None] = False,
     tolerance: Tolerance | None = None,
+    timeout_seconds: float | None = None,
 ) -> Test:
     """Register a test of a plain function of tensors (wrapped in a module)."""
     module_cls = type(name, (FunctionModule,), {})
     factory = _factory(module_cls, {"fn": fn}, inputs, dynamic, {})
-    return register(Test(name, factory, _invoker(inputs, {}), tolerance, _source_of(inputs)))
+    return register(Test(name, factory, _invoker(inputs, {}), tolerance, _source_of(inputs), timeout_seconds))
 
 
 def op_tests(

@@ -1,7 +1,11 @@
 """The OpInfo sweep's command line.
 
     python -m e2e.opinfo --report [--json PATH]          # what the sweep takes and skips, by reason
-    python -m e2e.opinfo --update-xfails [results.json]  # rewrite e2e/opinfo/xfail/*.txt from a run
+    python -m e2e.opinfo --update-xfails [results.json] --slice ci|full  # rewrite the xfail sets from a run
+
+The CI slice and the full sweep keep separate xfail sets (`e2e/opinfo/xfail/ci`,
+`e2e/opinfo/xfail/full`): xfail names must be registered tests, and the CI slice
+(`E2E_OPINFO_SLICE=ci`) registers only its ops.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from pathlib import Path
 
 from e2e.opinfo.collect import collect, in_ci_slice
 
-XFAIL_DIR = Path(__file__).parent / "xfail"
+XFAIL_DIRS = {"ci": Path(__file__).parent / "xfail" / "ci", "full": Path(__file__).parent / "xfail" / "full"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,15 +27,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", action="store_true", help="print the collection summary")
     parser.add_argument("--json", type=Path, help="also write every test and skip as JSON")
     parser.add_argument("--update-xfails", type=Path, nargs="?", const=Path("reports/results.json"), metavar="RESULTS",
-                        help=f"rewrite the sweep's xfail sets ({XFAIL_DIR}) from a run's results.json")
+                        help="rewrite the sweep's xfail sets from a run's results.json")
+    parser.add_argument("--slice", choices=sorted(XFAIL_DIRS), default="full",
+                        help="which xfail sets --update-xfails rewrites (default: full)")
     args = parser.parse_args(argv)
     if args.update_xfails:
         from e2e.configs.update_xfails import update
 
         if not args.update_xfails.exists():
             parser.error(f"{args.update_xfails} not found: run the sweep first")
-        for config, (added, removed) in update(args.update_xfails, XFAIL_DIR).items():
-            print(f"{XFAIL_DIR / config}.txt: +{added} -{removed}")
+        directory = XFAIL_DIRS[args.slice]
+        for config, (added, removed) in update(args.update_xfails, directory).items():
+            print(f"{directory / config}.txt: +{added} -{removed}")
         return 0
     if not (args.report or args.json):
         parser.error("nothing to do: give --report, --json PATH or --update-xfails")

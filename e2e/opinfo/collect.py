@@ -35,14 +35,26 @@ SAMPLES_RAISE = "sample generation raises"
 NATIVE_RAISES = "op raises on native CPU for this sample"
 NON_TENSOR_OUTPUT = "output is not made of dense tensors (and scalars)"
 NON_STRIDED_INPUT = "input is not a strided (dense) tensor"
-NONDETERMINISTIC = "output differs between two native runs (random or uninitialized)"
+RANDOM = "op draws from the random number generator"
+NONDETERMINISTIC = "output differs between two native runs"
 UNINITIALIZED = "output is uninitialized memory"
 TOO_LARGE = f"sample has more than {MAX_SAMPLE_ELEMENTS} elements"
 INPLACE = "in-place variant (the functional form is swept)"
 
 class _TensorSlot:
+    """One instance, kept by copies (the golden trace deep-copies the module)."""
+
     def __repr__(self) -> str:
         return "<tensor argument>"
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return "TENSOR"
 
 
 TENSOR = _TensorSlot()  # marks where a forward argument goes among a sample's leaves
@@ -132,6 +144,21 @@ def _same(a: Any, b: Any) -> bool:
     return True
 
 
+class _seeding_counted:
+    """True while in use if the code inside called `torch.manual_seed`."""
+
+    def __enter__(self):
+        self.calls, self.original = [], torch.manual_seed
+        torch.manual_seed = lambda seed: (self.calls.append(seed), self.original(seed))[1]
+        return self
+
+    def __exit__(self, *exc):
+        torch.manual_seed = self.original
+
+    def __bool__(self) -> bool:
+        return bool(self.calls)
+
+
 def _classify(op, case: OpInfoCase) -> str | None:
     """Why this sample is not a test, or None. Runs the op natively twice."""
     if any(t.layout != torch.strided for t in case.tensors):
@@ -141,12 +168,22 @@ def _classify(op, case: OpInfoCase) -> str | None:
     if op.name in UNINITIALIZED_OPS:
         return UNINITIALIZED
     try:
-        first = case.call(*[t.clone() for t in case.tensors])
+        # Different RNG seeds, so a random op differs on every machine and every worker
+        # classifies it the same way (xdist needs identical collections).
+        torch.manual_seed(0)
+        state = torch.get_rng_state()
+        with _seeding_counted() as seeded:
+            first = case.call(*[t.clone() for t in case.tensors])
+        # OpInfo wraps random ops to reseed (and restore the RNG) on each call: the same values twice.
+        draws = seeded or not torch.equal(state, torch.get_rng_state())
+        torch.manual_seed(1)
         second = case.call(*[t.clone() for t in case.tensors])
     except Exception:
         return NATIVE_RAISES
     if not _is_output(first):
         return NON_TENSOR_OUTPUT
+    if draws:
+        return RANDOM
     if not _same(first, second):
         return NONDETERMINISTIC
     return None
@@ -157,16 +194,26 @@ def _samples(op, dtype: torch.dtype, name: str, count: int) -> list:
     return list(itertools.islice(op.sample_inputs("cpu", dtype, requires_grad=False), count))
 
 
-def collect(op_db: list | None = None) -> Collection:
-    """Every OpInfo entry's first samples as cases, and what was not taken, with why."""
+def in_ci_ops(key: str) -> bool:
+    """The ops of the `opinfo_ci` slice: one in CI_SHARE, by a hash of the name (stable)."""
+    return zlib.crc32(key.encode()) % CI_SHARE == 0
+
+
+def collect(op_db: list | None = None, only: Callable[[str], bool] | None = None) -> Collection:
+    """Every OpInfo entry's first samples as cases, and what was not taken, with why.
+
+    `only(op_key)` restricts the entries (e.g. `in_ci_ops`: collecting all takes minutes).
+    """
     if op_db is None:
         from torch.testing._internal.common_methods_invocations import op_db
     collection = Collection()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for op in op_db:
-            collection.ops += 1
             key = op_key(op)
+            if only is not None and not only(key):
+                continue
+            collection.ops += 1
             if op.inplace_variant is not None:
                 collection.skips.append(Skip(key, "-", INPLACE, 0))
             supported = op.supported_dtypes("cpu")
@@ -214,7 +261,7 @@ class OpInfoModule(torch.nn.Module):
 
 
 def in_ci_slice(case: OpInfoCase) -> bool:
-    return case.dtype == "float32" and case.index == 0 and zlib.crc32(case.op.encode()) % CI_SHARE == 0
+    return case.dtype == "float32" and case.index == 0 and in_ci_ops(case.op)
 
 
 def as_test(case: OpInfoCase) -> Test:
@@ -228,9 +275,9 @@ def as_test(case: OpInfoCase) -> Test:
     )
 
 
-def register_sweep(collection: Collection | None = None) -> Collection:
+def register_sweep(collection: Collection | None = None, only: Callable[[str], bool] | None = None) -> Collection:
     """Register every case as an e2e test (once per process)."""
-    collection = collection or collect()
+    collection = collection or collect(only=only)
     for case in collection.cases:
         if case.name not in GLOBAL_TEST_REGISTRY:
             register(as_test(case))

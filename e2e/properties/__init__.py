@@ -16,5 +16,5 @@ from hypothesis import HealthCheck, settings
 PROFILE_ENV = "E2E_HYPOTHESIS_PROFILE"
 # Compiling an example takes 0.1-1 s: no per-example deadline, and the slow-data checks off.
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-settings.register_profile("ci", max_examples=6, derandomize=True, print_blob=True, **_COMMON)
+settings.register_profile("ci", max_examples=6, derandomize=True, database=None, print_blob=True, **_COMMON)
 settings.register_profile("dev", max_examples=60, print_blob=True, **_COMMON)

@@ -44,6 +44,10 @@ def _is_final_replay() -> bool:
     return context is not None and context.is_final
 
 
+def _in_hypothesis() -> bool:
+    return _current_build_context.value is not None
+
+
 def check_compiles_like_native(
     module: torch.nn.Module,
     inputs: Sequence[Any],
@@ -88,7 +92,8 @@ def _fail(name, config, what, module, inputs, torch_ir, pipeline, reports_dir, *
         message += f"\n  {outcome.summary()}"
         if outcome.bundle is not None:
             message += f"\n  reproducer (from the shrunk example): {outcome.bundle / 'README.md'}"
-    note(message)
+    if _in_hypothesis():
+        note(message)
     raise PropertyFailure(message)
 
 
