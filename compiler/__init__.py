@@ -22,6 +22,7 @@ from compiler import pipelines
 from compiler.frontends import fx
 from compiler.refbackend import TORCH_DTYPE_OF_MLIR, RefBackendProgram, ResultType, compile_linalg, opt_level_for
 from compiler.stages import (
+    first_line,
     Snapshots,
     StageError,
     module_text,
@@ -112,7 +113,13 @@ def torch_backend_ir(
     raw_ir: str, backend_legal_ops: Sequence[str] = (), *, snapshots: Snapshots | None = None
 ) -> str:
     """Stage torch-backend: raw torch dialect -> the backend contract."""
-    raw = parse_module(raw_ir, new_context())
+    try:
+        raw = parse_module(raw_ir, new_context())
+    except ir.MLIRError as error:  # the importer wrote IR that does not verify
+        lines = str(error).splitlines()
+        detail = next((line.strip() for line in lines if "error:" in line), first_line(error))
+        raise StageError("import", f"the imported module does not verify: {detail}",
+                         diagnostics=lines[1:], input_ir=raw_ir) from None
     run_stage(raw, "torch-backend", pipelines.fx_to_torch_backend(backend_legal_ops), snapshots)
     return module_text(raw)
 

@@ -212,12 +212,16 @@ class ArgumentType:
         return "tensor<" + "".join(f"{'?' if d is None else d}x" for d in self.dims) + f"{self.element}>"
 
 
+def _signless(element: str) -> str:
+    return element[1:] if element[:2] in ("si", "ui") else element
+
+
 def _builtin_element(dtype: torch.dtype) -> str | None:
     spec = DTYPES.get(dtype)
     if spec is None:
         return None
-    # Backend IR is signless: si64 and ui8 are i64 and i8 there.
-    return spec.mlir[1:] if spec.mlir[:2] in ("si", "ui") else spec.mlir
+    # Backend IR is signless (si64 and ui8 are i64 and i8 in linalg; StableHLO keeps ui8).
+    return _signless(spec.mlir)
 
 
 def argument_types(module: ir.Module, entry: str = "main") -> list[ArgumentType | None] | None:
@@ -245,7 +249,7 @@ def check_arguments(expected: Sequence[ArgumentType | None], tensors: Sequence[t
             continue
         given = f"{str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
         problems = []
-        if _builtin_element(tensor.dtype) != compiled.element:
+        if _builtin_element(tensor.dtype) != _signless(compiled.element):
             problems.append(f"element type {compiled.element} expected")
         if tensor.dim() != len(compiled.dims):
             problems.append(f"rank {len(compiled.dims)} expected")

@@ -43,7 +43,7 @@ PIECES = (
             "DType", "DTYPES", "UnsupportedDType", "dtype_spec", "UnrankedMemRef", "_RANKED_CACHE",
             "ranked_memref_type", "to_storage_array", "from_storage_array", "memref_argument", "memref_view",
             "read_memref", "_memref_copy", "bf16_boundary_as_i16", "_return_callback_name", "SCALAR_RESULTS",
-            "_builtin_element", "ArgumentType", "ResultType", "argument_types", "check_arguments", "RefBackendProgram",
+            "_signless", "_builtin_element", "ArgumentType", "ResultType", "argument_types", "check_arguments", "RefBackendProgram",
         ),
     ),
     Piece(
