@@ -120,13 +120,15 @@ class E2EItem(ResultItem):
         if result.passed:
             return
         entry = self.xfail_entry
+        differently = entry is not None and entry.differs_from(result.outcome, result.signature)
+        expected = entry is not None and not differently
         if not result.cached and state.reduce and result.outcome != ERROR and (
-            entry is None or self.config.getoption("reduce_xfailed")
-        ):
+            not expected or self.config.getoption("reduce_xfailed")
+        ):  # every unexpected failure gets a bundle
             self._reduce(state, result)
             state.cache.put(key, result)
         self.ihook.pytest_e2e_after_result(item=self, result=result)
-        if entry is not None and entry.differs_from(result.outcome, result.signature):
+        if differently:
             raise E2EFailsDifferently(result, entry)
         raise E2EFailure(result)
 

@@ -70,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from e2e.configs import load_config
     from e2e.framework.registry import GLOBAL_TEST_REGISTRY
+    from e2e.framework.isolation import Limits
     from e2e.framework.runner import prepare, run_pair
     from e2e.reducer.failure import reduce_result
 
@@ -81,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     config = load_config(args.config)
     prepared = prepare(GLOBAL_TEST_REGISTRY[args.name])
-    result = run_pair(prepared, config, reports_dir=args.reports_dir, timeout=300)
+    result = run_pair(prepared, config, reports_dir=args.reports_dir, limits=Limits(300, None))
     if result.passed:
         print(f"{args.name} passes on {args.config}: nothing to reduce")
         return 0
