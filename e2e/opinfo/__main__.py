@@ -37,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.update_xfails.exists():
             parser.error(f"{args.update_xfails} not found: run the sweep first")
         directory = XFAIL_DIRS[args.slice]
-        for config, (added, removed) in update(args.update_xfails, directory).items():
-            print(f"{directory / config}.txt: +{added} -{removed}")
+        for path, (added, removed) in update(args.update_xfails, directory).items():
+            print(f"{path}: +{added} -{removed}")
         return 0
     if not (args.report or args.json):
         parser.error("nothing to do: give --report, --json PATH or --update-xfails")
