@@ -51,7 +51,7 @@ def test_an_entry_checks_outcome_stage_and_pass_but_not_the_message(tmp_path):
     assert not nan.differs_from("fail", "compare | values")  # garbage shows as either
 
 
-def test_update_xfails_adds_failures_drops_passes_keeps_hand_written_reasons_and_groups(tmp_path):
+def test_update_xfails_adds_failures_drops_passes_and_keeps_hand_written_reasons(tmp_path):
     write(tmp_path, "A_basic  # hand-written reason\nB_basic  # fixed since\n")
     rows = [
         {"test": "A_basic", "config": "linalg", "outcome": "fail", "signature": "backend | p | x"},
@@ -65,7 +65,8 @@ def test_update_xfails_adds_failures_drops_passes_keeps_hand_written_reasons_and
     results.write_text(json.dumps(rows))
     assert update(results, tmp_path) == {tmp_path / "linalg.txt": (4, 1), tmp_path / "linalg.static.txt": (1, 0)}
     assert (tmp_path / "linalg.txt").read_text() == (
-        "A_basic  # hand-written reason\nC_basic  # crash: crash | lower | boom\n[fail: lower | p | same]\nG0\nG1\nG2\n"
+        "A_basic  # hand-written reason\nC_basic  # crash: crash | lower | boom\n"
+        "G0  # fail: lower | p | same\nG1  # fail: lower | p | same\nG2  # fail: lower | p | same\n"
     )
     assert (tmp_path / "linalg.static.txt").read_text() == "S_basic  # fail: compare | values\n"
 

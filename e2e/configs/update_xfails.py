@@ -7,8 +7,7 @@ expected, or differently) is listed with `<outcome>: <signature>`, which the plu
 checks; a test that passed is removed. A reason written by hand (one that records no
 signature) and a note beside a grouped name are kept. Tests broken on native torch
 (stage `golden`), skipped pairs and tests not in the run keep their lines or stay out,
-so a partial run (`-k tosa`) only touches what it ran. Entries sharing a reason are
-written as one group.
+so a partial run (`-k tosa`) only touches what it ran. Every line carries its reason.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ Tests sharing one cause can be grouped under it:
     BmmModule_basic  # a note of your own; the group's reason still applies
 
 A line with its own reason outside a group stands alone; a bare name belongs to the
-group above it. Names are sorted within each block, unique, and must be registered
+group above it (the updater writes a reason on every line). Names are sorted within each block, unique, and must be registered
 tests: a stale or misspelt name is an error at collection, with its file and line.
 """
 
@@ -26,8 +26,6 @@ from e2e.framework.result import SHAPE_MODES
 
 OUTCOMES = ("fail", "crash", "timeout", "memory")
 _EXPECTED = re.compile(rf"^({'|'.join(OUTCOMES)}): (.+)$")
-# Groups of this many entries with the same reason or more are written as one section.
-GROUP_AT = 3
 
 
 @dataclass(frozen=True)
@@ -121,16 +119,11 @@ def load_xfails(
 
 
 def format_xfails(reasons: dict[str, str], notes: dict[str, str] | None = None) -> str:
-    """The text of an xfail file: lone entries first, then one section per shared reason."""
+    """The text of an xfail file: one sorted line per test, each with its reason (a note
+    written beside a grouped name is kept after the reason)."""
     notes = notes or {}
-    by_reason: dict[str, list[str]] = {}
-    for name, reason in reasons.items():
-        by_reason.setdefault(reason, []).append(name)
-    lone = sorted(n for r, names in by_reason.items() if len(names) < GROUP_AT for n in names)
-    lines = [f"{name}  # {reasons[name]}" for name in lone]
-    for reason, names in sorted(by_reason.items(), key=lambda item: (-len(item[1]), item[0])):
-        if len(names) < GROUP_AT:
-            continue
-        lines.append(f"[{reason}]")
-        lines += [f"{name}  # {notes[name]}" if notes.get(name) else name for name in sorted(names)]
+    lines = [
+        f"{name}  # {reasons[name]}" + (f" -- {notes[name]}" if notes.get(name) else "")
+        for name in sorted(reasons)
+    ]
     return "".join(line + "\n" for line in lines)
