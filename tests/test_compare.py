@@ -3,6 +3,7 @@ import math
 import pytest
 import torch
 
+from e2e.framework import compare
 from e2e.framework.compare import compare_traces, compare_values
 from e2e.framework.registry import Tolerance
 from e2e.framework.trace import TraceItem
@@ -37,6 +38,26 @@ def test_golden_zero_is_never_divided_by():
     assert "inf" not in mismatch.detail
     # With only zeros in the golden there is no relative error to report.
     assert "max rel error nan" in mismatch.detail
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.int64])
+def test_chunked_comparison_reports_what_a_whole_comparison_does(monkeypatch, dtype):
+    golden = torch.arange(1, 31, dtype=dtype).reshape(2, 3, 5)
+    actual = golden.clone()
+    actual[0, 2, 1] += 7  # flat 11: the third chunk of four
+    actual[1, 2, 4] += 2  # flat 29: the last, partial chunk
+    whole = check(golden, actual)
+    monkeypatch.setattr(compare, "CHUNK", 4)
+    chunked = check(golden, actual)
+    assert chunked.detail == whole.detail
+    assert "2 of 30 elements differ" in chunked.detail
+    assert "first at index (0, 2, 1)" in chunked.detail
+    assert "max abs error 7" in chunked.detail
+    if dtype.is_floating_point:
+        actual = golden.clone()
+        golden[1, 0, 3] = actual[0, 0, 2] = math.nan
+        nan = check(golden, actual)
+        assert nan.kind == "nan" and "2 NaN positions differ, first at index (0, 0, 2)" in nan.detail
 
 
 def test_integers_and_bools_compare_exactly():

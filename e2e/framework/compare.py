@@ -44,6 +44,32 @@ def tolerance_for(dtype: torch.dtype, override: Tolerance | None) -> Tolerance:
     return override or TOLERANCES.get(dtype, TOLERANCES[torch.float32])
 
 
+# Elements compared at a time: widening to float64 costs 8 bytes an element, so a
+# 512 MiB fp16 output compared at once would need several GiB of temporaries.
+CHUNK = 1 << 22
+
+
+def _flat_index(flat: int, shape: torch.Size) -> tuple[int, ...]:
+    index = []
+    for size in reversed(shape):
+        flat, rest = divmod(flat, size)
+        index.append(rest)
+    return tuple(reversed(index))
+
+
+def _chunks(golden: torch.Tensor, actual: torch.Tensor):
+    g, a = golden.detach().reshape(-1), actual.detach().reshape(-1)
+    for start in range(0, g.numel(), CHUNK):
+        yield start, g[start : start + CHUNK], a[start : start + CHUNK]
+
+
+def _working_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Half-width floats widen (exactly) to float32 so tolerances are not rounded away."""
+    if dtype.is_floating_point and torch.finfo(dtype).bits < 32:
+        return torch.float32
+    return dtype
+
+
 def compare_tensors(golden: torch.Tensor, actual: Any, where: str, override: Tolerance | None) -> Mismatch | None:
     if not isinstance(actual, torch.Tensor):
         return Mismatch("type", where, f"expected a tensor, got {type(actual).__name__}")
@@ -52,35 +78,47 @@ def compare_tensors(golden: torch.Tensor, actual: Any, where: str, override: Tol
     if actual.shape != golden.shape:
         return Mismatch("shape", where, f"expected {list(golden.shape)}, got {list(actual.shape)}")
     tol = tolerance_for(golden.dtype, override)
-    if golden.dtype.is_floating_point or golden.dtype.is_complex:
-        g = golden.detach().to(torch.complex128 if golden.dtype.is_complex else torch.float64)
-        a = actual.detach().to(g.dtype)
-        nan_g, nan_a = torch.isnan(g), torch.isnan(a)
-        if not torch.equal(nan_g, nan_a):
-            bad = (nan_g != nan_a).nonzero()
-            return Mismatch(
-                "nan", where, f"{len(bad)} NaN positions differ, first at index {tuple(bad[0].tolist())}"
-            )
-        # inf must match exactly; the same inf gives a zero difference.
-        same = (a == g) | nan_g
-        diff = torch.where(same, torch.zeros((), dtype=torch.float64), (a - g).abs().to(torch.float64))
-        allowed = tol.atol + tol.rtol * g.abs().to(torch.float64)
-        bad = ~(same | ((diff <= allowed) & torch.isfinite(g) & torch.isfinite(a)))
-    else:
-        g = golden.to(torch.float64)
-        diff = (actual.to(torch.float64) - g).abs()
-        bad = actual != golden
-    if not bad.any():
+    floating = golden.dtype.is_floating_point or golden.dtype.is_complex
+    work = _working_dtype(golden.dtype)
+    counts = {"nan": 0, "values": 0}
+    first: dict[str, int] = {}
+    for start, g, a in _chunks(golden, actual):
+        if floating:
+            g, a = g.to(work), a.to(work)
+            # isclose: |a - g| <= atol + rtol * |g|, and infinities must match exactly.
+            found = {
+                "nan": torch.isnan(g) != torch.isnan(a),
+                "values": ~torch.isclose(a, g, rtol=tol.rtol, atol=tol.atol, equal_nan=True),
+            }
+        else:
+            found = {"values": a != g}
+        for kind, mask in found.items():
+            if mask.any():
+                counts[kind] += int(mask.sum())
+                first.setdefault(kind, start + int(mask.nonzero()[0]))
+    if "nan" in first:
+        index = _flat_index(first["nan"], golden.shape)
+        return Mismatch("nan", where, f"{counts['nan']} NaN positions differ, first at index {index}")
+    if "values" not in first:
         return None
-    index = tuple(bad.nonzero()[0].tolist())
-    magnitude = g.abs()
-    nonzero = magnitude > 0
-    rel = (diff[nonzero] / magnitude[nonzero]).max().item() if nonzero.any() else float("nan")
+    # The error magnitudes, in float64, over every element: failures only.
+    wide = torch.complex128 if golden.dtype.is_complex else torch.float64
+    max_abs, max_rel = 0.0, float("nan")
+    for _, g, a in _chunks(golden, actual):
+        g, a = g.to(wide), a.to(wide)
+        diff = torch.where((a == g) | torch.isnan(g), 0.0, (a - g).abs().to(torch.float64))
+        max_abs = max(max_abs, diff.max().item())
+        magnitude = g.abs().to(torch.float64)
+        nonzero = magnitude > 0
+        if nonzero.any():
+            rel = (diff[nonzero] / magnitude[nonzero]).max().item()
+            max_rel = rel if max_rel != max_rel else max(max_rel, rel)
+    index = _flat_index(first["values"], golden.shape)
     return Mismatch(
         "values",
         where,
-        f"{int(bad.sum())} of {bad.numel()} elements differ (rtol={tol.rtol}, atol={tol.atol}); "
-        f"max abs error {diff.max().item():.6g}, max rel error {rel:.6g} (over nonzero golden); "
+        f"{counts['values']} of {golden.numel()} elements differ (rtol={tol.rtol}, atol={tol.atol}); "
+        f"max abs error {max_abs:.6g}, max rel error {max_rel:.6g} (over nonzero golden); "
         f"first at index {index}: expected {golden[index].item()}, got {actual[index].item()}",
     )
 

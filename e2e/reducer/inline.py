@@ -52,7 +52,10 @@ PIECES = (
          "_input", "invoke_main"),
     ),
     Piece("e2e.framework.registry", ("Tolerance",)),
-    Piece("e2e.framework.compare", ("TOLERANCES", "EXACT", "Mismatch", "tolerance_for", "compare_tensors")),
+    Piece(
+        "e2e.framework.compare",
+        ("TOLERANCES", "EXACT", "Mismatch", "tolerance_for", "CHUNK", "_flat_index", "_chunks", "_working_dtype", "compare_tensors"),
+    ),
     Piece(
         "e2e.reducer.signature",
         ("_RULES", "normalize", "pass_name", "stage_signature", "mismatch_signature", "first_native_error", "crash_signature"),
