@@ -25,6 +25,7 @@ from torch_mlir import ir
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 
+from compiler.frontends.decompose import run_decompositions
 from compiler.stages import StageError, first_line, new_context
 
 
@@ -89,7 +90,7 @@ def capture(
             program = torch.export.export(module, tuple(example_inputs), dynamic_shapes=shapes, strict=strict)
             step = "decompositions"
             if decompose:
-                program = program.run_decompositions(get_decomposition_table())
+                program = run_decompositions(program, get_decomposition_table())
         except Exception as error:
             first_error = first_error or (step, error)
             continue

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import faulthandler
+import gc
 import os
 import pickle
 import select
@@ -178,6 +179,10 @@ class Child:
             os.close(from_child_r)
             status = 0
             try:
+                # Everything inherited is long-lived: without this, each full collection
+                # walks torch's ~360,000 objects (decompositions run 40% slower), and
+                # touching their headers copies the shared pages.
+                gc.freeze()
                 die_with_parent()
                 fd = os.open(self.stderr_path, os.O_WRONLY)
                 os.dup2(fd, 2)
