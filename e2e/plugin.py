@@ -151,6 +151,8 @@ def _python_plugin_takes(file_path: Path, parent) -> bool:
     """Whether pytest's python plugin will offer this file to `pytest_pycollect_makemodule`."""
     from _pytest.pathlib import fnmatch_ex
 
+    if not parent.config.pluginmanager.has_plugin("python"):  # `-p no:python`
+        return False
     if parent.session.isinitpath(file_path):
         return True
     return any(fnmatch_ex(pattern, file_path) for pattern in parent.config.getini("python_files"))

@@ -37,6 +37,8 @@ def test_a_suite_file_named_like_a_test_module_or_given_alone_is_collected_once(
     pytester.mkdir("suite").joinpath("test_ops.py").write_text(SUITE)
     run(pytester, "--e2e-suite", "suite", "--config", "linalg").assert_outcomes(passed=2)
     run(pytester, "suite/test_ops.py", "--e2e-suite", "suite", "--config", "linalg").assert_outcomes(passed=2)
+    # Without pytest's python plugin (a suite whose __init__.py must not be imported).
+    run(pytester, "-p", "no:python", "--e2e-suite", "suite", "--config", "linalg").assert_outcomes(passed=2)
 
 
 def test_under_xdist_the_configs_of_a_test_share_one_worker_and_its_frontend(pytester):
