@@ -101,17 +101,18 @@ def compare_tensors(golden: torch.Tensor, actual: Any, where: str, override: Tol
         return Mismatch("nan", where, f"{counts['nan']} NaN positions differ, first at index {index}")
     if "values" not in first:
         return None
-    # The error magnitudes, in float64, over every element: failures only.
-    wide = torch.complex128 if golden.dtype.is_complex else torch.float64
+    # The error magnitudes over every element (floats in the working dtype, integers and
+    # bools in float64, where a difference cannot overflow): failures only.
+    report = work if floating else torch.float64
     max_abs, max_rel = 0.0, float("nan")
     for _, g, a in _chunks(golden, actual):
-        g, a = g.to(wide), a.to(wide)
-        diff = torch.where((a == g) | torch.isnan(g), 0.0, (a - g).abs().to(torch.float64))
+        g, a = g.to(report), a.to(report)
+        diff = torch.where((a == g) | torch.isnan(g), 0.0, (a - g).abs())
         max_abs = max(max_abs, diff.max().item())
-        magnitude = g.abs().to(torch.float64)
+        magnitude = g.abs()
         nonzero = magnitude > 0
         if nonzero.any():
-            rel = (diff[nonzero] / magnitude[nonzero]).max().item()
+            rel = torch.where(nonzero, diff / torch.where(nonzero, magnitude, 1.0), 0.0).max().item()
             max_rel = rel if max_rel != max_rel else max(max_rel, rel)
     index = _flat_index(first["values"], golden.shape)
     return Mismatch(
