@@ -252,12 +252,27 @@ def print_mode(run: ModeRun, configs: list[str]) -> None:
             print(f"    {count:5d}  {signature[:150]}")
 
 
-def print_agreement(run: ModeRun, configs: list[str], expected_failures: dict[str, set[str]], verbose: bool) -> None:
-    print(f"\n=== agreement with upstream's xfail sets ({run.mode} shapes)")
+def upstream_framework_failures(path: Path) -> tuple[dict[str, set[str]], dict[str, dict[str, str]]]:
+    """From `benchmarks/upstream_framework.py --out FILE`: per config, the tests upstream's
+    own framework does not pass on this machine, and its first error line per test."""
+    data = json.loads(path.read_text())["results"]
+    failures = {c: {t for t, row in rows.items() if row["outcome"] != "pass"} for c, rows in data.items()}
+    errors = {c: {t: f"{row['outcome']}: {row['error']}" for t, row in rows.items() if row["outcome"] != "pass"}
+              for c, rows in data.items()}
+    return failures, errors
+
+
+def print_agreement(run: ModeRun, configs: list[str], expected_failures: dict[str, set[str]], verbose: bool,
+                    reference: str = "upstream's xfail sets", upstream_errors: dict[str, dict[str, str]] | None = None,
+                    judged: dict[str, set[str]] | None = None) -> None:
+    """`judged`: per config, the tests the reference judged (default: all)."""
+    print(f"\n=== agreement with {reference} ({run.mode} shapes)")
     for config in configs:
         if config not in expected_failures:
             continue
-        result = agreement([r for r in run.rows if r["config"] == config], expected_failures[config])
+        known = (judged or {}).get(config)
+        rows = [r for r in run.rows if r["config"] == config and (known is None or r["test"] in known)]
+        result = agreement(rows, expected_failures[config])
         print(f"  {config}: {result.ratio:.2%} of {result.total} agree: both pass {len(result.both_pass)}, "
               f"both fail {len(result.both_fail)}, only here {len(result.only_here)}, "
               f"only upstream {len(result.only_upstream)}")
@@ -267,9 +282,25 @@ def print_agreement(run: ModeRun, configs: list[str], expected_failures: dict[st
             if names:
                 print(f"    {label}:")
                 for name in names if verbose else names[:40]:
-                    print(f"      {name}  [{signature.get(name) or 'pass'}]"[:200])
+                    why = (upstream_errors or {}).get(config, {}).get(name)
+                    line = f"      {name}  [{signature.get(name) or 'pass'}]"
+                    print((line + (f"  upstream: {why}" if why else ""))[:400])
                 if not verbose and len(names) > 40:
                     print(f"      ... {len(names) - 40} more (--verbose lists all)")
+
+
+def print_dynamic_only(static: ModeRun, annotated: ModeRun, configs: list[str]) -> None:
+    """The tests that pass with static shapes and fail with their annotated dynamic dims:
+    the dynamic-shape bugs a static-only run (upstream's) never sees, grouped by signature."""
+    print("\n=== failing only with dynamic dims (pass in static mode, fail in annotated mode)")
+    passed_static = {(r["test"], r["config"]) for r in static.rows if r["outcome"] == "pass"}
+    for config in configs:
+        rows = [r for r in annotated.rows if r["config"] == config and r["outcome"] != "pass"
+                and (r["test"], config) in passed_static]
+        signatures = Counter(r.get("signature") or "?" for r in rows)
+        print(f"  {config}: {len(rows)} tests, {len(signatures)} signatures")
+        for signature, count in signatures.most_common():
+            print(f"    {count:5d}  {signature[:160]}")
 
 
 def main() -> None:
@@ -288,6 +319,12 @@ def main() -> None:
         help="reread the last results in --reports-dir (an unfinished run: its log so far); run nothing",
     )
     parser.add_argument("--verbose", action="store_true", help="list every differing test")
+    parser.add_argument(
+        "--upstream-results",
+        type=Path,
+        help="compare with upstream's own framework run on this machine "
+        "(benchmarks/upstream_framework.py --out FILE) instead of its xfail sets",
+    )
     args = parser.parse_args()
     suite = args.suite_dir.resolve()
     if not suite.is_dir():
@@ -295,13 +332,21 @@ def main() -> None:
     configs = [c for c in args.configs.split(",") if c]
     xfail_sets = args.xfail_sets or suite.parent.parent.parent / "e2e_testing" / "xfail_sets.py"
     expected = upstream_expected_failures(xfail_sets, suite) if xfail_sets.exists() else None
+    runs: dict[str, ModeRun] = {}
     for mode in args.modes.split(","):
         run = reread_mode(mode, args) if args.from_results else run_mode(suite, mode, args)
         if run is None:
             continue
+        runs[mode] = run
         print_mode(run, configs)
         if expected is not None and mode == "static":
             print_agreement(run, configs, expected, args.verbose)
+        if args.upstream_results and mode == "static":
+            failures, errors = upstream_framework_failures(args.upstream_results)
+            ran = {c: set(rows) for c, rows in json.loads(args.upstream_results.read_text())["results"].items()}
+            print_agreement(run, configs, failures, args.verbose, "upstream's own framework on this machine", errors, ran)
+    if "static" in runs and "annotated" in runs:
+        print_dynamic_only(runs["static"], runs["annotated"], configs)
     if expected is None:
         print(f"\n(no upstream xfail_sets.py at {xfail_sets}: agreement not computed)")
 
