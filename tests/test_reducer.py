@@ -19,7 +19,7 @@ from compiler.pipelines import TORCH_BACKEND_TO_LINALG
 from compiler.refbackend import LOWER_PIPELINE
 from e2e.configs import load_config
 from e2e.reducer.bundle import with_reproducer_resource
-from e2e.reducer.failure import reduce_mismatch, reduce_mlir
+from e2e.reducer.failure import reduce_jit_mismatch, reduce_mismatch, reduce_mlir
 from e2e.reducer.localize import toolchain_for
 from e2e.reducer.reduce import op_count
 from e2e.reducer.signature import crash_signature, guilty_op, normalize, stage_signature
@@ -102,6 +102,23 @@ def test_miscompile_found_node_by_node(tmp_path):
     outcome_ok = reduce_mismatch(Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], chain, test="T2", config="c",
                                  reports_dir=tmp_path, time_box=40)
     assert outcome_ok.bundle is None
+
+
+def test_torchscript_miscompile_found_in_the_torchscript_graph(tmp_path):
+    """The search the torchscript config falls back to when the FX re-export agrees."""
+    chain = toolchain_for(load_config("torchscript"))["backend"]
+    broken = [*chain[:-len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]
+    inputs = [torch.rand(3, 4), torch.rand(3, 4)]
+    outcome = reduce_jit_mismatch(Mixed(), inputs, broken, test="T", config="torchscript", reports_dir=tmp_path,
+                                  time_box=60)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "torch.aten.mul"
+    repro = (outcome.bundle / "repro.mlir").read_text().split("{-#")[0]
+    assert "torch.aten.mul.Tensor" in repro and "torch.aten.exp" not in repro  # the node alone
+    assert "localized in the TorchScript graph" in (outcome.bundle / "README.md").read_text()
+    assert run_elsewhere(outcome.bundle, tmp_path).returncode == 1
+    fine = reduce_jit_mismatch(Mixed(), inputs, chain, test="T2", config="torchscript", reports_dir=tmp_path, time_box=60)
+    assert fine.bundle is None and "agrees with TorchScript's own run" in fine.note
 
 
 class DynamicMatmul(torch.nn.Module):

@@ -205,6 +205,42 @@ def reduce_mismatch(
     )
 
 
+def reduce_jit_mismatch(module, inputs, toolchain, *, test, config, reports_dir, tolerance=None,
+                        time_box: float = DEFAULT_TIME_BOX, verify: bool = True) -> ReduceOutcome:
+    """Wrong results only the JIT path gives: the first differing node of the TorchScript graph, alone."""
+    from e2e.reducer.jit_graph import localize_jit
+
+    start = time.monotonic()
+    try:
+        found = localize_jit(module, inputs, toolchain, tolerance=tolerance, deadline=start + time_box)
+    except Exception as error:
+        return ReduceOutcome(note=f"the TorchScript graph search failed: {type(error).__name__}: {error}"[:300],
+                             stopped=NO_LOCALIZATION)
+    if isinstance(found, str):
+        return ReduceOutcome(note=found, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
+    guilty = "torch." + found.kind.replace("::", ".")
+    case = Case(MISMATCH, "compare", list(toolchain), found.signature, guilty_op=guilty,
+                result_dtypes=found.result_dtypes, tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None)
+    target = bundle_dir_for(reports_dir, test, config)
+    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
+    if owner is not None:
+        add_test(owner, test, config)
+        return ReduceOutcome(owner, True, True, guilty_op=guilty, note=f"shares the bundle of {owner}", stopped="shared")
+    ops = op_count(found.torch_backend_ir)
+    info = BundleInfo(
+        test, config, case, found.torch_backend_ir, found.torch_backend_ir, ops, ops, queries=found.queries,
+        seconds=time.monotonic() - start, minimal=True, inputs=found.inputs, expected=found.expected,
+        notes=[f"localized in the TorchScript graph ({found.nodes_searched} tensor-producing nodes, "
+               f"{found.queries} queries): the first node whose compiled value differs from TorchScript's "
+               f"own run, here alone with the native values of its inputs: `{found.node}`",
+               f"compiled vs native: {found.detail}"],
+    )
+    written = time.monotonic()
+    verified, detail = write_bundle(info, target, check=verify)
+    return ReduceOutcome(target, verified, False, ops, ops, found.queries, time.monotonic() - start, guilty, detail,
+                         stopped=ONE_MINIMAL, verify_seconds=time.monotonic() - written)
+
+
 def _same_failure(replayed: str, reported: str) -> bool:
     """The pass's own error, with or without the context a frontend prefixed to it.
 
@@ -247,6 +283,15 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
             )
             if outcome.bundle is not None:
                 break
+        if outcome.bundle is None and config.toolchain().frontend == "torchscript":
+            jit = reduce_jit_mismatch(
+                prepared.module, prepared.first_call(method), toolchain_for(config)["backend"],
+                tolerance=prepared.test.tolerance,
+                **{**common, "time_box": max(time_box - (time.monotonic() - start), 10.0)},
+            )
+            if jit.bundle is not None:
+                return jit
+            outcome.note = f"{outcome.note}; in the TorchScript graph: {jit.note}"
         return outcome
     if result.stage in ("capture", "import") and result.outcome != "crash":
         from e2e.reducer.frontend import reduce_frontend

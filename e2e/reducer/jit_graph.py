@@ -1,0 +1,219 @@
+"""Wrong results on the torchscript config, localized in the TorchScript graph itself.
+
+The FX search (`graph.py`) re-exports the module, so it cannot see a miscompile that
+only the JIT path produces: the JIT graph hands torch-mlir other ops (for example
+`aten::scaled_dot_product_attention` whole, which torch.export decomposes first).
+Here TorchScript's interpreter runs a prefix of the captured graph natively, the
+config compiles the same prefix, and a binary search finds the first node whose
+value differs. That node alone, given the native values of its inputs, is the bundle.
+
+    found = localize_jit(module, inputs, toolchain, tolerance=..., deadline=...)
+    # JitMismatch(node="aten::scaled_dot_product_attention ...", torch_backend_ir=...)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from torch.utils import _pytree as pytree
+
+TENSOR = "TensorType"
+
+
+@dataclass
+class JitMismatch:
+    node: str  # the differing node, as TorchScript prints it
+    kind: str  # its op, e.g. aten::scaled_dot_product_attention
+    torch_backend_ir: str
+    inputs: list[np.ndarray]
+    expected: list[np.ndarray]
+    result_dtypes: list[str]
+    signature: str
+    detail: str
+    queries: int
+    nodes_searched: int
+
+
+def _tensor_outputs(node: torch._C.Node) -> list[torch._C.Value]:
+    return [o for o in node.outputs() if o.type().kind() == TENSOR]
+
+
+def _returning(graph: torch._C.Graph, picks: Sequence[tuple[int, int]]) -> torch._C.Graph:
+    """A copy of `graph` that returns, as one tuple, output `j` of top-level node `i` for each pick."""
+    copy = graph.copy()
+    nodes = list(copy.nodes())
+    values = [list(nodes[i].outputs())[j] for i, j in picks]
+    while list(copy.outputs()):
+        copy.eraseOutput(0)
+    pack = copy.create("prim::TupleConstruct", values)
+    pack.output().setType(torch._C.TupleType([v.type() for v in values]))
+    copy.appendNode(pack)
+    copy.registerOutput(pack.output())
+    torch._C._jit_pass_dce(copy)
+    return copy
+
+
+def _run_native(graph: torch._C.Graph, arguments: Sequence[Any]) -> list[Any]:
+    function = torch._C._create_function_from_graph("e2e_jit_probe", graph)
+    with torch.no_grad():
+        out = function(*arguments)
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+class JitSearch:
+    """The captured graph of a module, run natively and compiled prefix by prefix."""
+
+    def __init__(self, module: torch.nn.Module, inputs: Sequence[Any], toolchain: Sequence[str], tolerance=None):
+        from compiler.frontends import torchscript
+
+        self.capture = torchscript.capture(module, inputs)
+        self.graph = self.capture.graph
+        self.toolchain, self.tolerance = list(toolchain), tolerance
+        self.tensors = [x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
+        owner = self.capture.graph_inputs[0].value
+        self.native_arguments = [getattr(owner, "_c", owner), *self.tensors]
+        self.nodes = list(self.graph.nodes())
+        self.producer_of = {o.unique(): (i, j) for i, n in enumerate(self.nodes) for j, o in enumerate(n.outputs())}
+        # (node index, output index) of every tensor a top-level node produces, in order.
+        self.candidates = [i for i, n in enumerate(self.nodes) if _tensor_outputs(n)]
+        self.queries = 0
+
+    def picks_upto(self, k: int) -> list[tuple[int, int]]:
+        picks = []
+        for i in self.candidates[: k + 1]:
+            outputs = list(self.nodes[i].outputs())
+            picks += [(i, j) for j, o in enumerate(outputs) if o.type().kind() == TENSOR]
+        return picks
+
+    def compile_and_run(self, graph: torch._C.Graph, graph_inputs, arguments) -> tuple[str, list, list] | None:
+        """(torch backend IR, compiled outputs, result dtypes); None when it does not compile or run."""
+        from compiler import pipelines, result_dtypes
+        from compiler.frontends import jit
+        from compiler.jit_compile import _erase_dead_allocations
+        from compiler.refbackend import RefBackendProgram
+        from compiler.stages import Snapshots, module_text, new_context, parse_module, run_stage
+        from e2e.reducer.case import run_entries
+
+        try:
+            imported = jit.import_graph(graph, graph_inputs)
+            run_stage(imported.module, "torch-backend", pipelines.JIT_TO_TORCH_BACKEND, Snapshots())
+            _erase_dead_allocations(imported.module)
+            torch_ir = module_text(imported.module)
+            dtypes = result_dtypes(torch_ir)
+            compiled = parse_module(torch_ir, new_context())
+            run_entries(compiled, self.toolchain)
+            program = RefBackendProgram(compiled, dtypes)
+            try:
+                actual = program(*arguments)
+            finally:
+                program.close()
+        except Exception:  # a prefix that does not compile says nothing about values
+            return None
+        return torch_ir, list(actual) if isinstance(actual, (list, tuple)) else [actual], dtypes
+
+    def differs(self, expected: Sequence[Any], actual: Sequence[Any]) -> tuple[str, str] | None:
+        from e2e.framework.compare import compare_tensors
+        from e2e.reducer.signature import mismatch_signature
+
+        for i, (g, a) in enumerate(zip(expected, actual)):
+            mismatch = compare_tensors(torch.as_tensor(g), torch.as_tensor(a), f"output {i}", self.tolerance)
+            if mismatch is not None:
+                return mismatch_signature(mismatch.kind), str(mismatch)
+        return None
+
+    def prefix_differs(self, k: int) -> bool | None:
+        """Whether any tensor of the first `k + 1` candidate nodes differs; None if it does not compile."""
+        self.queries += 1
+        probe = _returning(self.graph, self.picks_upto(k))
+        expected = _run_native(probe, self.native_arguments)
+        compiled = self.compile_and_run(probe, self.capture.graph_inputs,
+                                        [self.tensors[i] for i in self.capture.argument_indices])
+        if compiled is None:
+            return None
+        return self.differs(expected, compiled[1]) is not None
+
+    def single_node(self, index: int) -> tuple[torch._C.Graph, list[torch.Tensor]]:
+        """Node `index` alone: its tensor inputs become arguments (with their native values),
+        its other computed inputs literals."""
+        node = self.nodes[index]
+        producers = {}
+        for value in node.inputs():
+            if value.node().kind() not in ("prim::Constant", "prim::Param"):
+                producers[value.unique()] = self.producer_of[value.unique()]
+        picks = sorted(set(producers.values()))
+        values = _run_native(_returning(self.graph, picks), self.native_arguments) if picks else []
+        native = {key: values[picks.index(pick)] for key, pick in producers.items()}
+        params = {v.unique(): v for v in self.graph.inputs()}
+        graph = torch._C.Graph()
+        mapped: dict[int, torch._C.Value] = {}
+        arguments: list[torch.Tensor] = []
+        for value in node.inputs():
+            if value.unique() in mapped:
+                continue
+            if value.node().kind() == "prim::Constant":
+                mapped[value.unique()] = graph.insertNode(graph.createClone(value.node(), lambda v: v)).output()
+                continue
+            if value.unique() in params:  # a graph argument: the test's own tensor
+                position = list(self.graph.inputs()).index(params[value.unique()]) - 1
+                tensor = self.tensors[self.capture.argument_indices[position]]
+            else:
+                tensor = native[value.unique()]
+            if isinstance(tensor, torch.Tensor):
+                new = graph.addInput()
+                new.setType(value.type())
+                arguments.append(tensor.detach().clone())
+                mapped[value.unique()] = new
+            else:
+                mapped[value.unique()] = graph.insertConstant(tensor)
+        clone = graph.insertNode(graph.createClone(node, lambda v: mapped[v.unique()]))
+        outputs = _tensor_outputs(clone)
+        if len(outputs) == 1:
+            graph.registerOutput(outputs[0])
+        else:
+            pack = graph.create("prim::TupleConstruct", outputs)
+            pack.output().setType(torch._C.TupleType([o.type() for o in outputs]))
+            graph.appendNode(pack)
+            graph.registerOutput(pack.output())
+        return graph, arguments
+
+
+def localize_jit(module, inputs, toolchain, *, tolerance=None, deadline: float) -> JitMismatch | str:
+    """The first node of the captured TorchScript graph whose compiled value differs, alone;
+    or a sentence saying why there is none."""
+    from compiler.frontends.jit import TensorArg
+
+    search = JitSearch(module, inputs, toolchain, tolerance)
+    last = len(search.candidates) - 1
+    whole = search.prefix_differs(last)
+    if not whole:
+        return ("the captured graph's tensors do not compile together" if whole is None
+                else "every tensor of the captured graph agrees with TorchScript's own run")
+    low, high = 0, last
+    while low < high:
+        if time.monotonic() > deadline:
+            return f"time box reached after {search.queries} queries (first differing node between {low} and {high})"
+        middle = (low + high) // 2
+        if search.prefix_differs(middle):
+            high = middle
+        else:
+            low = middle + 1  # agrees, or does not compile: look later
+    index = search.candidates[low]
+    node = search.nodes[index]
+    graph, arguments = search.single_node(index)
+    expected = _run_native(graph, arguments)
+    compiled = search.compile_and_run(graph, [TensorArg(tuple(t.shape), t.dtype) for t in arguments], arguments)
+    found = search.differs(expected, compiled[1]) if compiled else None
+    text = str(node).strip().splitlines()[0]
+    if found is None:
+        return f"the first differing node does not miscompile alone: {text[:200]}"
+    torch_ir, _, dtypes = compiled
+    return JitMismatch(
+        node=text, kind=node.kind(), torch_backend_ir=torch_ir,
+        inputs=[t.numpy() for t in arguments], expected=[torch.as_tensor(e).numpy() for e in expected],
+        result_dtypes=[str(d).removeprefix("torch.") for d in dtypes], signature=found[0], detail=found[1],
+        queries=search.queries, nodes_searched=len(search.candidates),
+    )
