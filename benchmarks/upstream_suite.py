@@ -287,6 +287,17 @@ def print_agreement(run: ModeRun, configs: list[str], expected_failures: dict[st
                     print((line + (f"  upstream: {why}" if why else ""))[:400])
                 if not verbose and len(names) > 40:
                     print(f"      ... {len(names) - 40} more (--verbose lists all)")
+        if upstream_errors is not None:  # the differences by cause: upstream's error, or our signature
+            causes = Counter(_normalized(upstream_errors.get(config, {}).get(n, "?")) for n in result.only_here)
+            causes.update(f"fails here: {signature.get(n)}" for n in result.only_upstream)
+            print("    differences by cause:")
+            for cause, count in causes.most_common():
+                print(f"      {count:4d}  {cause[:170]}")
+
+
+def _normalized(error: str) -> str:
+    """An upstream error line without the numbers that vary from test to test."""
+    return "upstream " + re.sub(r"0x[0-9a-f]+|\d+", "N", error)
 
 
 def print_dynamic_only(static: ModeRun, annotated: ModeRun, configs: list[str]) -> None:

@@ -236,3 +236,15 @@ def test_lazy_capture_failure_becomes_a_torch_script(tmp_path):
     assert outcome.guilty_op == "aten.atan2.default" and outcome.ops_after == 1
     done = run_elsewhere(outcome.bundle, tmp_path)
     assert done.returncode == 1 and "aten::atan2" in done.stdout
+
+
+def test_a_replayed_failure_matches_its_report_behind_the_frontends_prefix_and_the_cut():
+    from e2e.reducer.failure import _same_failure
+
+    stage = "torch-backend | torch-lower-to-backend-contract"
+    replayed = f"{stage} | loc: failed to legalize operation 'torch.operator' that was explicitly marked illegal: %v:2 = rest"
+    reported = (f"{stage} | ops unknown to the torch dialect (imported as torch.operator): aten.gru.input; "
+                "loc: failed to legalize operation 'torch.operator' that was expl")  # cut at 300 characters
+    assert _same_failure(replayed, reported)
+    assert not _same_failure(replayed, f"{stage} | loc: failed to legalize operation 'torch.aten.mm'")
+    assert not _same_failure(replayed, f"backend | convert-torch-to-linalg | {replayed.rpartition(' | ')[2]}")
