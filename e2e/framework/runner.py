@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 import shutil
 import time
 import traceback
@@ -66,6 +67,15 @@ class PreparedTest:
 
     def first_call(self, method: str) -> list[Any]:
         return next(item.inputs for item in self.golden if item.method == method)
+
+    def failing_call(self, error: str) -> tuple[str, list[Any]]:
+        """The method and inputs of the trace item a mismatch names (`trace item #N`); else the first call."""
+        match = re.search(r"trace item #(\d+)", error)
+        if match and int(match.group(1)) < len(self.golden):
+            item = self.golden[int(match.group(1))]
+            return item.method, item.inputs
+        method = self.methods()[0]
+        return method, self.first_call(method)
 
     def methods(self) -> list[str]:
         return list(dict.fromkeys(item.method for item in self.golden))

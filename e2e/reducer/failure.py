@@ -273,7 +273,8 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     if result.outcome == "timeout":
         return ReduceOutcome(note="timeouts are not reduced (each query could take as long)", stopped=NO_LOCALIZATION)
     if result.stage == "compare":
-        method = prepared.methods()[0]
+        # A dynamic test is called at several shapes: reduce the call that mismatched.
+        method, call = prepared.failing_call(result.error)
         shapes = prepared.arg_shapes(method)
         # LTC traces and eager ops are compiled for the example inputs' shapes.
         tries = [None] if config.toolchain().frontend in ("ltc", "eager") or shapes is None else [shapes, None]
@@ -281,7 +282,7 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
         for arg_shapes in tries:  # the test's dynamic dims first; then the example shapes
             outcome = reduce_mismatch(
                 prepared.module,
-                prepared.first_call(method),
+                call,
                 toolchain_for(config)["backend"],
                 arg_shapes=arg_shapes,
                 tolerance=prepared.test.tolerance,
@@ -293,7 +294,7 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
                 break
         if outcome.bundle is None and config.toolchain().frontend == "torchscript":
             jit = reduce_jit_mismatch(
-                prepared.module, prepared.first_call(method), toolchain_for(config)["backend"],
+                prepared.module, call, toolchain_for(config)["backend"],
                 tolerance=prepared.test.tolerance,
                 **{**common, "time_box": max(time_box - (time.monotonic() - start), 10.0)},
             )
