@@ -176,32 +176,38 @@ def reduce_mismatch(
     found = localize_group(search, start + time_box)
     if isinstance(found, str):
         return ReduceOutcome(note=found, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
-    case = Case(
-        MISMATCH, "compare", list(toolchain), found.signature, guilty_op=found.guilty_op,
-        result_dtypes=found.result_dtypes, tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None,
-    )
-    target = bundle_dir_for(reports_dir, test, config)
-    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
-    if owner is not None:
-        add_test(owner, test, config)
-        return ReduceOutcome(owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared")
-    ops_after = op_count(found.torch_backend_ir)
     notes = [f"localized to {len(found.nodes)} FX node(s) of {len(search.units)}, given golden inputs: "
              + "; ".join(f"`{n}`" for n in found.nodes), f"compiled vs native: {found.detail}"]
     if found.literals:
         notes.append("sizes computed in the graph replaced by literals: "
                      + ", ".join(f"{k} -> {v}" for k, v in found.literals.items()))
+    return _mismatch_bundle(found, found.guilty_op, toolchain, tolerance, notes, original_ir, found.stopped,
+                            start=start, test=test, config=config, reports_dir=reports_dir, verify=verify)
+
+
+def _mismatch_bundle(found, guilty: str, toolchain, tolerance, notes: list[str], original_ir: str, stopped: str, *,
+                     start: float, test: str, config: str, reports_dir, verify: bool) -> ReduceOutcome:
+    """A localized mismatch (`found`: its torch backend IR, inputs, expected values, dtypes,
+    signature, queries) as a bundle, or a share of the bundle of the same bug."""
+    case = Case(MISMATCH, "compare", list(toolchain), found.signature, guilty_op=guilty,
+                result_dtypes=found.result_dtypes, tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None)
+    target = bundle_dir_for(reports_dir, test, config)
+    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
+    if owner is not None:
+        add_test(owner, test, config)
+        return ReduceOutcome(owner, True, True, guilty_op=guilty, note=f"shares the bundle of {owner}", stopped="shared")
+    ops_after = op_count(found.torch_backend_ir)
     info = BundleInfo(
         test, config, case, found.torch_backend_ir, original_ir or found.torch_backend_ir,
         op_count(original_ir) if original_ir else ops_after, ops_after,
-        queries=found.queries, seconds=time.monotonic() - start, minimal=found.stopped == ONE_MINIMAL,
+        queries=found.queries, seconds=time.monotonic() - start, minimal=stopped == ONE_MINIMAL,
         inputs=found.inputs, expected=found.expected, notes=notes,
     )
     written = time.monotonic()
     verified, detail = write_bundle(info, target, check=verify)
     return ReduceOutcome(
         target, verified, False, info.ops_before, ops_after, found.queries,
-        time.monotonic() - start, case.guilty_op, detail, stopped=found.stopped, verify_seconds=time.monotonic() - written,
+        time.monotonic() - start, guilty, detail, stopped=stopped, verify_seconds=time.monotonic() - written,
     )
 
 
@@ -218,27 +224,12 @@ def reduce_jit_mismatch(module, inputs, toolchain, *, test, config, reports_dir,
                              stopped=NO_LOCALIZATION)
     if isinstance(found, str):
         return ReduceOutcome(note=found, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
-    guilty = "torch." + found.kind.replace("::", ".")
-    case = Case(MISMATCH, "compare", list(toolchain), found.signature, guilty_op=guilty,
-                result_dtypes=found.result_dtypes, tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None)
-    target = bundle_dir_for(reports_dir, test, config)
-    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
-    if owner is not None:
-        add_test(owner, test, config)
-        return ReduceOutcome(owner, True, True, guilty_op=guilty, note=f"shares the bundle of {owner}", stopped="shared")
-    ops = op_count(found.torch_backend_ir)
-    info = BundleInfo(
-        test, config, case, found.torch_backend_ir, found.torch_backend_ir, ops, ops, queries=found.queries,
-        seconds=time.monotonic() - start, minimal=True, inputs=found.inputs, expected=found.expected,
-        notes=[f"localized in the TorchScript graph ({found.nodes_searched} tensor-producing nodes, "
-               f"{found.queries} queries): the first node whose compiled value differs from TorchScript's "
-               f"own run, here alone with the native values of its inputs: `{found.node}`",
-               f"compiled vs native: {found.detail}"],
-    )
-    written = time.monotonic()
-    verified, detail = write_bundle(info, target, check=verify)
-    return ReduceOutcome(target, verified, False, ops, ops, found.queries, time.monotonic() - start, guilty, detail,
-                         stopped=ONE_MINIMAL, verify_seconds=time.monotonic() - written)
+    notes = [f"localized in the TorchScript graph ({found.nodes_searched} tensor-producing nodes, "
+             f"{found.queries} queries): the first node whose compiled value differs from TorchScript's "
+             f"own run, here alone with the native values of its inputs: `{found.node}`",
+             f"compiled vs native: {found.detail}"]
+    return _mismatch_bundle(found, "torch." + found.kind.replace("::", "."), toolchain, tolerance, notes, "",
+                            ONE_MINIMAL, start=start, test=test, config=config, reports_dir=reports_dir, verify=verify)
 
 
 def _same_failure(replayed: str, reported: str) -> bool:

@@ -107,6 +107,24 @@ class _Recorder(torch.fx.Interpreter):
         return value
 
 
+def run_torch_backend_ir(torch_ir: str, toolchain: Sequence[str], inputs: Sequence[torch.Tensor]):
+    """(outputs, result dtypes) of torch backend IR compiled by `toolchain` and run on `inputs`."""
+    from compiler import result_dtypes
+    from compiler.refbackend import RefBackendProgram
+    from compiler.stages import new_context, parse_module
+    from e2e.reducer.case import run_entries
+
+    dtypes = result_dtypes(torch_ir)
+    compiled = parse_module(torch_ir, new_context())
+    run_entries(compiled, toolchain)
+    program = RefBackendProgram(compiled, dtypes)
+    try:
+        actual = program(*inputs)
+    finally:
+        program.close()
+    return (list(actual) if isinstance(actual, (list, tuple)) else [actual]), dtypes
+
+
 class GraphSearch:
     """The exported graph of one method, its golden intermediate values, and group checks."""
 
@@ -219,19 +237,11 @@ class GraphSearch:
 
     def _compiled(self, built: GroupModule) -> tuple[str, list[torch.Tensor], list[torch.dtype]] | None:
         """(torch backend IR, compiled outputs, result dtypes), None when it does not compile or run."""
-        from compiler import fx_to_torch_backend_ir, result_dtypes
-        from compiler.refbackend import RefBackendProgram
-        from compiler.stages import new_context, parse_module
-        from e2e.reducer.case import run_entries
+        from compiler import fx_to_torch_backend_ir
 
         try:
             torch_ir, _ = fx_to_torch_backend_ir(built.module, built.inputs, built.dynamic_dims)
-            dtypes = result_dtypes(torch_ir)
-            compiled = parse_module(torch_ir, new_context())
-            run_entries(compiled, self.toolchain)
-            program = RefBackendProgram(compiled, dtypes)
-            actual = program(*built.inputs)
-            program.close()
+            actual, dtypes = run_torch_backend_ir(torch_ir, self.toolchain, built.inputs)
         except Exception:  # a group that does not compile alone says nothing about values
             return None
         return torch_ir, actual, dtypes

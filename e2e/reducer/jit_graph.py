@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import torch
@@ -91,29 +91,21 @@ class JitSearch:
 
     def compile_and_run(self, graph: torch._C.Graph, graph_inputs, arguments) -> tuple[str, list, list] | None:
         """(torch backend IR, compiled outputs, result dtypes); None when it does not compile or run."""
-        from compiler import pipelines, result_dtypes
+        from compiler import pipelines
         from compiler.frontends import jit
         from compiler.jit_compile import _erase_dead_allocations
-        from compiler.refbackend import RefBackendProgram
-        from compiler.stages import Snapshots, module_text, new_context, parse_module, run_stage
-        from e2e.reducer.case import run_entries
+        from compiler.stages import Snapshots, module_text, run_stage
+        from e2e.reducer.graph import run_torch_backend_ir
 
         try:
             imported = jit.import_graph(graph, graph_inputs)
             run_stage(imported.module, "torch-backend", pipelines.JIT_TO_TORCH_BACKEND, Snapshots())
             _erase_dead_allocations(imported.module)
             torch_ir = module_text(imported.module)
-            dtypes = result_dtypes(torch_ir)
-            compiled = parse_module(torch_ir, new_context())
-            run_entries(compiled, self.toolchain)
-            program = RefBackendProgram(compiled, dtypes)
-            try:
-                actual = program(*arguments)
-            finally:
-                program.close()
+            actual, dtypes = run_torch_backend_ir(torch_ir, self.toolchain, arguments)
         except Exception:  # a prefix that does not compile says nothing about values
             return None
-        return torch_ir, list(actual) if isinstance(actual, (list, tuple)) else [actual], dtypes
+        return torch_ir, actual, dtypes
 
     def differs(self, expected: Sequence[Any], actual: Sequence[Any]) -> tuple[str, str] | None:
         from e2e.framework.compare import compare_tensors
@@ -150,7 +142,7 @@ class JitSearch:
         picks = sorted(set(producers.values()))
         values = _run_native(_returning(self.graph, picks), self.native_arguments) if picks else []
         native = {key: values[picks.index(pick)] for key, pick in producers.items()}
-        params = {v.unique(): v for v in self.graph.inputs()}
+        position_of = {v.unique(): i for i, v in enumerate(self.graph.inputs())}  # 0 is the module
         graph = torch._C.Graph()
         mapped: dict[int, torch._C.Value] = {}
         arguments: list[torch.Tensor] = []
@@ -160,9 +152,8 @@ class JitSearch:
             if value.node().kind() == "prim::Constant":
                 mapped[value.unique()] = graph.insertNode(graph.createClone(value.node(), lambda v: v)).output()
                 continue
-            if value.unique() in params:  # a graph argument: the test's own tensor
-                position = list(self.graph.inputs()).index(params[value.unique()]) - 1
-                tensor = self.tensors[self.capture.argument_indices[position]]
+            if value.unique() in position_of:  # a graph argument: the test's own tensor
+                tensor = self.tensors[self.capture.argument_indices[position_of[value.unique()] - 1]]
             else:
                 tensor = native[value.unique()]
             if isinstance(tensor, torch.Tensor):
