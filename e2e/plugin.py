@@ -6,8 +6,8 @@ Each test registered by a suite file becomes one item per config,
 or the `e2e_suite` ini option (this repository's pyproject sets `e2e/test_suite`).
 
 How a test runs: its module is built and its golden trace computed in a forked *test
-host* (`e2e.framework.host`); each config runs in a grandchild of it under the pair's
-limits (`--timeout`, `--memory-cap`). The pytest process never runs a test's module,
+host* (`e2e.framework.host`), which then runs each config under the pair's limits
+(`--timeout`, `--memory-cap`); a pair that crashes the host leaves the rest to a new one. The pytest process never runs a test's module,
 so nothing a test does can end the run. Under xdist, the items of one test form one
 scheduling scope, so a test's configs run on one worker and share its host.
 Expected failures come from `xfail/<config>[.static].txt` and are strict: a test that

@@ -166,26 +166,69 @@ def test_a_golden_run_that_crashes_or_hangs_ends_as_every_configs_result(tmp_pat
     assert [(r.outcome, r.stage, r.config) for r in results] == [(outcome, "golden", "linalg"), (outcome, "golden", "tosa")]
 
 
+class Sharing(Config):
+    """Compiles through a shared frontend that counts its computations in the test's process."""
+
+    computed = 0
+
+    def __init__(self, name, behaviour=lambda: None):
+        super().__init__(behaviour)
+        self.name = name
+
+    def compile(self, prepared, snapshots):
+        def frontend():
+            Sharing.computed += 1
+            return Sharing.computed
+
+        snapshots.record("backend", "module {}")
+        self.behaviour()
+        return prepared.share("frontend", frontend)
+
+    def run(self, computations, golden):
+        if computations != 1:
+            raise AssertionError(f"the frontend was computed {computations} times in this host")
+        return golden
+
+
 def test_configs_of_one_test_share_its_host(tmp_path):
-    """The second config reuses what the first one's process computed, not its own."""
-
-    class Sharing(Config):
-        def compile(self, prepared, snapshots):
-            return prepared.share("frontend", os.getpid)  # the pid of whoever computed it
-
-        def run(self, computed_by, golden):
-            if self.name == "second" and computed_by == os.getpid():
-                raise AssertionError("the frontend ran again in the second config's process")
-            return golden
-
-    def load(name):
-        config = Sharing(lambda: None)
-        config.name = name
-        return config
-
-    host = TestHost(simple_test(), shape_mode="annotated", config_loader=load, golden_limits=LIMITS)
+    """The second config reuses what the first one computed, in the same host."""
+    host = TestHost(simple_test(), shape_mode="annotated", config_loader=Sharing, golden_limits=LIMITS)
     try:
         first, second = host.run("first", tmp_path, LIMITS), host.run("second", tmp_path, LIMITS)
     finally:
         host.close()
     assert (first.outcome, second.outcome) == (PASS, PASS), second.error
+    assert "shared: reused 'frontend' from an earlier config of this test" in second.notes
+
+
+@pytest.mark.parametrize("behaviour, outcome", [(segfault, CRASH), (native_hang, TIMEOUT), (allocate_without_bound, MEMORY)],
+                         ids=["segfault", "hang", "memory"])
+def test_a_pair_that_ends_its_host_is_its_own_result_and_the_next_pair_gets_a_new_host(tmp_path, behaviour, outcome):
+    def load(name):
+        return Sharing(name, behaviour if name == "bad" else lambda: None)
+
+    host = TestHost(simple_test(), shape_mode="annotated", config_loader=load, golden_limits=LIMITS)
+    try:
+        bad = host.run("bad", tmp_path, Limits(3, 200 * MIB))
+        good = host.run("good", tmp_path, LIMITS)
+    finally:
+        host.close()
+    assert (bad.outcome, bad.stage, bad.config) == (outcome, "backend", "bad")
+    assert bad.ir_path and Path(bad.ir_path).read_text() == "module {}"  # the IR the stage was given
+    assert good.outcome == PASS, good.error
+    assert "ran on a new test host: the pair of bad ended the previous one" in good.notes
+
+
+def test_each_config_in_a_host_starts_from_the_same_random_state(tmp_path):
+    class Draws(Sharing):
+        def run(self, artifact, golden):
+            return [type(item)(item.method, item.inputs, torch.rand(2)) for item in golden]
+
+    host = TestHost(simple_test(), shape_mode="annotated", config_loader=Draws, golden_limits=LIMITS)
+    try:
+        first, second = host.run("first", tmp_path, LIMITS), host.run("second", tmp_path, LIMITS)
+    finally:
+        host.close()
+    # Both compare their draw with the golden output; the same draw fails the same way.
+    assert first.outcome == second.outcome == FAIL
+    assert first.error.split("\n")[0] == second.error.split("\n")[0]

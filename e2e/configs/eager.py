@@ -24,6 +24,9 @@ class EagerProgram:
     snapshots: Snapshots
     notes: list[str] = field(default_factory=list)
 
+    def close(self) -> None:
+        self.session.close()
+
 
 @dataclass(frozen=True)
 class EagerConfig:

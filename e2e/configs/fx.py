@@ -30,6 +30,10 @@ class Compiled:
     def program_for(self, method: str, inputs: list[Any]) -> tuple[Any, Any]:
         return self.programs.get((method, None)) or self.programs[(method, call_key(inputs))]
 
+    def close(self) -> None:
+        for program, _ in self.programs.values():
+            program.close()
+
 
 def tensor_leaves(inputs: list[Any]) -> list[torch.Tensor]:
     return [x for x in pytree.tree_leaves(inputs) if isinstance(x, torch.Tensor)]

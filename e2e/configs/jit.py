@@ -42,6 +42,10 @@ class JitCompiled:
     def program_for(self, method: str, inputs: list[Any]) -> tuple[Any, JitTorchBackendIR] | None:
         return self.programs.get((method, ANY_SHAPE)) or self.programs.get((method, call_key(inputs)))
 
+    def close(self) -> None:
+        for program, _ in self.programs.values():
+            program.close()
+
 
 @dataclass(frozen=True)
 class JitConfig:

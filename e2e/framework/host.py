@@ -2,10 +2,16 @@
 
 The host builds the module and runs the golden trace (user code: it may crash, hang,
 or allocate without bound), then serves requests from the pytest process: run a config
-(in a grandchild, under the pair's limits), reduce a failure (in a grandchild too).
-The pytest process never runs a test's module; it only waits, under limits, for
-replies. Configs of one test share the host's export and torch-backend IR, whichever
-config comes first.
+(in the host itself, under the pair's limits), reduce a failure (in a grandchild). The
+pytest process never runs a test's module; it only waits, under limits, for replies.
+Configs of one test share the host's export and torch-backend IR, whichever config
+comes first.
+
+A pair that crashes, hangs or outgrows its memory cap takes the host down with it: the
+pair ends as its `crash`, `timeout` or `memory` result in the stage it was in, and the
+next request starts a new host (which builds the module and golden trace again). A
+fork per pair cost ~25% of a small pair's time (the fork itself, then copy-on-write
+faults on every page the pair touched); a new host after a crash is rare.
 
     host = TestHost(test, shape_mode="annotated", reports_dir=..., limits=...)
     result = host.run("linalg", limits)      # a Result, whatever happened
@@ -14,6 +20,7 @@ config comes first.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,9 +30,9 @@ from e2e.framework import isolation
 from e2e.framework.isolation import Channel, Child, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import ERROR, Result
-from e2e.framework.runner import abnormal_result, prepare, run_pair
+from e2e.framework.runner import abnormal_result, current_stage, keep_ir, pair_ir_dir, prepare, run_pair
 
-# What the host itself may need beyond a grandchild's deadline (unpickling, bookkeeping).
+# What a reduction's host may need beyond its grandchild's deadline (unpickling, bookkeeping).
 _HOST_MARGIN_SECONDS = 30.0
 
 
@@ -47,10 +54,11 @@ class _Reduce:
 def _serve(test: Test, shape_mode: str, config_loader, channel: Channel) -> None:
     """The host's loop (in the child): prepare once, then answer requests until EOF."""
     torch.set_num_threads(1)  # a forked grandchild of a multi-threaded OpenMP process hangs
+    channel.receive()  # "ready?": the golden run counts against the request's limits
     prepared = prepare(test)
     prepared.shape_mode = shape_mode
-    channel.receive()  # "ready?"
     channel.send(("ready", prepared.golden_error, prepared.golden_kind))
+    rng = torch.get_rng_state()  # every config starts where the golden run left it
     while True:
         try:
             request = channel.receive()
@@ -58,8 +66,9 @@ def _serve(test: Test, shape_mode: str, config_loader, channel: Channel) -> None
             return
         if isinstance(request, _Run):
             config = config_loader(request.config)
+            torch.set_rng_state(rng)
             channel.send(
-                run_pair(prepared, config, reports_dir=request.reports_dir, limits=request.limits, isolate=True)
+                run_pair(prepared, config, reports_dir=request.reports_dir, limits=request.limits, isolate=False)
             )
         elif isinstance(request, _Reduce):
             channel.send(_reduce(prepared, config_loader, request))
@@ -84,10 +93,20 @@ class TestHost:
     def __init__(self, test: Test, *, shape_mode: str, config_loader, golden_limits: Limits):
         self.test = test
         self.shape_mode = shape_mode
-        self._child = Child(lambda channel: _serve(test, shape_mode, config_loader, channel), name="host")
+        self._config_loader = config_loader
+        self._golden_limits = golden_limits
+        self._child: Child | None = None
+        self.peak_rss = 0  # the largest any of this test's hosts grew
+        self.restarts: list[str] = []  # the configs whose pair took a host down
         # Set when the test itself is broken: every config of the test reports it.
         self.golden_failure: Result | None = None
-        reply = self._child.request("ready?", golden_limits)
+        self._start()
+
+    def _start(self) -> None:
+        test = self.test
+        self._child = Child(lambda channel: _serve(test, self.shape_mode, self._config_loader, channel), name="host")
+        reply = self._child.request("ready?", self._golden_limits)
+        self.peak_rss = max(self.peak_rss, self._child.peak_rss)
         if isinstance(reply, tuple) and reply[0] == "ready":
             _, error, kind = reply
             if error is not None:
@@ -100,28 +119,38 @@ class TestHost:
             self.golden_failure.error += f"\n(the module's construction or golden run; defined at {test.source})"
             self._child.kill()
 
-    @property
-    def peak_rss(self) -> int:
-        return self._child.peak_rss
+    def _ensure_alive(self) -> None:
+        """A new host when a pair took the last one down (the golden run is repeated)."""
+        if self.golden_failure is None and not self._child.alive:
+            self._start()
 
     def run(self, config: str, reports_dir: Path, limits: Limits) -> Result:
         """One pair on this host; a Result whatever happens."""
+        self._ensure_alive()
         if self.golden_failure is not None:
             return self._for_config(self.golden_failure, config)
-        host_limits = Limits(limits.seconds + _HOST_MARGIN_SECONDS, None)
-        reply = self._child.request(_Run(config, reports_dir, limits), host_limits)
+        start, earlier = time.monotonic(), list(self.restarts)
+        reply = self._child.request(_Run(config, reports_dir, limits), limits)
+        self.peak_rss = max(self.peak_rss, self._child.peak_rss)
         if isinstance(reply, Result):
-            return reply
-        result = abnormal_result(self.test, config, reply, "execute")
-        result.error = f"the test host died while running {config}:\n{result.error}"
-        self._child.kill()
-        self.golden_failure = Result(self.test.name, "", ERROR, stage="golden", signature="framework | host died",
-                                     error="the test host died earlier in this run")
+            result = reply
+            result.peak_rss_mib = round(self._child.request_peak_rss / isolation.MIB, 1)
+        else:  # the pair took the host down (or the host broke): that is the pair's result
+            self._child.kill()
+            ir_dir = pair_ir_dir(reports_dir, self.test.name, config)
+            result = abnormal_result(self.test, config, reply, current_stage(ir_dir))
+            result.duration = time.monotonic() - start
+            result.shape_mode = self.shape_mode
+            keep_ir(result, ir_dir)
+            self.restarts.append(config)
+        if earlier:
+            result.notes.append(f"ran on a new test host: the pair of {', '.join(earlier)} ended the previous one")
         return result
 
     def reduce(self, result: Result, reports_dir: Path, time_box: float, memory_bytes: int | None):
         """The reducer's outcome for a failing pair: a ReduceOutcome, or a note saying why not."""
-        if self.golden_failure is not None or not self._child.alive:
+        self._ensure_alive()
+        if self.golden_failure is not None:
             return "reducer: no bundle: the test host is gone"
         limits = Limits(time_box + 150, memory_bytes)
         host_limits = Limits(limits.seconds + _HOST_MARGIN_SECONDS, None)
@@ -138,3 +167,4 @@ class TestHost:
 
     def close(self) -> None:
         self._child.close()
+        self.peak_rss = max(self.peak_rss, self._child.peak_rss)

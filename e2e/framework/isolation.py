@@ -3,7 +3,7 @@ allocation can take the run down.
 
 `Child` forks a process that serves requests (`serve(channel)`); the parent sends it
 pickled messages and waits for each reply under `Limits`: a deadline and a memory cap
-on the child's resident set, polled while it works. A child that dies, overstays its
+on what the child's resident set grows by during that request, polled while it works. A child that dies, overstays its
 deadline or outgrows its cap is killed and reported as `Crashed`, `TimedOut` or
 `OverMemory`, with the tail of its stderr (LLVM assertions, "Segmentation fault" and
 faulthandler's Python stack land there). `run_forked` is the one-shot form.
@@ -212,7 +212,8 @@ class Child:
         stderr_file = tempfile.NamedTemporaryFile(prefix=f"e2e-{name}-", suffix=".stderr", delete=False)
         stderr_file.close()
         self.stderr_path = stderr_file.name
-        self.peak_rss = 0
+        self.peak_rss = 0  # over the child's life
+        self.request_peak_rss = 0  # during the last request
         # A forked child starts out sharing its parent's pages: the cap counts its growth.
         self.baseline_rss = rss_bytes(os.getpid())
         _REAPER.poll()
@@ -261,7 +262,11 @@ class Child:
         return self.wait_reply(limits)
 
     def wait_reply(self, limits: Limits) -> Any:
+        """The reply to the request just sent. The memory cap counts what the child adds
+        during this request: to its parent's pages at first, to what it holds later on."""
         deadline = time.monotonic() + limits.seconds
+        baseline = max(self.baseline_rss, rss_bytes(self.pid))
+        self.request_peak_rss = 0
         while True:
             message = self._take_message()
             if message is not None:
@@ -269,12 +274,13 @@ class Child:
             remaining = deadline - time.monotonic()
             rss = rss_bytes(self.pid)
             self.peak_rss = max(self.peak_rss, rss)
-            if limits.memory_bytes is not None and rss - self.baseline_rss > limits.memory_bytes:
+            self.request_peak_rss = max(self.request_peak_rss, rss)
+            if limits.memory_bytes is not None and rss - baseline > limits.memory_bytes:
                 self.kill()
-                return OverMemory(limits.memory_bytes, self.peak_rss, _tail(self.stderr_path))
+                return OverMemory(limits.memory_bytes, self.request_peak_rss, _tail(self.stderr_path))
             if remaining <= 0:
                 self.kill()
-                return TimedOut(limits.seconds, _tail(self.stderr_path), self.peak_rss)
+                return TimedOut(limits.seconds, _tail(self.stderr_path), self.request_peak_rss)
             ready, _, _ = select.select([self._channel.read_fd], [], [], min(remaining, _POLL_SECONDS))
             if ready:
                 chunk = os.read(self._channel.read_fd, 1 << 20)
@@ -302,8 +308,8 @@ class Child:
         else:
             reason = f"exited with status {os.WEXITSTATUS(status)} before returning a result"
         if limits.memory_bytes is not None and _looks_out_of_memory(tail):
-            return OverMemory(limits.memory_bytes, self.peak_rss, tail)
-        return Crashed(reason, tail, self.peak_rss)
+            return OverMemory(limits.memory_bytes, self.request_peak_rss, tail)
+        return Crashed(reason, tail, self.request_peak_rss)
 
     def kill(self) -> None:
         if self.pid:

@@ -1,11 +1,11 @@
 """Run one test on one config: golden trace, isolated compile and run, compare, Result.
 
-The parent process computes each test's golden trace once (`PreparedTest`) and keeps
-what configs share (the torch-backend IR of the FX frontend) in `PreparedTest.shared`.
-Compiling and running happen in a forked child (`isolation.run_forked`): a crash or a
-hang ends as that pair's `crash` / `timeout` Result, and the child's exit frees its
-ExecutionEngines. The IR of every stage is written to a scratch directory as the child
-goes, and kept under `reports/ir/<test>/<config>/` when the pair fails.
+A test host (`e2e.framework.host`) computes each test's golden trace once
+(`PreparedTest`) and keeps what configs share (the torch-backend IR of the FX frontend)
+in `PreparedTest.shared`. `run_pair` compiles, runs and compares one config, in the
+calling process or in a forked child of it: a crash or a hang of that process ends as
+the pair's `crash` / `timeout` Result. The IR of every stage is written to
+`reports/ir/<test>/<config>/` before the stage runs, and kept when the pair fails.
 """
 
 from __future__ import annotations
@@ -180,11 +180,21 @@ def warm_up() -> None:
 
 
 def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tuple[Result, dict]:
-    """In the child: compile, run, compare. Returns the Result and newly shared values."""
+    """Compile, run, compare. Returns the Result and newly shared values."""
+    artifacts: list[Any] = []
+    try:
+        return _compile_run_compare(config, prepared, snapshots, artifacts)
+    finally:  # a test host runs every config of its test: free each one's ExecutionEngines
+        for artifact in artifacts:
+            getattr(artifact, "close", lambda: None)()
+
+
+def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, artifacts: list) -> tuple[Result, dict]:
     test = prepared.test
     notes: list[str] = []
     try:
         artifact = config.compile(prepared, snapshots)
+        artifacts.append(artifact)
         notes.extend(getattr(artifact, "notes", ()))
         snapshots.enter("execute")
         trace = config.run(artifact, prepared.golden)
@@ -254,7 +264,12 @@ def run_pair(
     limits: Limits,
     isolate: bool = True,
 ) -> Result:
-    """One (test, config) pair, end to end, never raising for a compiler failure."""
+    """One (test, config) pair, end to end, never raising for a compiler failure.
+
+    `isolate`: compile and run in a forked child under `limits`. Without it, in this
+    process: a test host does so (it is itself the isolated process), and so does
+    `--no-isolation`. A framework exception then becomes the pair's `error` result.
+    """
     test = prepared.test
     start = time.monotonic()
     if prepared.golden_error is not None:
@@ -266,9 +281,10 @@ def run_pair(
             signature=f"golden | broken test | {prepared.golden_kind}",
             error=f"{prepared.golden_error}\n(defined at {test.source})",
         )
-    ir_dir = reports_dir / "ir" / test.name / config.name
+    ir_dir = pair_ir_dir(reports_dir, test.name, config.name)
     shutil.rmtree(ir_dir, ignore_errors=True)
     snapshots = Snapshots(ir_dir)
+    prepared.new_shared, prepared.reused = {}, set()
 
     def child() -> tuple[Result, dict]:
         torch.set_num_threads(1)
@@ -283,27 +299,38 @@ def run_pair(
         try:
             outcome = forked.request("go", limits)
         finally:
-            peak = forked.peak_rss
+            peak = forked.request_peak_rss
             forked.close()
     else:
-        outcome = child()
+        outcome = isolation.call_reporting(child)
     if isinstance(outcome, tuple):
         result, new_shared = outcome
         prepared.shared.update(new_shared)
     else:
-        result = abnormal_result(test, config.name, outcome, _current_stage(ir_dir))
+        result = abnormal_result(test, config.name, outcome, current_stage(ir_dir))
     result.duration = time.monotonic() - start
     result.peak_rss_mib = round(peak / isolation.MIB, 1)
     result.shape_mode = prepared.shape_mode
+    keep_ir(result, ir_dir)
+    return result
+
+
+def pair_ir_dir(reports_dir: Path, test: str, config: str) -> Path:
+    """Where a pair's stages write the IR they are given (kept when the pair fails)."""
+    return reports_dir / "ir" / test / config
+
+
+def keep_ir(result: Result, ir_dir: Path) -> None:
+    """Drop a passing pair's IR; point a failing one at the IR its stage was given."""
     if result.passed:
         shutil.rmtree(ir_dir, ignore_errors=True)
     elif result.ir_path is None and result.stage is not None:
         saved = sorted(ir_dir.glob(f"*-{result.stage}.mlir"))
         result.ir_path = str(saved[0]) if saved else None
-    return result
 
 
-def _current_stage(ir_dir: Path) -> str:
+def current_stage(ir_dir: Path) -> str:
+    """The stage a pair was in, from the marker its snapshots keep (for a process that died)."""
     marker = ir_dir / "current-stage"
     return marker.read_text().strip() if marker.exists() else "capture"
 
