@@ -3,6 +3,7 @@
 import ctypes
 import os
 import time
+import types
 from pathlib import Path
 
 import pytest
@@ -219,16 +220,39 @@ def test_a_pair_that_ends_its_host_is_its_own_result_and_the_next_pair_gets_a_ne
     assert "ran on a new test host: the pair of bad ended the previous one" in good.notes
 
 
+def test_a_program_that_gave_a_wrong_answer_retires_its_host(tmp_path):
+    """It may have corrupted the host's heap: the next config must not inherit that."""
+
+    class WrongOnce(Sharing):
+        def run(self, computations, golden):
+            super().run(computations, golden)
+            if self.name == "wrong":
+                return [type(item)(item.method, item.inputs, item.outputs + 1) for item in golden]
+            return golden
+
+    host = TestHost(simple_test(), shape_mode="annotated", config_loader=WrongOnce, golden_limits=LIMITS)
+    try:
+        wrong, good = host.run("wrong", tmp_path, LIMITS), host.run("good", tmp_path, LIMITS)
+    finally:
+        host.close()
+    assert (wrong.outcome, wrong.stage) == (FAIL, "compare")
+    assert good.outcome == PASS, good.error
+    assert "ran on a new test host: the pair of wrong ended the previous one" in good.notes
+
+
 def test_each_config_in_a_host_starts_from_the_same_random_state(tmp_path):
     class Draws(Sharing):
+        def compile(self, prepared, snapshots):
+            super().compile(prepared, snapshots)
+            return types.SimpleNamespace(notes=[f"drew {torch.rand(1).item()}"])
+
         def run(self, artifact, golden):
-            return [type(item)(item.method, item.inputs, torch.rand(2)) for item in golden]
+            return golden
 
     host = TestHost(simple_test(), shape_mode="annotated", config_loader=Draws, golden_limits=LIMITS)
     try:
         first, second = host.run("first", tmp_path, LIMITS), host.run("second", tmp_path, LIMITS)
     finally:
         host.close()
-    # Both compare their draw with the golden output; the same draw fails the same way.
-    assert first.outcome == second.outcome == FAIL
-    assert first.error.split("\n")[0] == second.error.split("\n")[0]
+    assert first.outcome == second.outcome == PASS
+    assert first.notes[0].startswith("drew ") and first.notes[0] == second.notes[0]

@@ -10,8 +10,11 @@ comes first.
 A pair that crashes, hangs or outgrows its memory cap takes the host down with it: the
 pair ends as its `crash`, `timeout` or `memory` result in the stage it was in, and the
 next request starts a new host (which builds the module and golden trace again). A
-fork per pair cost ~25% of a small pair's time (the fork itself, then copy-on-write
-faults on every page the pair touched); a new host after a crash is rare.
+host whose compiled program ran and gave a wrong answer or failed (stage `execute` or
+`compare`) retires after replying: such a program may have written out of bounds, and
+its heap corruption must not crash or skew the next config. A fork per pair cost ~25%
+of a small pair's time (the fork itself, then copy-on-write faults on every page the
+pair touched); a new host is rare.
 
     host = TestHost(test, shape_mode="annotated", reports_dir=..., limits=...)
     result = host.run("linalg", limits)      # a Result, whatever happened
@@ -31,6 +34,15 @@ from e2e.framework.isolation import Channel, Child, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import ERROR, Result
 from e2e.framework.runner import abnormal_result, current_stage, keep_ir, pair_ir_dir, prepare, run_pair
+
+RUNTIME_STAGES = ("execute", "compare")
+
+
+def retires_host(result: Result) -> bool:
+    """Whether the host that ran this pair exits after it: its compiled program ran and
+    misbehaved, and may have corrupted the host's memory."""
+    return not result.passed and result.stage in RUNTIME_STAGES
+
 
 # What a reduction's host may need beyond its grandchild's deadline (unpickling, bookkeeping).
 _HOST_MARGIN_SECONDS = 30.0
@@ -67,9 +79,10 @@ def _serve(test: Test, shape_mode: str, config_loader, channel: Channel) -> None
         if isinstance(request, _Run):
             config = config_loader(request.config)
             torch.set_rng_state(rng)
-            channel.send(
-                run_pair(prepared, config, reports_dir=request.reports_dir, limits=request.limits, isolate=False)
-            )
+            result = run_pair(prepared, config, reports_dir=request.reports_dir, limits=request.limits, isolate=False)
+            channel.send(result)
+            if retires_host(result):
+                return
         elif isinstance(request, _Reduce):
             channel.send(_reduce(prepared, config_loader, request))
         else:
@@ -97,7 +110,7 @@ class TestHost:
         self._golden_limits = golden_limits
         self._child: Child | None = None
         self.peak_rss = 0  # the largest any of this test's hosts grew
-        self.restarts: list[str] = []  # the configs whose pair took a host down
+        self.restarts: list[str] = []  # the configs whose pair ended or retired a host
         # Set when the test itself is broken: every config of the test reports it.
         self.golden_failure: Result | None = None
         self._start()
@@ -135,6 +148,9 @@ class TestHost:
         if isinstance(reply, Result):
             result = reply
             result.peak_rss_mib = round(self._child.request_peak_rss / isolation.MIB, 1)
+            if retires_host(result):  # the host exits by itself
+                self._child.close()
+                self.restarts.append(config)
         else:  # the pair took the host down (or the host broke): that is the pair's result
             self._child.kill()
             ir_dir = pair_ir_dir(reports_dir, self.test.name, config)
