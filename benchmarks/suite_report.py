@@ -63,12 +63,14 @@ def report(run: dict, rows: list[dict], upstream_seconds: float | None) -> list[
         lines.append("slowest pairs: " + ", ".join(
             f"{row['test']}[{row['config']}] {row.get('duration', 0.0):.1f} s ({row['outcome']})" for row in slowest))
         biggest = sorted(fresh, key=lambda row: -row.get("peak_rss_mib", 0.0))[:5]
-        lines.append("largest children: " + ", ".join(
+        lines.append("largest pairs (their test host's RSS during the pair): " + ", ".join(
             f"{row['test']}[{row['config']}] {row.get('peak_rss_mib', 0.0):.0f} MiB" for row in biggest))
     peaks = run.get("peak_rss_mib") or {}
     if peaks:
         lines.append("peak RSS per worker: " + ", ".join(
-            f"{worker} {p['worker']} MiB (largest child {p['largest_child']} MiB)" for worker, p in sorted(peaks.items())))
+            f"{worker} {p['worker']} MiB (largest child {p['largest_child']} MiB"
+            + (f"; largest test host {p['largest_host']} MiB, {p['largest_host_test']})" if "largest_host" in p else ")")
+            for worker, p in sorted(peaks.items())))
     outcomes: dict[str, int] = defaultdict(int)
     for row in rows:
         outcomes[row["outcome"]] += 1

@@ -313,12 +313,15 @@ def pytest_testnodedown(node, error):
         state.peaks[node.gateway.id] = tuple(node.workeroutput["e2e_peak_rss"])
 
 
-def _peak_rss(state: E2EState) -> tuple[float, float]:
+def _peak_rss(state: E2EState) -> tuple[float, float, float, str]:
+    """This process's peak, its largest child's (any: hosts, import probes), and its
+    largest test host's with that host's test."""
     import resource
 
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return own, max(children, state.largest_child)
+    host, test = state.largest_host
+    return own, max(children, host), host, test
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -338,7 +341,10 @@ def pytest_sessionfinish(session, exitstatus):
     state.html_report = state.record.finish(
         "interrupted" if interrupted else "finished",
         exit_status=int(exitstatus),
-        peak_rss_mib={w: {"worker": round(o), "largest_child": round(c)} for w, (o, c) in state.peaks.items()},
+        peak_rss_mib={
+            w: {"worker": round(o), "largest_child": round(c), "largest_host": round(h), "largest_host_test": t}
+            for w, (o, c, h, t) in state.peaks.items()
+        },
     )
 
 
@@ -363,7 +369,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_line(summarize(state.record.rows))
     if state.peaks:
         peaks = ", ".join(
-            f"{worker} {own:.0f} MiB (largest child {child:.0f} MiB)" for worker, (own, child) in sorted(state.peaks.items())
+            f"{worker} {own:.0f} MiB (largest child {child:.0f} MiB; largest test host {host:.0f} MiB, {test or '-'})"
+            for worker, (own, child, host, test) in sorted(state.peaks.items())
         )
         terminalreporter.write_line(f"peak memory per worker: {peaks}")
     terminalreporter.write_line(f"results: {state.reports_dir / 'results.json'} (run {state.record.run_id})")

@@ -46,8 +46,8 @@ class E2EState:
         self.prepared = PreparedCache()  # --no-isolation only
         self.host: TestHost | None = None
         self.record: RunRecord | None = None
-        self.peaks: dict[str, tuple[float, float]] = {}  # worker -> (own MiB, largest child MiB)
-        self.largest_child = 0.0
+        self.peaks: dict[str, tuple] = {}  # worker -> (own MiB, largest child MiB, largest host MiB, its test)
+        self.largest_host: tuple[float, str] = (0.0, "")  # MiB, test
         self.html_report: Path | None = None
 
     @property
@@ -79,8 +79,8 @@ class E2EState:
 
     def close_host(self) -> None:
         if self.host is not None:
-            self.largest_child = max(self.largest_child, self.host.peak_rss / isolation.MIB)
             self.host.close()
+            self.largest_host = max(self.largest_host, (self.host.peak_rss / isolation.MIB, self.host.test.name))
             self.host = None
 
 

@@ -33,16 +33,7 @@ from e2e.framework import isolation
 from e2e.framework.isolation import Channel, Child, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import ERROR, Result
-from e2e.framework.runner import abnormal_result, current_stage, keep_ir, pair_ir_dir, prepare, run_pair
-
-RUNTIME_STAGES = ("execute", "compare")
-
-
-def retires_host(result: Result) -> bool:
-    """Whether the host that ran this pair exits after it: its compiled program ran and
-    misbehaved, and may have corrupted the host's memory."""
-    return not result.passed and result.stage in RUNTIME_STAGES
-
+from e2e.framework.runner import abnormal_result, current_stage, keep_ir, pair_ir_dir, prepare, ran_and_failed, run_pair
 
 # What a reduction's host may need beyond its grandchild's deadline (unpickling, bookkeeping).
 _HOST_MARGIN_SECONDS = 30.0
@@ -81,7 +72,7 @@ def _serve(test: Test, shape_mode: str, config_loader, channel: Channel) -> None
             torch.set_rng_state(rng)
             result = run_pair(prepared, config, reports_dir=request.reports_dir, limits=request.limits, isolate=False)
             channel.send(result)
-            if retires_host(result):
+            if ran_and_failed(result):
                 return
         elif isinstance(request, _Reduce):
             channel.send(_reduce(prepared, config_loader, request))
@@ -148,7 +139,7 @@ class TestHost:
         if isinstance(reply, Result):
             result = reply
             result.peak_rss_mib = round(self._child.request_peak_rss / isolation.MIB, 1)
-            if retires_host(result):  # the host exits by itself
+            if ran_and_failed(result):  # the host exits by itself
                 self._child.close()
                 self.restarts.append(config)
         else:  # the pair took the host down (or the host broke): that is the pair's result

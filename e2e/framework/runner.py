@@ -182,11 +182,22 @@ def warm_up() -> None:
 def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tuple[Result, dict]:
     """Compile, run, compare. Returns the Result and newly shared values."""
     artifacts: list[Any] = []
-    try:
-        return _compile_run_compare(config, prepared, snapshots, artifacts)
-    finally:  # a test host runs every config of its test: free each one's ExecutionEngines
+    result, shared = _compile_run_compare(config, prepared, snapshots, artifacts)
+    # A test host runs every config of its test: free each one's ExecutionEngines, unless
+    # the program misbehaved (its heap may be corrupt: freeing can abort or hang; the
+    # host retires instead).
+    if not ran_and_failed(result):
         for artifact in artifacts:
             getattr(artifact, "close", lambda: None)()
+    return result, shared
+
+
+RUNTIME_STAGES = ("execute", "compare")
+
+
+def ran_and_failed(result: Result) -> bool:
+    """Whether the pair's compiled program ran and then failed or gave a wrong answer."""
+    return not result.passed and result.stage in RUNTIME_STAGES
 
 
 def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, artifacts: list) -> tuple[Result, dict]:
