@@ -4,10 +4,11 @@
 
 For a sample of tests (every k-th registered test, sorted by name), runs every
 (test, config) pair four ways in this process:
-  hosted     the suite's way: a test host process per test builds the module and runs
-             the golden trace, each pair runs in a grandchild, the FX export / import /
+  hosted     the suite's way: a test host process per test builds the module, runs
+             the golden trace and then every config itself, the FX export / import /
              torch-backend shared by the test's configs;
-  isolated   golden in this process, each pair in a forked child (the old way);
+  isolated   golden in this process, each pair in a forked child (a fork per pair, the
+             suite's way until the hosts ran their configs themselves);
   in-process the same without forking (what isolation costs);
   unshared   isolated, but every config exports and imports the test again
              (what sharing the frontend saves).
@@ -112,7 +113,7 @@ def main() -> None:
         )
     print()
     print(f"isolation overhead (hosted / in-process): {seconds['hosted'] / seconds['in-process']:.2f}x")
-    print(f"test hosts vs golden in the pytest process (hosted / isolated): {seconds['hosted'] / seconds['isolated']:.2f}x")
+    print(f"test hosts vs a fork per pair (hosted / isolated): {seconds['hosted'] / seconds['isolated']:.2f}x")
     print(f"frontend sharing speed-up (unshared / isolated): {seconds['unshared'] / seconds['isolated']:.2f}x")
 
 
