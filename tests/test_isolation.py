@@ -221,7 +221,8 @@ def test_a_pair_that_ends_its_host_is_its_own_result_and_the_next_pair_gets_a_ne
 
 
 def test_a_program_that_gave_a_wrong_answer_retires_its_host(tmp_path):
-    """It may have corrupted the host's heap: the next config must not inherit that."""
+    """It may have corrupted the host's heap: the next config must not inherit that,
+    only what the test's configs share."""
 
     class WrongOnce(Sharing):
         def run(self, computations, golden):
@@ -238,6 +239,8 @@ def test_a_program_that_gave_a_wrong_answer_retires_its_host(tmp_path):
     assert (wrong.outcome, wrong.stage) == (FAIL, "compare")
     assert good.outcome == PASS, good.error
     assert "ran on a new test host: the pair of wrong ended the previous one" in good.notes
+    # The retiring host handed its capture over: the new one did not compute it again.
+    assert "shared: reused 'frontend' from an earlier config of this test" in good.notes
 
 
 def test_each_config_in_a_host_starts_from_the_same_random_state(tmp_path):

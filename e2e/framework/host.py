@@ -12,7 +12,8 @@ pair ends as its `crash`, `timeout` or `memory` result in the stage it was in, a
 next request starts a new host (which builds the module and golden trace again). A
 host whose compiled program ran and gave a wrong answer or failed (stage `execute` or
 `compare`) retires after replying: such a program may have written out of bounds, and
-its heap corruption must not crash or skew the next config. A fork per pair cost ~25%
+its heap corruption must not crash or skew the next config. It hands what the test's
+configs share (export, import, torch-backend IR) to the host that takes over. A fork per pair cost ~25%
 of a small pair's time (the fork itself, then copy-on-write faults on every page the
 pair touched); a new host is rare.
 
@@ -47,6 +48,15 @@ class _Run:
 
 
 @dataclass
+class _Retiring:
+    """A retiring host's reply: the pair's result, and what the test's configs share so
+    far (export, import, torch-backend IR), for the host that takes over."""
+
+    result: Result
+    shared: dict
+
+
+@dataclass
 class _Reduce:
     result: Result
     reports_dir: Path
@@ -54,12 +64,14 @@ class _Reduce:
     limits: Limits
 
 
-def _serve(test: Test, shape_mode: str, config_loader, channel: Channel) -> None:
-    """The host's loop (in the child): prepare once, then answer requests until EOF."""
+def _serve(test: Test, shape_mode: str, config_loader, shared: dict, channel: Channel) -> None:
+    """The host's loop (in the child): prepare once, then answer requests until EOF.
+    `shared`: what an earlier host of this test computed for its configs."""
     torch.set_num_threads(1)  # a forked grandchild of a multi-threaded OpenMP process hangs
     channel.receive()  # "ready?": the golden run counts against the request's limits
     prepared = prepare(test)
     prepared.shape_mode = shape_mode
+    prepared.shared.update(shared)
     channel.send(("ready", prepared.golden_error, prepared.golden_kind))
     rng = torch.get_rng_state()  # every config starts where the golden run left it
     while True:
@@ -71,9 +83,10 @@ def _serve(test: Test, shape_mode: str, config_loader, channel: Channel) -> None
             config = config_loader(request.config)
             torch.set_rng_state(rng)
             result = run_pair(prepared, config, reports_dir=request.reports_dir, limits=request.limits, isolate=False)
-            channel.send(result)
             if ran_and_failed(result):
+                channel.send(_Retiring(result, prepared.shared))
                 return
+            channel.send(result)
         elif isinstance(request, _Reduce):
             channel.send(_reduce(prepared, config_loader, request))
         else:
@@ -100,6 +113,7 @@ class TestHost:
         self._config_loader = config_loader
         self._golden_limits = golden_limits
         self._child: Child | None = None
+        self._shared: dict = {}  # what a retired host handed over
         self.peak_rss = 0  # the largest any of this test's hosts grew
         self.restarts: list[str] = []  # the configs whose pair ended or retired a host
         # Set when the test itself is broken: every config of the test reports it.
@@ -108,7 +122,10 @@ class TestHost:
 
     def _start(self) -> None:
         test = self.test
-        self._child = Child(lambda channel: _serve(test, self.shape_mode, self._config_loader, channel), name="host")
+        shared = self._shared
+        self._child = Child(
+            lambda channel: _serve(test, self.shape_mode, self._config_loader, shared, channel), name="host"
+        )
         reply = self._child.request("ready?", self._golden_limits)
         self.peak_rss = max(self.peak_rss, self._child.peak_rss)
         if isinstance(reply, tuple) and reply[0] == "ready":
@@ -136,12 +153,14 @@ class TestHost:
         start, earlier = time.monotonic(), list(self.restarts)
         reply = self._child.request(_Run(config, reports_dir, limits), limits)
         self.peak_rss = max(self.peak_rss, self._child.peak_rss)
+        if isinstance(reply, _Retiring):  # the host exits by itself
+            self._child.close()
+            self._shared = reply.shared
+            self.restarts.append(config)
+            reply = reply.result
         if isinstance(reply, Result):
             result = reply
             result.peak_rss_mib = round(self._child.request_peak_rss / isolation.MIB, 1)
-            if ran_and_failed(result):  # the host exits by itself
-                self._child.close()
-                self.restarts.append(config)
         else:  # the pair took the host down (or the host broke): that is the pair's result
             self._child.kill()
             ir_dir = pair_ir_dir(reports_dir, self.test.name, config)
