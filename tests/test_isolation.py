@@ -217,7 +217,7 @@ def test_a_pair_that_ends_its_host_is_its_own_result_and_the_next_pair_gets_a_ne
     assert (bad.outcome, bad.stage, bad.config) == (outcome, "backend", "bad")
     assert bad.ir_path and Path(bad.ir_path).read_text() == "module {}"  # the IR the stage was given
     assert good.outcome == PASS, good.error
-    assert "ran on a new test host: the pair of bad ended the previous one" in good.notes
+    assert "ran on a new test host: an earlier one ended after bad" in good.notes
 
 
 def test_a_program_that_gave_a_wrong_answer_retires_its_host(tmp_path):
@@ -238,7 +238,7 @@ def test_a_program_that_gave_a_wrong_answer_retires_its_host(tmp_path):
         host.close()
     assert (wrong.outcome, wrong.stage) == (FAIL, "compare")
     assert good.outcome == PASS, good.error
-    assert "ran on a new test host: the pair of wrong ended the previous one" in good.notes
+    assert "ran on a new test host: an earlier one ended after wrong" in good.notes
     # The retiring host handed its capture over: the new one did not compute it again.
     assert "shared: reused 'frontend' from an earlier config of this test" in good.notes
 

@@ -170,7 +170,7 @@ class TestHost:
             keep_ir(result, ir_dir)
             self.restarts.append(config)
         if earlier:
-            result.notes.append(f"ran on a new test host: the pair of {', '.join(earlier)} ended the previous one")
+            result.notes.append(f"ran on a new test host: an earlier one ended after {', '.join(earlier)}")
         return result
 
     def reduce(self, result: Result, reports_dir: Path, time_box: float, memory_bytes: int | None):
