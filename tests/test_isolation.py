@@ -191,13 +191,18 @@ class Sharing(Config):
         return golden
 
 
-def test_configs_of_one_test_share_its_host(tmp_path):
-    """The second config reuses what the first one computed, in the same host."""
-    host = TestHost(simple_test(), shape_mode="annotated", config_loader=Sharing, golden_limits=LIMITS)
+def run_on_one_host(config_loader, names, tmp_path):
+    """The Results of the named configs, in order, on one test's host."""
+    host = TestHost(simple_test(), shape_mode="annotated", config_loader=config_loader, golden_limits=LIMITS)
     try:
-        first, second = host.run("first", tmp_path, LIMITS), host.run("second", tmp_path, LIMITS)
+        return [host.run(name, tmp_path, LIMITS) for name in names]
     finally:
         host.close()
+
+
+def test_configs_of_one_test_share_its_host(tmp_path):
+    """The second config reuses what the first one computed, in the same host."""
+    first, second = run_on_one_host(Sharing, ["first", "second"], tmp_path)
     assert (first.outcome, second.outcome) == (PASS, PASS), second.error
     assert "shared: reused 'frontend' from an earlier config of this test" in second.notes
 
@@ -231,11 +236,7 @@ def test_a_program_that_gave_a_wrong_answer_retires_its_host(tmp_path):
                 return [type(item)(item.method, item.inputs, item.outputs + 1) for item in golden]
             return golden
 
-    host = TestHost(simple_test(), shape_mode="annotated", config_loader=WrongOnce, golden_limits=LIMITS)
-    try:
-        wrong, good = host.run("wrong", tmp_path, LIMITS), host.run("good", tmp_path, LIMITS)
-    finally:
-        host.close()
+    wrong, good = run_on_one_host(WrongOnce, ["wrong", "good"], tmp_path)
     assert (wrong.outcome, wrong.stage) == (FAIL, "compare")
     assert good.outcome == PASS, good.error
     assert "ran on a new test host: an earlier one ended after wrong" in good.notes
@@ -252,10 +253,6 @@ def test_each_config_in_a_host_starts_from_the_same_random_state(tmp_path):
         def run(self, artifact, golden):
             return golden
 
-    host = TestHost(simple_test(), shape_mode="annotated", config_loader=Draws, golden_limits=LIMITS)
-    try:
-        first, second = host.run("first", tmp_path, LIMITS), host.run("second", tmp_path, LIMITS)
-    finally:
-        host.close()
+    first, second = run_on_one_host(Draws, ["first", "second"], tmp_path)
     assert first.outcome == second.outcome == PASS
     assert first.notes[0].startswith("drew ") and first.notes[0] == second.notes[0]
