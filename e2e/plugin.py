@@ -103,14 +103,27 @@ def _runs_the_suite(config, state: E2EState) -> bool:
     return False
 
 
+_SIGNALLED: list[int] = []
+
+
 def _stop_on_sigterm() -> None:
-    """SIGTERM ends the run like Ctrl-C: results so far are written, children killed."""
+    """SIGTERM ends the run like Ctrl-C: results so far are written, children killed.
+
+    The signal is also remembered: when it lands while Python runs a finalizer (a
+    `__del__`, a logging lock release), the KeyboardInterrupt raised there is swallowed
+    as unraisable, and the run must still stop after the test in progress."""
 
     def interrupt(number, frame):
+        _SIGNALLED.append(number)
         raise KeyboardInterrupt(f"signal {number}")
 
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, interrupt)
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    if _SIGNALLED:
+        raise KeyboardInterrupt(f"signal {_SIGNALLED[0]}")
 
 
 def _run_meta(config, state: E2EState) -> dict:
@@ -336,7 +349,7 @@ def pytest_sessionfinish(session, exitstatus):
         return
     if not state.peaks and state.record.rows:
         state.peaks["main"] = _peak_rss(state)
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or bool(_SIGNALLED)
     _save_durations(session.config, state.record.rows)
     state.html_report = state.record.finish(
         "interrupted" if interrupted else "finished",

@@ -175,6 +175,38 @@ def test_a_killed_run_keeps_its_results_and_leaves_no_process(tmp_path, signal_n
     assert all(row["outcome"] == "pass" for row in rows)
 
 
+SIGNAL_IN_A_FINALIZER_SUITE = '''
+import os, signal, time
+import torch
+from e2e.framework import op_test
+
+RUN = os.getpid()
+forks = []
+
+def after_fork(pid=RUN):
+    # Python calls this after each fork and swallows what it raises, as it does for
+    # logging's own after-fork lock release: SIGTERM lands inside it on the third host.
+    forks.append(1)
+    if os.getpid() == pid and len(forks) == 3:
+        os.kill(pid, signal.SIGTERM)
+        time.sleep(2)
+
+os.register_at_fork(after_in_parent=after_fork)
+for i in range(8):
+    op_test(f"Tanh{i}", torch.tanh, lambda tu: [tu.rand(2)])
+'''
+
+
+def test_a_signal_swallowed_by_a_finalizer_still_stops_the_run(tmp_path):
+    suite = write_suite(tmp_path, {"signalled.py": SIGNAL_IN_A_FINALIZER_SUITE})
+    run = subprocess.run(e2e_command(suite, tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = run.stdout + run.stderr
+    assert "Exception ignored" in out  # the KeyboardInterrupt itself was swallowed
+    assert run.returncode == pytest.ExitCode.INTERRUPTED, out
+    run_info = json.loads((tmp_path / "reports" / "run.json").read_text())
+    assert run_info["status"] == "interrupted" and 2 <= run_info["rows"] < 8, out
+
+
 def _state(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
