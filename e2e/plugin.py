@@ -109,7 +109,7 @@ _SIGNALLED: list[int] = []
 def _stop_on_sigterm() -> None:
     """SIGTERM ends the run like Ctrl-C: results so far are written, children killed.
 
-    The signal is also remembered: when it lands while Python runs a finalizer (a
+    Either signal is also remembered: when it lands while Python runs a finalizer (a
     `__del__`, a logging lock release), the KeyboardInterrupt raised there is swallowed
     as unraisable, and the run must still stop after the test in progress."""
 
@@ -119,6 +119,8 @@ def _stop_on_sigterm() -> None:
 
     if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
         signal.signal(signal.SIGTERM, interrupt)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt)
 
 
 def pytest_runtest_logfinish(nodeid, location):
