@@ -32,6 +32,48 @@ def test_the_decomposed_graph_is_the_one_torch_builds_without_the_shortcuts():
     torch.testing.assert_close(fast.module()(*args), plain.module()(*args))
 
 
+def _kernels_and_fake_rules(ops) -> dict:
+    from torch._subclasses import fake_impls
+
+    return {op: (dict(op.py_kernels), fake_impls.op_implementations_dict.get(op)) for op in ops}
+
+
+def test_a_replayed_override_builds_the_same_graphs_and_leaves_every_op_as_torch_does():
+    module, args = Mixed(), (torch.rand(3, 4), torch.rand(3, 3))
+    table = get_decomposition_table()
+    decompose.uninstall()
+    ops = exported_program._collect_all_valid_cia_ops()
+    plain = [graph_text(torch.export.export(module, args).run_decompositions(table)) for _ in range(3)]
+    plain_state = _kernels_and_fake_rules(ops)
+    decompose.install()
+    override = exported_program._override_composite_implicit_decomp
+    fast = []
+    for _ in range(3):
+        replays = override.replays
+        fast.append(graph_text(decompose.run_decompositions(torch.export.export(module, args), table)))
+    assert override.replays == replays + 1  # the last call was a replay
+    assert fast == plain
+    assert _kernels_and_fake_rules(ops) == plain_state
+
+
+def test_a_replay_is_not_used_when_an_op_changed_since_the_recording():
+    module, args = Mixed(), (torch.rand(3, 4), torch.rand(3, 3))
+    table = get_decomposition_table()
+    decompose.install()
+    for _ in range(2):
+        decompose.run_decompositions(torch.export.export(module, args), table)
+    override = exported_program._override_composite_implicit_decomp
+    replays = override.replays
+    rms_norm = torch.ops.aten.rms_norm.default
+    rms_norm.py_impl(torch._C.DispatchKey.AutocastCPU)(lambda *a, **k: None)
+    try:
+        graph = graph_text(decompose.run_decompositions(torch.export.export(module, args), table))
+    finally:
+        del rms_norm.py_kernels[torch._C.DispatchKey.AutocastCPU]
+        rms_norm._dispatch_cache.clear()
+    assert override.replays == replays and "aten.rms_norm" in graph
+
+
 def test_the_op_cache_sees_ops_registered_after_it_filled():
     decompose.install()
     before = exported_program._collect_all_valid_cia_ops()
