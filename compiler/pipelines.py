@@ -106,8 +106,15 @@ LINALG_TO_LLVM: Pipeline = (
     "func.func(convert-linalg-to-loops)",
     "func.func(lower-affine)",
     "convert-scf-to-cf",
+    # 16-bit floats are computed in f32 and rounded back after every op, explicitly, so
+    # no lowering below depends on the host CPU (F16C, AVX512-FP16/BF16) or calls a
+    # compiler-rt function the JIT cannot find (`__truncsfbf2`: every bf16 program
+    # failed to load on CPUs without AVX512-BF16). bf16 <-> f32 then become integer code;
+    # f16 <-> f32 are native or calls into `compiler.softfloat`, the same bits either way.
+    "func.func(math-extend-to-supported-types{target-type=f32})",
+    "func.func(arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32})",
     "func.func(refback-expand-ops-for-llvm)",
-    "func.func(arith-expand)",
+    "func.func(arith-expand{include-bf16=true})",
     "func.func(convert-math-to-llvm)",
     "convert-math-to-libm",
     "expand-strided-metadata",

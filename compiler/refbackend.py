@@ -23,6 +23,8 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith
 from torch_mlir.execution_engine import ExecutionEngine
 
+from compiler import softfloat
+from compiler.native_output import captured_stderr
 from compiler.pipelines import LINALG_TO_LLVM
 from compiler.stages import Snapshots, StageError, run_stage
 
@@ -344,10 +346,18 @@ class RefBackendProgram:
                 None, *[SCALAR_RESULTS.get(d, ctypes.POINTER(UnrankedMemRef)) for d in self.result_dtypes]
             )
             self._callback = prototype(self._consume)
-        self._engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
-        self._engine.raw_register_runtime("memrefCopy", ctypes.cast(_memref_copy, ctypes.c_void_p))
-        if self._callback is not None:
-            self._engine.register_runtime(callback_name, self._callback)
+        with captured_stderr() as jit_output:
+            self._engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
+            self._engine.raw_register_runtime("memrefCopy", ctypes.cast(_memref_copy, ctypes.c_void_p))
+            softfloat.runtime().register(self._engine)
+            if self._callback is not None:
+                self._engine.register_runtime(callback_name, self._callback)
+            # Compile and link now, so a program that cannot load fails here, with the
+            # JIT's reason, rather than at its first call as `Unknown function main`.
+            loaded = self._engine.raw_lookup("_mlir_ciface_" + entry)
+        if not loaded:
+            reason = "; ".join(jit_output.lines()) or "no reason printed"
+            raise StageError("lower", f"the JIT could not load @{entry}: {reason}")
 
     def _consume(self, *values) -> None:
         self._results = [

@@ -25,6 +25,7 @@ import pytest
 
 from e2e.collect import E2EFailure, E2EFile, E2EItem, ResultItem
 from e2e.configs import CONFIG_NAMES, XfailError, load_xfails
+from e2e.framework.platform import cpu_description, torch_cpu_capability
 from e2e.framework import isolation
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.report import header_lines, summarize
@@ -138,6 +139,8 @@ def _run_meta(config, state: E2EState) -> dict:
         "shape_mode": state.shape_mode,
         "torch": f"{torch.__version__} ({Path(torch.__file__).parent})",
         "torch_mlir": f"{_version('torch-mlir')} ({next(iter(torch_mlir.__path__))})",
+        "platform": torch_cpu_capability(),
+        "cpu": cpu_description(),
         "budget_s": state.budget,
         "memory_cap_gib": state.memory_cap / GIB if state.memory_cap else None,
     }
@@ -225,7 +228,9 @@ def _load_xfail_sets(state: E2EState, files: list[SuiteFile]) -> dict[str, dict]
     known = {name for f in files for name in f.tests} if complete else None
     try:
         return {
-            name: load_xfails(name, known, state.xfail_dir, state.shape_mode) if state.xfail_dir else {}
+            name: load_xfails(name, known, state.xfail_dir, state.shape_mode, torch_cpu_capability())
+            if state.xfail_dir
+            else {}
             for name in state.configs
         }
     except XfailError as error:

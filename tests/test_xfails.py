@@ -71,6 +71,44 @@ def test_update_xfails_adds_failures_drops_passes_and_keeps_hand_written_reasons
     assert (tmp_path / "linalg.static.txt").read_text() == "S_basic  # fail: compare | values\n"
 
 
+
+def test_an_entry_marked_with_platforms_holds_only_there(tmp_path):
+    write(tmp_path, "A_basic @avx512  # fail: compare | nan\nA_basic @default  # fail: compare | values\nB_basic  # x\n")
+    on_avx512 = load_xfails("linalg", None, tmp_path, platform="avx512")
+    on_avx2 = load_xfails("linalg", None, tmp_path, platform="avx2")
+    assert on_avx512["A_basic"].reason == "fail: compare | nan" and on_avx512["A_basic"].label == "A_basic @avx512"
+    assert load_xfails("linalg", None, tmp_path, platform="default")["A_basic"].reason == "fail: compare | values"
+    assert set(on_avx2) == {"B_basic"}  # expected to pass on AVX2
+    for text, message in [
+        ("A_basic @avx512  # x\nA_basic  # y\n", "listed twice"),
+        ("A_basic @avx512,avx2  # x\nA_basic @avx2  # y\n", "listed twice"),
+        ("A_basic @avx-512  # x\n", "unknown platform 'avx-512'"),
+        ("A_basic avx512  # x\n", "unexpected 'avx512'"),
+    ]:
+        with pytest.raises(XfailError, match=message):
+            load_xfails("linalg", None, write(tmp_path, text), platform="avx2")
+
+
+def test_update_xfails_judges_only_the_platform_the_results_come_from(tmp_path):
+    write(tmp_path, "A_basic @avx512  # fail: compare | nan\nB_basic  # fail: compare | nan\nC_basic @avx2,avx512  # fail: lower | p | x\n")
+    rows = [
+        {"test": "A_basic", "config": "linalg", "outcome": "pass", "signature": None},  # holds on avx512 only: kept
+        {"test": "B_basic", "config": "linalg", "outcome": "pass", "signature": None},  # everywhere: gone
+        {"test": "C_basic", "config": "linalg", "outcome": "pass", "signature": None},  # avx2 dropped
+        {"test": "D_basic", "config": "linalg", "outcome": "fail", "signature": "compare | values"},
+    ]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(rows))
+    (tmp_path / "run.json").write_text(json.dumps({"platform": "avx2"}))
+    update(results, tmp_path)
+    assert (tmp_path / "linalg.txt").read_text() == (
+        "A_basic @avx512  # fail: compare | nan\nC_basic @avx512  # fail: lower | p | x\nD_basic  # fail: compare | values\n"
+    )
+    # The same failure on another platform widens the entry rather than adding one.
+    results.write_text(json.dumps([{"test": "A_basic", "config": "linalg", "outcome": "fail", "signature": "compare | values"}]))
+    update(results, tmp_path, platform="default")
+    assert load_xfails("linalg", None, tmp_path, platform="default")["A_basic"].label == "A_basic @avx512,default"
+
 CONFIGS = '''
 import torch
 from compiler.stages import StageError

@@ -8,6 +8,7 @@ checks; a test that passed is removed. A reason written by hand (one that record
 signature) and a note beside a grouped name are kept. Tests broken on native torch
 (stage `golden`), skipped pairs and tests not in the run keep their lines or stay out,
 so a partial run (`-k tosa`) only touches what it ran. Every line carries its reason.
+Entries marked `@<platform>` are judged only by results of that platform.
 """
 
 from __future__ import annotations
@@ -15,37 +16,72 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from e2e.configs import XFAIL_DIR
-from e2e.configs.xfails import OUTCOMES, format_xfails, load_xfails, xfail_path
+from e2e.configs.xfails import OUTCOMES, XfailEntry, format_xfails, read_xfails, signature_key, xfail_path
 
 
-def update(results_path: Path, directory: Path = XFAIL_DIR) -> dict[Path, tuple[int, int]]:
-    """Rewrite the files the results touch; (added, removed) per file."""
+def update(
+    results_path: Path, directory: Path = XFAIL_DIR, platform: str | None = None
+) -> dict[Path, tuple[int, int]]:
+    """Rewrite the files the results touch; (added, removed) per file.
+
+    The results are those of one platform (from `run.json` beside them, else this
+    machine's): entries marked for other platforms are kept as they are; an entry marked
+    for this one loses it when the test passed here.
+    """
     rows = json.loads(results_path.read_text())
+    platform = platform or _run_platform(results_path)
     changes: dict[Path, tuple[int, int]] = {}
     for config, mode in sorted({(row["config"], row.get("shape_mode", "annotated")) for row in rows}):
         if config == "-":  # a test file that did not import: no config to expect it on
             continue
-        old = load_xfails(config, None, directory, mode)
-        reasons = {name: entry.reason for name, entry in old.items()}
-        notes = {name: entry.note for name, entry in old.items() if entry.note}
-        for row in rows:
-            if (row["config"], row.get("shape_mode", "annotated")) != (config, mode):
-                continue
-            name = row["test"]
-            if row["outcome"] == "pass":
-                reasons.pop(name, None)
-            elif row["outcome"] in OUTCOMES and row.get("stage") != "golden":
-                entry = old.get(name)
-                if entry is None or entry.expected is not None:  # keep a hand-written reason
-                    reasons[name] = f"{row['outcome']}: {row['signature']}".replace("\n", " ")
         path = xfail_path(config, directory, mode)
+        old = read_xfails(path, None)
+        entries = list(old)
+        for row in rows:
+            if (row["config"], row.get("shape_mode", "annotated")) == (config, mode):
+                entries = _judge(entries, row, platform)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(format_xfails(reasons, notes))
-        changes[path] = (len(set(reasons) - set(old)), len(set(old) - set(reasons)))
+        path.write_text(format_xfails(entries))
+        before, after = {e.label for e in old}, {e.label for e in entries}
+        changes[path] = (len(after - before), len(before - after))
     return changes
+
+
+def _judge(entries: list[XfailEntry], row: dict, platform: str) -> list[XfailEntry]:
+    """The entries once one result of `platform` is taken into account."""
+    name = row["test"]
+    here = next((e for e in entries if e.test == name and e.holds_on(platform)), None)
+    others = [e for e in entries if e is not here]
+    if row["outcome"] == "pass":
+        if here is not None and here.platforms - {platform}:
+            others.append(replace(here, platforms=here.platforms - {platform}))
+        return others
+    if row["outcome"] not in OUTCOMES or row.get("stage") == "golden":
+        return entries
+    reason = f"{row['outcome']}: {row['signature']}".replace("\n", " ")
+    if here is not None:
+        # A hand-written reason (no signature) stays; a recorded one is brought up to date.
+        return others + [here if here.expected is None else replace(here, reason=reason)]
+    elsewhere = [e for e in entries if e.test == name]
+    if elsewhere:  # known to fail on other platforms only: now here too
+        same = next((e for e in elsewhere if signature_key(e.reason.partition(": ")[2]) == signature_key(row["signature"])), None)
+        if same is not None:
+            return [e for e in entries if e is not same] + [replace(same, platforms=same.platforms | {platform})]
+        return entries + [XfailEntry(name, reason, Path(), 0, platforms=frozenset({platform}))]
+    return entries + [XfailEntry(name, reason, Path(), 0)]
+
+
+def _run_platform(results_path: Path) -> str:
+    try:
+        return json.loads((results_path.parent / "run.json").read_text())["platform"]
+    except (OSError, ValueError, KeyError):
+        from e2e.framework.platform import torch_cpu_capability
+
+        return torch_cpu_capability()
 
 
 def main(argv: list[str]) -> int:

@@ -10,10 +10,18 @@ Tests sharing one cause can be grouped under it:
     [fail: lower | one-shot-bufferize | loc: op was not bufferized]
     AddAlpha
     BmmModule_basic  # a note of your own; the group's reason still applies
+    Cumsum_Dynamic  # fail: compare | values -- a note after the checked reason
+
+An entry that holds only where native torch's kernels give the golden values it was
+recorded against names those platforms (torch's CPU kernel ISA, `e2e.framework.platform`)
+after the test; on other platforms the test is expected to pass:
+
+    NanInf_Gelu @avx512  # fail: compare | nan -- torch's AVX-512 gelu(-inf) is 0, its others NaN
 
 A line with its own reason outside a group stands alone; a bare name belongs to the
-group above it (the updater writes a reason on every line). Names are sorted within each block, unique, and must be registered
-tests: a stale or misspelt name is an error at collection, with its file and line.
+group above it (the updater writes a reason on every line). Names are sorted within each
+block and must be registered tests: a stale or misspelt name is an error at collection,
+with its file and line. A name appears once, or once per disjoint set of platforms.
 """
 
 from __future__ import annotations
@@ -25,6 +33,8 @@ from pathlib import Path
 from e2e.framework.result import SHAPE_MODES
 
 OUTCOMES = ("fail", "crash", "timeout", "memory")
+# torch's CPU capabilities (`torch.backends.cpu.get_cpu_capability()`, lower case).
+PLATFORMS = ("default", "avx2", "avx512", "sve128", "sve256", "vsx", "zvector")
 _EXPECTED = re.compile(rf"^({'|'.join(OUTCOMES)}): (.+)$")
 
 
@@ -35,6 +45,15 @@ class XfailEntry:
     path: Path
     line: int
     note: str = ""  # a hand-written note beside a grouped name
+    platforms: frozenset[str] = frozenset()  # where it holds; empty: everywhere
+
+    def holds_on(self, platform: str) -> bool:
+        return not self.platforms or platform in self.platforms
+
+    @property
+    def label(self) -> str:
+        """The name as written, with its platforms."""
+        return self.test + (f" @{','.join(sorted(self.platforms))}" if self.platforms else "")
 
     @property
     def where(self) -> str:
@@ -77,13 +96,27 @@ def xfail_path(config: str, directory: Path, shape_mode: str = "annotated") -> P
 
 
 def load_xfails(
-    config: str, known_tests: set[str] | None, directory: Path, shape_mode: str = "annotated"
+    config: str,
+    known_tests: set[str] | None,
+    directory: Path,
+    shape_mode: str = "annotated",
+    platform: str | None = None,
 ) -> dict[str, XfailEntry]:
-    """Parse and validate one xfail file (empty when it does not exist)."""
-    path = xfail_path(config, directory, shape_mode)
+    """The entries of one xfail file (validated) that hold on `platform` (default: this
+    run's, `e2e.framework.platform.torch_cpu_capability`)."""
+    if platform is None:
+        from e2e.framework.platform import torch_cpu_capability
+
+        platform = torch_cpu_capability()
+    entries = read_xfails(xfail_path(config, directory, shape_mode), known_tests)
+    return {entry.test: entry for entry in entries if entry.holds_on(platform)}
+
+
+def read_xfails(path: Path, known_tests: set[str] | None) -> list[XfailEntry]:
+    """Every entry of an xfail file, for all platforms; empty when it does not exist."""
     if not path.exists():
-        return {}
-    entries: dict[str, XfailEntry] = {}
+        return []
+    entries: list[XfailEntry] = []
     problems: list[str] = []
     group: str | None = None
     previous = ""
@@ -97,33 +130,50 @@ def load_xfails(
             if not group:
                 problems.append(f"{where}: an empty group header")
             continue
-        name, _, own = (part.strip() for part in line.partition("#"))
+        head, _, own = (part.strip() for part in line.partition("#"))
+        name, *qualifiers = head.split()
+        platforms, bad = _platforms(qualifiers)
+        if bad:
+            problems.append(f"{where}: {bad} (write `{name} @avx512`; platforms: {', '.join(PLATFORMS)})")
         if group is not None:
             reason, note = group, own
         elif own:
-            reason, note = own, ""
+            reason, _, note = (part.strip() for part in own.partition(" -- "))
         else:
             problems.append(f"{where}: {name} has no reason (write `{name}  # why it fails`, or list it under a [group])")
             continue
-        if name in entries:
-            problems.append(f"{where}: {name} is listed twice (first on line {entries[name].line})")
+        for other in entries:
+            if other.test == name and (not other.platforms or not platforms or other.platforms & platforms):
+                problems.append(f"{where}: {name} is listed twice for one platform (first on line {other.line})")
         if name < previous:
             problems.append(f"{where}: {name} is out of order (names are sorted within each block)")
         if known_tests is not None and name not in known_tests:
             problems.append(f"{where}: unknown test {name!r}: remove the line (renamed or deleted test?)")
-        entries[name] = XfailEntry(name, reason, path, number, note)
+        entries.append(XfailEntry(name, reason, path, number, note, platforms))
         previous = name
     if problems:
         raise XfailError(f"invalid xfail set {path}:\n  " + "\n  ".join(problems))
     return entries
 
 
-def format_xfails(reasons: dict[str, str], notes: dict[str, str] | None = None) -> str:
-    """The text of an xfail file: one sorted line per test, each with its reason (a note
+def _platforms(qualifiers: list[str]) -> tuple[frozenset[str], str | None]:
+    """`@avx512,avx2` -> the platforms, or an error for anything else after the name."""
+    if not qualifiers:
+        return frozenset(), None
+    if len(qualifiers) > 1 or not qualifiers[0].startswith("@"):
+        return frozenset(), f"unexpected {' '.join(qualifiers)!r} after the test name"
+    platforms = frozenset(p.strip().lower() for p in qualifiers[0][1:].split(",") if p.strip())
+    unknown = sorted(platforms - set(PLATFORMS))
+    if unknown or not platforms:
+        return frozenset(), f"unknown platform {','.join(unknown) or '(none)'!r}"
+    return platforms, None
+
+
+def format_xfails(entries: list[XfailEntry]) -> str:
+    """The text of an xfail file: one sorted line per entry, each with its reason (a note
     written beside a grouped name is kept after the reason)."""
-    notes = notes or {}
     lines = [
-        f"{name}  # {reasons[name]}" + (f" -- {notes[name]}" if notes.get(name) else "")
-        for name in sorted(reasons)
+        f"{entry.label}  # {entry.reason}" + (f" -- {entry.note}" if entry.note else "")
+        for entry in sorted(entries, key=lambda e: (e.test, sorted(e.platforms)))
     ]
     return "".join(line + "\n" for line in lines)

@@ -16,6 +16,7 @@ import json
 import os
 from pathlib import Path
 
+from e2e.framework.platform import torch_cpu_capability
 from e2e.framework.result import MEMORY, TIMEOUT, Result
 
 _PROJECT = Path(__file__).resolve().parents[2]
@@ -25,12 +26,13 @@ _UNCACHED = (TIMEOUT, MEMORY)
 
 @functools.cache
 def toolchain_fingerprint() -> str:
-    """torch and torch-mlir versions, torch-mlir's native libraries, this project's sources
-    (xfail sets are not among them: they change how a result is judged, not the result)."""
+    """torch and torch-mlir versions, torch's kernel ISA (the golden values depend on it),
+    torch-mlir's native libraries, this project's sources (xfail sets are not among them:
+    they change how a result is judged, not the result)."""
     import torch
     import torch_mlir
 
-    digest = hashlib.sha256(torch.__version__.encode())
+    digest = hashlib.sha256(f"{torch.__version__} {torch_cpu_capability()}".encode())
     libs = Path(next(iter(torch_mlir.__path__))) / "_mlir_libs"
     for path in sorted(libs.glob("*.so*")):
         stat = path.stat()
