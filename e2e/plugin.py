@@ -17,17 +17,20 @@ signatures.
 
 from __future__ import annotations
 
+import _thread
+import functools
 import signal
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 
 from e2e.collect import E2EFailure, E2EFile, E2EItem, ResultItem
 from e2e.configs import CONFIG_NAMES, XfailError, load_xfails
-from e2e.framework.platform import cpu_description, torch_cpu_capability
 from e2e.framework import isolation
 from e2e.framework.isolation import GIB, Limits
+from e2e.framework.platform import cpu_description, torch_cpu_capability
 from e2e.framework.report import header_lines, summarize
 from e2e.framework.result import PASS, SHAPE_MODES, SKIP
 from e2e.framework.run_record import ReportsDirBusy, RunRecord
@@ -110,9 +113,11 @@ _SIGNALLED: list[int] = []
 def _stop_on_sigterm() -> None:
     """SIGTERM ends the run like Ctrl-C: results so far are written, children killed.
 
-    Either signal is also remembered: when it lands while Python runs a finalizer (a
-    `__del__`, a logging lock release), the KeyboardInterrupt raised there is swallowed
-    as unraisable, and the run must still stop after the test in progress."""
+    A signal that lands while Python runs a finalizer (a `__del__`, an after-fork hook,
+    a logging lock release) raises its KeyboardInterrupt there, and Python swallows it
+    as unraisable; the run would go on. So a swallowed interrupt is delivered again to
+    the main thread a moment later (`_redeliver`), whatever the run is waiting for
+    (the next test event of an xdist worker may be minutes away)."""
 
     def interrupt(number, frame):
         _SIGNALLED.append(number)
@@ -122,11 +127,16 @@ def _stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, interrupt)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupt)
+    if not isinstance(sys.unraisablehook, functools.partial) or sys.unraisablehook.func is not _redeliver:
+        sys.unraisablehook = functools.partial(_redeliver, sys.unraisablehook)
 
 
-def pytest_runtest_logfinish(nodeid, location):
-    if _SIGNALLED:
-        raise KeyboardInterrupt(f"signal {_SIGNALLED[0]}")
+def _redeliver(previous, unraisable) -> None:
+    previous(unraisable)
+    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _SIGNALLED:
+        timer = threading.Timer(0.1, _thread.interrupt_main, args=(signal.SIGINT,))
+        timer.daemon = True
+        timer.start()
 
 
 def _run_meta(config, state: E2EState) -> dict:
@@ -267,6 +277,7 @@ def _longest_first(config, items) -> None:
 # --- scheduling --------------------------------------------------------------------------
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hooks: the plugin also runs under -p no:xdist
 def pytest_xdist_make_scheduler(config, log):
     """One scope per e2e test (`file::Test`), so its configs share one worker and host."""
     if config.getoption("dist") not in ("load", "loadgroup", "loadscope"):
@@ -327,6 +338,7 @@ def pytest_runtest_teardown(item, nextitem):
         state.close_host()
 
 
+@pytest.hookimpl(optionalhook=True)
 def pytest_testnodedown(node, error):
     state = node.config.stash[STATE]
     if "e2e_peak_rss" in getattr(node, "workeroutput", {}):

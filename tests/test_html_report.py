@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -67,7 +68,10 @@ def chromium() -> str:
         path = shutil.which(name)
         if path:
             return path
-    pytest.fail(f"the HTML report test needs Chromium, which is not installed; install it with:\n    {CHROMIUM_INSTALL}")
+    message = f"the HTML report test needs Chromium, which is not installed; install it with:\n    {CHROMIUM_INSTALL}"
+    if os.environ.get("CI") == "true":  # CI installs it (.ci/run): missing there is a failure
+        pytest.fail(message)
+    pytest.skip(message)
 
 
 def open_in_chromium(page: Path, fragment: str = "") -> tuple[str, list[str]]:
