@@ -2,6 +2,7 @@
 
 import ctypes
 import os
+import tempfile
 import time
 import types
 from pathlib import Path
@@ -256,3 +257,15 @@ def test_each_config_in_a_host_starts_from_the_same_random_state(tmp_path):
     first, second = run_on_one_host(Draws, ["first", "second"], tmp_path)
     assert first.outcome == second.outcome == PASS
     assert first.notes[0].startswith("drew ") and first.notes[0] == second.notes[0]
+
+
+def test_children_leave_nothing_in_the_temporary_directory(tmp_path, monkeypatch):
+    """A child's stderr file has no name from the start: a run killed before it closes its
+    children (SIGKILL, a crash of the worker) leaves no `e2e-*.stderr` behind."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    crashed = isolation.run_forked(lambda: os.abort(), timeout=60)
+    assert isinstance(crashed, isolation.Crashed)
+    child = isolation.Child(lambda channel: (os.write(2, b"said on stderr\n"), channel.receive()), name="host")
+    time.sleep(0.5)
+    assert child.request("ignored", Limits(seconds=60)).stderr_tail == "said on stderr"
+    assert list(tmp_path.iterdir()) == []  # not even while the child ran, nor after it died unclosed

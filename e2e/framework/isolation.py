@@ -89,12 +89,11 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _tail(path: str, limit: int = 16000) -> str:
+def _tail(fd: int, limit: int = 16000) -> str:
+    """The last `limit` bytes written to a file, read through its descriptor."""
     try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            f.seek(max(0, f.tell() - limit))
-            return f.read().decode(errors="replace").strip()
+        size = os.fstat(fd).st_size
+        return os.pread(fd, limit, max(0, size - limit)).decode(errors="replace").strip()
     except OSError:
         return ""
 
@@ -209,9 +208,9 @@ class Child:
     def __init__(self, serve: Callable[[Channel], None], *, name: str = "child"):
         to_child_r, to_child_w = os.pipe()
         from_child_r, from_child_w = os.pipe()
-        stderr_file = tempfile.NamedTemporaryFile(prefix=f"e2e-{name}-", suffix=".stderr", delete=False)
-        stderr_file.close()
-        self.stderr_path = stderr_file.name
+        # The child's stderr: a file with no name (unlinked from the start), so nothing is
+        # left in the temporary directory however the run ends.
+        self._stderr = tempfile.TemporaryFile(prefix=f"e2e-{name}-", suffix=".stderr")
         self.peak_rss = 0  # over the child's life
         self.request_peak_rss = 0  # during the last request
         # A forked child starts out sharing its parent's pages: the cap counts its growth.
@@ -229,9 +228,7 @@ class Child:
                 # touching their headers copies the shared pages.
                 gc.freeze()
                 die_with_parent()
-                fd = os.open(self.stderr_path, os.O_WRONLY)
-                os.dup2(fd, 2)
-                os.close(fd)
+                os.dup2(self._stderr.fileno(), 2)
                 # Not pytest's captured sys.stderr: Python tracebacks and faulthandler's stack
                 # of a crash go to fd 2, whose tail the parent keeps in the result.
                 sys.stderr = open(2, "w", closefd=False, buffering=1)
@@ -277,10 +274,10 @@ class Child:
             self.request_peak_rss = max(self.request_peak_rss, rss)
             if limits.memory_bytes is not None and rss - baseline > limits.memory_bytes:
                 self.kill()
-                return OverMemory(limits.memory_bytes, self.request_peak_rss, _tail(self.stderr_path))
+                return OverMemory(limits.memory_bytes, self.request_peak_rss, self._stderr_tail())
             if remaining <= 0:
                 self.kill()
-                return TimedOut(limits.seconds, _tail(self.stderr_path), self.request_peak_rss)
+                return TimedOut(limits.seconds, self._stderr_tail(), self.request_peak_rss)
             ready, _, _ = select.select([self._channel.read_fd], [], [], min(remaining, _POLL_SECONDS))
             if ready:
                 chunk = os.read(self._channel.read_fd, 1 << 20)
@@ -302,7 +299,7 @@ class Child:
         """The child closed its end without a reply: reap it and say how it ended."""
         _, status = os.waitpid(self.pid, 0)
         self.pid = 0
-        tail = _tail(self.stderr_path)
+        tail = self._stderr_tail()
         if os.WIFSIGNALED(status):
             reason = f"killed by {_signal_name(os.WTERMSIG(status))}"
         else:
@@ -310,6 +307,9 @@ class Child:
         if limits.memory_bytes is not None and _looks_out_of_memory(tail):
             return OverMemory(limits.memory_bytes, self.request_peak_rss, tail)
         return Crashed(reason, tail, self.request_peak_rss)
+
+    def _stderr_tail(self) -> str:
+        return "" if self._stderr.closed else _tail(self._stderr.fileno())
 
     def kill(self) -> None:
         if self.pid:
@@ -327,10 +327,7 @@ class Child:
         if self.pid:
             _REAPER.add(self.pid, grace)
             self.pid = 0
-        try:
-            os.unlink(self.stderr_path)
-        except OSError:
-            pass
+        self._stderr.close()
 
 
 def _looks_out_of_memory(stderr_tail: str) -> bool:
