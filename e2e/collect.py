@@ -68,6 +68,10 @@ class E2EFailsDifferently(Exception):
 class ResultItem(pytest.Item):
     result: Result | None = None
 
+    @property
+    def rerun_command(self) -> str:
+        return self.config.stash[STATE].rerun_command(self.path, self.nodeid.split("::", 1)[1])
+
 
 class BrokenFileItem(ResultItem):
     """A suite file that does not import: one failing item, the run goes on."""
@@ -166,10 +170,10 @@ class E2EItem(ResultItem):
                 f"({value.entry.where}):\n  expected: {value.entry.reason}\n"
                 f"  now:      {value.result.outcome}: {value.result.signature}\n"
                 "Look at the new failure (a new bug may hide behind the old one); then update the entry.\n\n"
-                + failure_text(value.result, self.nodeid)
+                + failure_text(value.result, self.rerun_command)
             )
         if isinstance(value, E2EFailure):
-            return failure_text(value.result, self.nodeid)
+            return failure_text(value.result, self.rerun_command)
         return super().repr_failure(excinfo)
 
     def reportinfo(self):

@@ -302,7 +302,8 @@ def pytest_runtest_makereport(item, call):
     if call.when != "call" or not isinstance(item, ResultItem) or item.result is None:
         return
     result = item.result
-    report.user_properties.append(("e2e", result.to_json()))  # travels to the xdist controller
+    # Travels to the xdist controller.
+    report.user_properties.append(("e2e", {**result.to_json(), "rerun": item.rerun_command}))
     for key in ("stage", "signature", "ir_path", "repro_path", "shape_mode"):
         value = getattr(result, key)
         if value:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 from pathlib import Path
 
 import pytest
@@ -49,6 +51,30 @@ class E2EState:
         self.peaks: dict[str, tuple] = {}  # worker -> (own MiB, largest child MiB, largest host MiB, its test)
         self.largest_host: tuple[float, str] = (0.0, "")  # MiB, test
         self.html_report: Path | None = None
+
+    def rerun_command(self, path: Path, selector: str) -> str:
+        """The command that reruns one pair, pasted where this run was started: the file
+        relative to that directory (not pytest's rootdir, which moves with how options are
+        spelled), and every option that changes the pair's result."""
+        here = Path(self.config.invocation_params.dir)
+        relative = lambda p: shlex.quote(os.path.relpath(p, here))  # noqa: E731
+        words = ["python -m pytest", shlex.quote(f"{os.path.relpath(path, here)}::{selector}")]
+        option = self.config.getoption
+        words += [f"--e2e-suite {relative(p)}" for p in self.suite_paths if option("e2e_suite")]
+        config = selector.rpartition("::")[2]
+        if self.configs.get(config, config) != config:  # a spec: module:attribute or an entry point
+            words.append(f"--config {shlex.quote(self.configs[config])}")
+        if self.shape_mode != "annotated":
+            words.append(f"--shapes {self.shape_mode}")
+        if option("xfail_dir"):
+            words.append(f"--xfail-dir {relative(self.xfail_dir)}")
+        if has_timeout(self.config) and option("timeout", None):
+            words.append(f"--timeout {option('timeout')}")
+        if option("memory_cap") != DEFAULT_MEMORY_CAP_GIB:
+            words.append(f"--memory-cap {option('memory_cap')}")
+        if option("no_reduce"):
+            words.append("--no-reduce")
+        return " ".join(words)
 
     @property
     def is_worker(self) -> bool:

@@ -2,6 +2,8 @@
 on a directory of tests from anywhere, node ids, and configs of one test sharing a host."""
 
 import json
+import subprocess
+import sys
 
 SUITE = """
 import torch
@@ -28,9 +30,36 @@ def test_a_directory_of_tests_runs_from_anywhere_and_the_header_names_the_compil
     assert sorted((r["test"], r["config"], r["final"]) for r in rows) == [
         ("Mm", "linalg", "passed"), ("Mm", "tosa", "failed"), ("Tanh", "linalg", "passed"), ("Tanh", "tosa", "passed")
     ]
-    result.stdout.fnmatch_lines(["rerun: pytest 'my_suite/ops.py::Mm::tosa'"])
-    again = run(pytester, "my_suite/ops.py::Mm::tosa", "--e2e-suite", "my_suite")
-    again.assert_outcomes(failed=1)  # the printed node id selects exactly that pair
+    result.stdout.fnmatch_lines(["rerun: python -m pytest my_suite/ops.py::Mm::tosa --e2e-suite my_suite --no-reduce"])
+
+
+def printed_reruns(output: str) -> list[str]:
+    return [line.split("rerun: ", 1)[1] for line in output.splitlines() if line.startswith("rerun: ")]
+
+
+def test_a_printed_rerun_command_reruns_its_pair_as_pasted(pytester, tmp_path):
+    """An out-of-tree suite, a config given as module:attribute, static shapes, an xfail
+    dir, and an option value spelled as a separate argument (which moves pytest's rootdir)."""
+    project = pytester.mkdir("project")
+    project.joinpath("my_e2e").mkdir()
+    project.joinpath("my_e2e", "cases.py").write_text(
+        "import torch\nfrom e2e.framework import op_test\n"
+        "op_test('Atan2', torch.atan2, lambda tu: [tu.rand(2, 3), tu.rand(2, 3)])\n"  # TOSA has no atan2
+        "op_test('Tanh', torch.tanh, lambda tu: [tu.rand(2, 3)])\n"
+    )
+    project.joinpath("my_configs.py").write_text("from e2e.configs import load_config\nTOSA = load_config('tosa')\n")
+    project.joinpath("xfails").mkdir()
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--no-reduce", "--e2e-suite", "my_e2e",
+               "--config", "my_configs:TOSA", "--shapes", "static", "--xfail-dir", "xfails",
+               "--reports-dir", str(tmp_path / "elsewhere" / "reports")]
+    first = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=600)
+    (rerun,) = printed_reruns(first.stdout)
+    assert rerun.startswith("python -m pytest my_e2e/cases.py::Atan2::tosa ") and "--config my_configs:TOSA" in rerun
+    assert "--shapes static" in rerun and "--xfail-dir xfails" in rerun
+    again = subprocess.run(rerun + " -p no:cacheprovider", shell=True, cwd=project, capture_output=True, text=True,
+                           timeout=600)
+    assert "= 1 failed" in again.stdout.splitlines()[-1], again.stdout + again.stderr
+    assert printed_reruns(again.stdout) == [rerun]  # the same pair, failing the same way
 
 
 def test_a_suite_file_named_like_a_test_module_or_given_alone_is_collected_once(pytester):

@@ -36,6 +36,8 @@ RUN_FIELDS = {
     "torch_mlir": "torch-mlir",
     "torch_mlir_path": "torch-mlir imported from",
     "shape_mode": "shape mode",
+    "platform": "platform (torch's kernel ISA)",
+    "cpu": "CPU",
     "configs": "configs",
     "started": "started",
     "duration": "duration",
@@ -135,7 +137,9 @@ def page_data(rows: list[dict], report_dir: Path) -> dict:
 
 
 def rerun_command(row: dict) -> str:
-    """The command that reruns one pair: by node id when the row has one."""
+    """The command that reruns one pair, as the run printed it (older rows: by node id)."""
+    if row.get("rerun"):
+        return row["rerun"]
     if row.get("nodeid"):
         return f"pytest '{row['nodeid']}'"
     return f"pytest e2e -k '{row['test']} and {row['config']}'"

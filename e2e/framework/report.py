@@ -8,7 +8,7 @@ from pathlib import Path
 from e2e.framework.result import Result
 
 
-def failure_text(result: Result, nodeid: str) -> str:
+def failure_text(result: Result, rerun: str) -> str:
     lines = [
         f"{result.test} on {result.config}: {result.outcome} in stage `{result.stage}`",
         f"signature: {result.signature}",
@@ -21,7 +21,7 @@ def failure_text(result: Result, nodeid: str) -> str:
         lines.append(f"IR given to the failing stage: {result.ir_path}")
     if result.repro_path:
         lines.append(f"reproducer: {result.repro_path}/README.md")
-    lines.append(f"rerun: pytest '{nodeid}'")
+    lines.append(f"rerun: {rerun}")
     return "\n".join(lines)
 
 
