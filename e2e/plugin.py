@@ -17,8 +17,7 @@ signatures.
 
 from __future__ import annotations
 
-import _thread
-import functools
+import os
 import signal
 import sys
 import threading
@@ -108,6 +107,7 @@ def _runs_the_suite(config, state: E2EState) -> bool:
 
 
 _SIGNALLED: list[int] = []
+_INTERRUPT_ARRIVED = threading.Event()  # the KeyboardInterrupt reached pytest's session
 
 
 def _stop_on_sigterm() -> None:
@@ -115,11 +115,13 @@ def _stop_on_sigterm() -> None:
 
     A signal that lands while Python runs a finalizer (a `__del__`, an after-fork hook,
     a logging lock release) raises its KeyboardInterrupt there, and Python swallows it
-    as unraisable; the run would go on. So a swallowed interrupt is delivered again to
-    the main thread a moment later (`_redeliver`), whatever the run is waiting for
-    (the next test event of an xdist worker may be minutes away)."""
+    as unraisable; the run would go on. So the first signal also starts a watchdog that
+    sends it again to the main thread every two seconds until pytest has seen the interrupt,
+    whatever the run is waiting for (an xdist worker's next event may be minutes away)."""
 
     def interrupt(number, frame):
+        if not _SIGNALLED:
+            threading.Thread(target=_resend_until_it_arrives, args=(number,), daemon=True).start()
         _SIGNALLED.append(number)
         raise KeyboardInterrupt(f"signal {number}")
 
@@ -127,16 +129,16 @@ def _stop_on_sigterm() -> None:
         signal.signal(signal.SIGTERM, interrupt)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, interrupt)
-    if not isinstance(sys.unraisablehook, functools.partial) or sys.unraisablehook.func is not _redeliver:
-        sys.unraisablehook = functools.partial(_redeliver, sys.unraisablehook)
 
 
-def _redeliver(previous, unraisable) -> None:
-    previous(unraisable)
-    if isinstance(unraisable.exc_value, KeyboardInterrupt) and _SIGNALLED:
-        timer = threading.Timer(0.1, _thread.interrupt_main, args=(signal.SIGINT,))
-        timer.daemon = True
-        timer.start()
+def _resend_until_it_arrives(number: int) -> None:
+    while not _INTERRUPT_ARRIVED.wait(2.0):
+        signal.pthread_kill(threading.main_thread().ident, number)
+
+
+@pytest.hookimpl(tryfirst=True)  # before the terminal's, which takes its time to print the traceback
+def pytest_keyboard_interrupt(excinfo):
+    _INTERRUPT_ARRIVED.set()
 
 
 def _run_meta(config, state: E2EState) -> dict:
@@ -331,6 +333,17 @@ class RunRecorder:
                     final = "xpassed" if report.passed else "xfailed"
                 self.state.record.add({**value, "final": final, "nodeid": report.nodeid})
 
+    def pytest_keyboard_interrupt(self, excinfo):
+        """A signal sent to the xdist controller alone (a CI job's timeout, `kill`) would
+        leave each worker running its test to its end: pass it on, as a terminal's Ctrl-C
+        does to the whole process group."""
+        if _SIGNALLED and not self.state.is_worker and self.state.config.pluginmanager.has_plugin("dsession"):
+            for pid in isolation.child_pids(os.getpid()):
+                try:
+                    os.kill(pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+
 
 def pytest_runtest_teardown(item, nextitem):
     state = item.config.stash[STATE]
@@ -358,6 +371,7 @@ def _peak_rss(state: E2EState) -> tuple[float, float, float, str]:
 
 
 def pytest_sessionfinish(session, exitstatus):
+    _INTERRUPT_ARRIVED.set()  # no signal is sent again once the session ends
     state = session.config.stash.get(STATE, None)
     if state is None:
         return

@@ -134,6 +134,13 @@ for i in range(40):
 '''
 
 
+def sigint_as_in_a_terminal() -> None:
+    """For a child run: a command started in the background by a non-interactive shell
+    inherits SIGINT as ignored, and Python then never sees Ctrl-C (how these tests used
+    to end "finished" when the test run itself was started that way)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def descendants(pid: int) -> set[int]:
     children: dict[int, set[int]] = {}
     for entry in Path("/proc").iterdir():
@@ -158,7 +165,7 @@ def test_a_killed_run_keeps_its_results_and_leaves_no_process(tmp_path, signal_n
     suite = write_suite(tmp_path, {"slow.py": SLOW_SUITE})
     process = subprocess.Popen(
         e2e_command(suite, tmp_path, "--config", "tosa", *workers), cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=sigint_as_in_a_terminal,
     )
     rows_so_far = tmp_path / "reports" / "results.jsonl"
     deadline = time.monotonic() + 300
@@ -244,7 +251,7 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_ends_the_run_interrupted(tmp_path
     (tmp_path / "conftest.py").write_text(SIGNAL_IN_A_CONTROLLER_FINALIZER)
     started = time.monotonic()
     run = subprocess.run(e2e_command(suite, tmp_path, "--config", "tosa", *workers), cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
+                         capture_output=True, text=True, timeout=300, preexec_fn=sigint_as_in_a_terminal)
     out = run.stdout + run.stderr
     assert "Exception ignored" in out and "KeyboardInterrupt" in out  # swallowed where it landed
     assert run.returncode == pytest.ExitCode.INTERRUPTED, out

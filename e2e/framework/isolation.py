@@ -21,6 +21,7 @@ import ctypes
 import faulthandler
 import gc
 import os
+from pathlib import Path
 import pickle
 import select
 import signal
@@ -113,6 +114,22 @@ def die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass
+
+
+def child_pids(parent: int) -> list[int]:
+    """The live child processes of `parent` (Linux; empty elsewhere)."""
+    children = []
+    for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            # The fields after the command's closing parenthesis: state, ppid, ...
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent and fields[0] != "Z":
+            children.append(int(entry.name))
+    return children
 
 
 class Channel:
