@@ -263,6 +263,9 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     common = dict(test=result.test, config=config.name, reports_dir=reports_dir, time_box=time_box)
     if result.outcome == "timeout":
         return ReduceOutcome(note="timeouts are not reduced (each query could take as long)", stopped=NO_LOCALIZATION)
+    if result.stage == "compare" and config.toolchain().frontend == "onnx":
+        return ReduceOutcome(note="wrong results of the onnx frontend are not reduced (the FX graph search does not "
+                             "see the ONNX model); the onnxruntime oracle's note places them", stopped=NO_LOCALIZATION)
     if result.stage == "compare":
         # A dynamic test is called at several shapes: reduce the call that mismatched.
         method, call = prepared.failing_call(result.error)
