@@ -11,6 +11,7 @@ runs, so a failing or crashing import leaves the model it was given beside the I
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -18,7 +19,7 @@ import torch
 
 from compiler import pipelines, torch_backend_ir
 from compiler.frontends import onnx as onnx_frontend
-from compiler.stages import Snapshots, module_text
+from compiler.stages import Snapshots, StageError, module_text
 
 MODEL_FILE = "model.onnx"
 
@@ -68,5 +69,23 @@ def onnx_import(model: bytes, *, snapshots: Snapshots | None = None) -> OnnxImpo
 
 
 def onnx_torch_backend_ir(raw_ir: str, *, snapshots: Snapshots | None = None) -> str:
-    """Stage torch-backend: `convert-torch-onnx-to-torch` and the torch simplifications."""
-    return torch_backend_ir(raw_ir, snapshots=snapshots, pipeline=pipelines.ONNX_TO_TORCH_BACKEND)
+    """Stage torch-backend: `convert-torch-onnx-to-torch` and the torch simplifications.
+
+    The conversion leaves an ONNX op it has no pattern for as it is (the backend stage
+    would then fail on an anonymous `torch.operator`): such ops fail this stage by name.
+    """
+    lowered = torch_backend_ir(raw_ir, snapshots=snapshots, pipeline=pipelines.ONNX_TO_TORCH_BACKEND)
+    left = sorted(set(_UNCONVERTED.findall(lowered)))
+    if left:
+        raise StageError(
+            "torch-backend",
+            f"no conversion of {left[0]} to the torch dialect" + (f" (and {len(left) - 1} more)" if len(left) > 1 else ""),
+            failing_pass=CONVERT_PASS,
+            diagnostics=[f"ops left unconverted: {', '.join(left)}"],
+            input_ir=raw_ir,
+        )
+    return lowered
+
+
+CONVERT_PASS = "func.func(convert-torch-onnx-to-torch)"
+_UNCONVERTED = re.compile(r'torch\.operator "([^"]+)"')

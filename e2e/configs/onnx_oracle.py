@@ -83,7 +83,9 @@ def oracle_notes(
             flat = run_onnxruntime(model, tensors_of(item))
             ort_trace.append(TraceItem(item.method, item.inputs, pytree.tree_unflatten(flat, out_spec)))
     except Exception as error:  # onnxruntime refusing the model is itself information
-        return [PREFIX + f"onnxruntime could not run the model: {type(error).__name__}: {str(error)[:300]}"]
+        text = " ".join(str(error).split())
+        text = text if len(text) <= 400 else f"{text[:120]} ... {text[-280:]}"  # onnxruntime puts the cause last
+        return [PREFIX + f"onnxruntime could not run the model: {type(error).__name__}: {text}"]
     with_torch = compare_traces(golden, ort_trace, tolerance)
     agree_torch = "agrees with torch" if with_torch is None else f"disagrees with torch ({with_torch.kind})"
     if compiled is None:
