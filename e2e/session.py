@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -72,6 +73,7 @@ class E2EState:
             self.host = None
         if self.host is None:
             warm_up()  # once per process, before the first fork; never charged to a pair
+            warm_up_configs(tuple(self.configs.values()))
             self.host = TestHost(test, shape_mode=self.shape_mode,
                                  config_loader=lambda name: load_config(self.configs[name]),
                                  golden_limits=self.limits(test))
@@ -85,6 +87,19 @@ class E2EState:
 
 
 STATE = pytest.StashKey[E2EState]()
+
+
+@functools.cache
+def warm_up_configs(specs: tuple[str, ...]) -> None:
+    """A config's own one-time initialization (its optional `warm_up()`), paid once per
+    process before the first fork (the onnx exporter's first call costs seconds)."""
+    for spec in specs:
+        warm = getattr(load_config(spec), "warm_up", None)
+        if callable(warm):
+            try:
+                warm()
+            except Exception:  # noqa: BLE001 - a config that cannot warm up fails in its pairs, with a result
+                pass
 
 
 def _selected_configs(config) -> dict[str, str]:

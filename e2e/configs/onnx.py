@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 import torch.utils._pytree as pytree
 
 from compiler import compile_torch_backend_ir
@@ -52,6 +53,12 @@ class OnnxConfig:
     def toolchain(self) -> Toolchain:
         """Frontend and per-stage pipelines, for replaying this config's failures."""
         return toolchain("onnx", self.backend)
+
+    def warm_up(self) -> None:
+        """The exporter's and importer's first call in a process (seconds), before hosts fork."""
+        if not missing_packages():
+            model = onnx_export(_Warm(), [torch.rand(3, 4)], [[-1, 4]])
+            onnx_torch_backend_ir(onnx_import(model).raw_ir)
 
     def compile(self, prepared, snapshots: Snapshots) -> OnnxCompiled:
         if missing := missing_packages():
@@ -95,6 +102,11 @@ class OnnxConfig:
     def _oracle(compiled: OnnxCompiled, golden: Trace, trace: Trace | None) -> list[str]:
         tensors = lambda item: tensor_leaves(item.inputs)  # noqa: E731
         return onnx_oracle.oracle_notes(compiled.model_for, tensors, golden, trace, compiled.tolerance)
+
+
+class _Warm(torch.nn.Module):
+    def forward(self, x):
+        return torch.tanh(x @ x.t()).sum(0) + 1
 
 
 CONFIG = OnnxConfig()
