@@ -148,3 +148,23 @@ def test_onnx_cases_run_on_onnx_configs_only_and_an_opt_in_config_is_selected_by
     assert sorted((r["test"], r["config"]) for r in rows) == [("Tanh", "linalg"), ("Tanh", "onnx"), ("node/test_neg", "onnx")]
     again = pytester.runpytest_subprocess(*common, "suite/cases.py::Tanh::onnx", timeout=600)
     again.assert_outcomes(passed=1)  # no --config: the node id names the opt-in config
+
+
+class Cummax(torch.nn.Module):
+    @registry.annotate_args([None, ([-1, 4], torch.float32, True)])
+    def forward(self, x):
+        return torch.tanh(torch.cummax(x * 2, 0)[0]) + 1
+
+
+def test_an_exporter_failure_names_the_op_and_reduces_to_a_torch_script(tmp_path):
+    from e2e.reducer.failure import reduce_result
+
+    prepared = prepare(registry.Test("OnnxCummax", Cummax, lambda m, tu: m.forward(tu.rand(3, 4))))
+    config = load_config("onnx")
+    result = run_pair(prepared, config, reports_dir=tmp_path, limits=Limits(300, None), isolate=False)
+    assert result.stage == "capture"
+    assert result.signature.startswith("capture | - | torch.onnx.export: ConversionError: torch.ops.aten.cummax.default")
+    outcome = reduce_result(result, prepared, config, tmp_path, time_box=60)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "aten.cummax.default" and outcome.ops_after == 1
+    assert "torch.onnx.export" in (outcome.bundle / "repro.py").read_text()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 from typing import Sequence
 
 import torch
@@ -97,12 +98,16 @@ def _reuse_torchlib_table() -> None:
 
 
 def _exporter_message(error: Exception) -> str:
-    """The exporter wraps the cause in a long report; its first line that says something."""
-    for line in str(error).splitlines():
-        line = line.strip()
-        if line and not line.startswith(("Failed to export the model with torch.export", "#", "-")):
-            return line
-    return first_line(error)
+    """What the exporter's long report says of the cause: the aten op being translated and
+    the innermost exception of its "Exception summary"; else its first line."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
+    summary = text.partition("## Exception summary")[2]
+    causes = [line for line in summary.splitlines() if line.startswith("<class ")]
+    if not causes:
+        return first_line(error)
+    root = re.sub(r"^<class '(?:[\w]+\.)*(\w+)'>: ", r"\1: ", causes[0])
+    target = re.search(r"target=(torch\.ops\.[\w.]+)", summary)
+    return (f"{target[1]}: " if target else "") + root
 
 
 def opset_of(model) -> int | None:

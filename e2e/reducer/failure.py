@@ -296,6 +296,9 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
                 return jit
             outcome.note = f"{outcome.note}; in the TorchScript graph: {jit.note}"
         return outcome
+    if result.stage in ("capture", "import") and getattr(prepared.module, "onnx_model", None) is not None:
+        return ReduceOutcome(note=f"the ONNX model is the test's own: {ir_dir / 'model.onnx'} is what the importer "
+                             "was given", stopped=NO_LOCALIZATION)
     if result.stage in ("capture", "import") and result.outcome != "crash":
         from e2e.reducer.frontend import reduce_frontend
 
