@@ -60,6 +60,20 @@ def test_a_torch_module_is_exported_with_its_dynamic_dims_and_compared(tmp_path)
     assert {"capture", "import", "torch-backend", "backend", "lower", "execute"} <= set(result.stage_seconds)
 
 
+def test_the_reused_exporter_registry_exports_the_same_model(monkeypatch):
+    from torch.onnx._internal.exporter import _registration
+
+    from compiler.frontends import onnx as onnx_frontend
+
+    onnx_frontend._reuse_torchlib_table()
+    args = [torch.rand(3, 4)]
+    cached = onnx_frontend.export(Dynamic(), args, [[-1, 3]])
+    original = _registration.ONNXRegistry.from_torchlib.__func__._e2e_original
+    monkeypatch.setattr(_registration.ONNXRegistry, "from_torchlib", classmethod(original))
+    assert torch.onnx.export(Dynamic(), tuple(args), dynamic_shapes=({0: torch.export.Dim.AUTO},),
+                             dynamo=True).model_proto.SerializeToString() == cached
+
+
 def test_a_model_the_lowering_rejects_fails_in_its_pass_and_keeps_the_model(tmp_path):
     model = one_node_model("NoSuchOp", domain="my.domain")
     result = run(model_test(model, torch.ones(2, 3), torch.ones(2, 3)), tmp_path)
