@@ -110,9 +110,15 @@ def fx_import(
 
 
 def torch_backend_ir(
-    raw_ir: str, backend_legal_ops: Sequence[str] = (), *, snapshots: Snapshots | None = None
+    raw_ir: str,
+    backend_legal_ops: Sequence[str] = (),
+    *,
+    snapshots: Snapshots | None = None,
+    pipeline: Sequence[str] | None = None,
 ) -> str:
-    """Stage torch-backend: raw torch dialect -> the backend contract."""
+    """Stage torch-backend: raw torch dialect -> the backend contract.
+
+    `pipeline`: the frontend's own lowering (default: the FX one, keeping `backend_legal_ops`)."""
     try:
         raw = parse_module(raw_ir, new_context())
     except ir.MLIRError as error:  # the importer wrote IR that does not verify
@@ -120,7 +126,9 @@ def torch_backend_ir(
         detail = next((line.strip() for line in lines if "error:" in line), first_line(error))
         raise StageError("import", f"the imported module does not verify: {detail}",
                          diagnostics=lines[1:], input_ir=raw_ir) from None
-    run_stage(raw, "torch-backend", pipelines.fx_to_torch_backend(backend_legal_ops), snapshots)
+    if pipeline is None:
+        pipeline = pipelines.fx_to_torch_backend(backend_legal_ops)
+    run_stage(raw, "torch-backend", pipeline, snapshots)
     return module_text(raw)
 
 

@@ -46,6 +46,14 @@ JIT_TO_TORCH_BACKEND: Pipeline = (
     "torch-function-to-torch-backend-pipeline{extra-library=}",
 )
 
+# ONNX import (onnx_importer: `torch.operator "onnx.*"` ops) -> torch backend contract, as
+# upstream's ONNX config runs it: `convert-torch-onnx-to-torch` first, then the torch
+# simplifications; linalg lowers the ops kept whole itself.
+ONNX_BACKEND_LEGAL_OPS: tuple[str, ...] = ("aten.flatten.using_ints", "aten.adaptive_avg_pool1d", "aten.unflatten.int")
+ONNX_TO_TORCH_BACKEND: Pipeline = (
+    f"torch-onnx-to-torch-backend-pipeline{{backend-legal-ops={','.join(ONNX_BACKEND_LEGAL_OPS)}}}",
+)
+
 TORCH_BACKEND_TO_LINALG: Pipeline = (
     "torch-backend-to-linalg-on-tensors-backend-pipeline{allow-non-finites=true}",
 )

@@ -19,6 +19,7 @@ TO_TORCH_BACKEND = {
     "eager": pipelines.FX_TO_TORCH_BACKEND,  # each op is imported with the FX importer
     "ltc": pipelines.JIT_TO_TORCH_BACKEND,
     "torchscript": pipelines.JIT_TO_TORCH_BACKEND,
+    "onnx": pipelines.ONNX_TO_TORCH_BACKEND,
 }
 
 

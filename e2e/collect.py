@@ -37,7 +37,12 @@ class E2ETest(pytest.Collector):
 
     def collect(self):
         test = GLOBAL_TEST_REGISTRY[self.name]
-        for config_name in self.config.stash[STATE].configs:
+        for config_name, spec in self.config.stash[STATE].configs.items():
+            if test.model_format not in getattr(load_config(spec), "model_formats", ("torch",)):
+                continue  # e.g. an ONNX model on a torch-capturing config
+            if test.skip_reason is not None:
+                yield SkippedTestItem.from_parent(self, name=config_name, reason=test.skip_reason)
+                continue
             item = E2EItem.from_parent(self, name=config_name, test_name=self.name, config_name=config_name)
             for mark in test.marks:
                 item.add_marker(getattr(pytest.mark, mark))
@@ -100,6 +105,20 @@ class SkippedFileItem(pytest.Item):
 
     def reportinfo(self):
         return self.path, None, f"{self.path.name}::import"
+
+
+class SkippedTestItem(pytest.Item):
+    """A registered test that cannot run on any config (its `skip_reason`)."""
+
+    def __init__(self, *, reason: str, **kwargs):
+        super().__init__(**kwargs)
+        self.reason = reason
+
+    def runtest(self):
+        pytest.skip(self.reason)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.parent.name} on {self.name}"
 
 
 class E2EItem(ResultItem):

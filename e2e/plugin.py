@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from e2e.collect import E2EFailure, E2EFile, E2EItem, ResultItem
-from e2e.configs import CONFIG_NAMES, XfailError, load_xfails
+from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, XfailError, load_xfails
 from e2e.framework import isolation
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.platform import cpu_description, torch_cpu_capability
@@ -49,7 +49,8 @@ def pytest_addoption(parser):
                     help="a directory (or file) of e2e tests to run; repeatable (default: the e2e_suite ini)")
     group.addoption("--config", action="append", default=[],
                     help=f"configs to run, comma separated or repeated: {', '.join(CONFIG_NAMES)}, "
-                    "an installed config's name, or module:attribute (default: the built-in ones)")
+                    f"{', '.join(OPT_IN_CONFIG_NAMES)} (opt-in), an installed config's name, or module:attribute "
+                    f"(default: {', '.join(CONFIG_NAMES)})")
     group.addoption("--shapes", choices=SHAPE_MODES, default="annotated",
                     help="annotated: `-1` dims of annotate_args are dynamic (default); "
                     "static: the example inputs' shapes, as upstream torch-mlir exports them")

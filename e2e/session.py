@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 from pathlib import Path
 
 import pytest
 
-from e2e.configs import CONFIG_NAMES, available_configs, load_config
+from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, available_configs, load_config
 from e2e.framework import isolation
 from e2e.framework.cache import ResultCache
 from e2e.framework.host import TestHost
@@ -98,6 +99,7 @@ class E2EState:
             self.host = None
         if self.host is None:
             warm_up()  # once per process, before the first fork; never charged to a pair
+            warm_up_configs(tuple(self.configs.values()))
             self.host = TestHost(test, shape_mode=self.shape_mode,
                                  config_loader=lambda name: load_config(self.configs[name]),
                                  golden_limits=self.limits(test))
@@ -113,10 +115,26 @@ class E2EState:
 STATE = pytest.StashKey[E2EState]()
 
 
+@functools.cache
+def warm_up_configs(specs: tuple[str, ...]) -> None:
+    """A config's own one-time initialization (its optional `warm_up()`), paid once per
+    process before the first fork (the onnx exporter's first call costs seconds)."""
+    for spec in specs:
+        warm = getattr(load_config(spec), "warm_up", None)
+        if callable(warm):
+            try:
+                warm()
+            except Exception:  # noqa: BLE001 - a config that cannot warm up fails in its pairs, with a result
+                pass
+
+
 def _selected_configs(config) -> dict[str, str]:
     specs = [n.strip() for opt in config.getoption("config") for n in opt.split(",") if n.strip()]
+    if not specs:  # the default ones, and an opt-in config a node id names (`file::Test::onnx`)
+        named = {arg.rsplit("::", 1)[-1] for arg in config.args if "::" in arg}
+        specs = list(CONFIG_NAMES) + [name for name in OPT_IN_CONFIG_NAMES if name in named]
     configs = {}
-    for spec in specs or CONFIG_NAMES:
+    for spec in specs:
         try:
             configs[load_config(spec).name] = spec
         except ValueError as error:

@@ -27,6 +27,7 @@ __all__ = [
     "CONFIG_NAMES",
     "Config",
     "ENTRY_POINT_GROUP",
+    "OPT_IN_CONFIG_NAMES",
     "XFAIL_DIR",
     "XfailEntry",
     "XfailError",
@@ -37,6 +38,8 @@ __all__ = [
 ]
 
 CONFIG_NAMES = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
+# Built in, run only when named (`--config onnx`): an optional extra, and slower per pair.
+OPT_IN_CONFIG_NAMES = ("onnx",)
 ENTRY_POINT_GROUP = "e2e_conformance.configs"
 XFAIL_DIR = Path(__file__).parent / "xfail"
 
@@ -58,13 +61,14 @@ def _plugin_configs() -> dict[str, Any]:
 
 def available_configs() -> list[str]:
     """The built-in configs, then those published by installed packages."""
-    return list(CONFIG_NAMES) + sorted(set(_plugin_configs()) - set(CONFIG_NAMES))
+    builtin = CONFIG_NAMES + OPT_IN_CONFIG_NAMES
+    return list(builtin) + sorted(set(_plugin_configs()) - set(builtin))
 
 
 @functools.cache
 def load_config(spec: str) -> Config:
     """A config by built-in name, entry-point name, or `module:attribute`."""
-    if spec in CONFIG_NAMES:
+    if spec in CONFIG_NAMES + OPT_IN_CONFIG_NAMES:
         config = importlib.import_module(f"e2e.configs.{spec}").CONFIG
     elif ":" in spec:
         module, _, attribute = spec.partition(":")

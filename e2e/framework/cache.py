@@ -2,8 +2,8 @@
 
 A pair's key hashes everything that decides its result: the test's name and the text
 of the file that defines it, the config, the shape mode, the versions of torch and
-torch-mlir and the identity of torch-mlir's native libraries (a user's own build at the
-same version still changes the key), and the sources of this project's compiler and
+torch-mlir (and of the onnx packages, where installed) and the identity of torch-mlir's
+native libraries (a user's own build at the same version still changes the key), and the sources of this project's compiler and
 framework. Timeouts and memory-cap kills depend on the machine's load and are never
 cached. Entries are small JSON files under pytest's cache directory.
 """
@@ -14,21 +14,24 @@ import functools
 import hashlib
 import json
 import os
+from importlib import metadata
 from pathlib import Path
 
 from e2e.framework.platform import torch_cpu_capability
 from e2e.framework.result import MEMORY, TIMEOUT, Result
 
 _PROJECT = Path(__file__).resolve().parents[2]
-_SOURCE_DIRS = ("compiler", "e2e/framework", "e2e/configs", "e2e/reducer")
+_SOURCE_DIRS = ("compiler", "e2e/framework", "e2e/configs", "e2e/reducer", "e2e/onnx_backend")
+# Optional packages a result depends on (the ONNX exporter, its cases, the oracle), by version.
+_PACKAGES = ("onnx", "onnxscript", "onnxruntime")
 _UNCACHED = (TIMEOUT, MEMORY)
 
 
 @functools.cache
 def toolchain_fingerprint() -> str:
     """torch and torch-mlir versions, torch's kernel ISA (the golden values depend on it),
-    torch-mlir's native libraries, this project's sources (xfail sets are not among them:
-    they change how a result is judged, not the result)."""
+    torch-mlir's native libraries, the onnx packages' versions, this project's sources
+    (xfail sets are not among them: they change how a result is judged, not the result)."""
     import torch
     import torch_mlir
 
@@ -37,6 +40,11 @@ def toolchain_fingerprint() -> str:
     for path in sorted(libs.glob("*.so*")):
         stat = path.stat()
         digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    for package in _PACKAGES:
+        try:
+            digest.update(f"{package}=={metadata.version(package)}".encode())
+        except metadata.PackageNotFoundError:
+            pass
     for directory in _SOURCE_DIRS:
         for path in sorted((_PROJECT / directory).rglob("*.py")):
             digest.update(path.relative_to(_PROJECT).as_posix().encode())

@@ -60,6 +60,11 @@ class Test:
     timeout_seconds: float | None = None
     # pytest marks the plugin puts on this test's items (e.g. "opinfo"), for `-m` selection.
     marks: tuple[str, ...] = ()
+    # What the module is to a config: "torch" (an nn.Module to capture) or "onnx" (it carries
+    # an ONNX model, `module.onnx_model`); a config runs the formats its `model_formats` names.
+    model_format: str = "torch"
+    # Why this test cannot run at all (e.g. an ONNX case with sequence types): its items skip.
+    skip_reason: str | None = None
 
     def arg_shapes(self, module: torch.nn.Module, method: str = "forward") -> list[list[int] | None] | None:
         """Per-argument shapes (-1 = dynamic) from `annotate_args`, without `self`."""

@@ -203,6 +203,7 @@ def ran_and_failed(result: Result) -> bool:
 def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, artifacts: list) -> tuple[Result, dict]:
     test = prepared.test
     notes: list[str] = []
+    artifact = None
     try:
         artifact = config.compile(prepared, snapshots)
         artifacts.append(artifact)
@@ -240,6 +241,8 @@ def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, a
             notes=notes,
         )
         return result, prepared.new_shared
+    finally:  # notes `run` added (the onnx config's oracle explains a failed or wrong run)
+        notes.extend(note for note in getattr(artifact, "notes", ()) if note not in notes)
     notes.extend(f"shared: reused {key} from an earlier config of this test" for key in sorted(map(repr, prepared.reused)))
     snapshots.enter("compare")
     mismatch = compare_traces(prepared.golden, trace, test.tolerance)

@@ -263,6 +263,9 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     common = dict(test=result.test, config=config.name, reports_dir=reports_dir, time_box=time_box)
     if result.outcome == "timeout":
         return ReduceOutcome(note="timeouts are not reduced (each query could take as long)", stopped=NO_LOCALIZATION)
+    if result.stage == "compare" and config.toolchain().frontend == "onnx":
+        return ReduceOutcome(note="wrong results of the onnx frontend are not reduced (the FX graph search does not "
+                             "see the ONNX model); the onnxruntime oracle's note places them", stopped=NO_LOCALIZATION)
     if result.stage == "compare":
         # A dynamic test is called at several shapes: reduce the call that mismatched.
         method, call = prepared.failing_call(result.error)
@@ -293,6 +296,9 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
                 return jit
             outcome.note = f"{outcome.note}; in the TorchScript graph: {jit.note}"
         return outcome
+    if result.stage in ("capture", "import") and getattr(prepared.module, "onnx_model", None) is not None:
+        return ReduceOutcome(note=f"the ONNX model is the test's own: {ir_dir / 'model.onnx'} is what the importer "
+                             "was given", stopped=NO_LOCALIZATION)
     if result.stage in ("capture", "import") and result.outcome != "crash":
         from e2e.reducer.frontend import reduce_frontend
 

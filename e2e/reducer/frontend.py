@@ -8,8 +8,9 @@ frontend with the same signature. The bundle's `repro.py` is that group as an
 `nn.Module` (the FX graph's own Python code), its golden inputs in `inputs.npz`, and
 the frontend step that fails, written against torch and torch-mlir alone.
 
-Frontends: `ltc` (the lazy trace: an op LTC cannot lower, or a trace error) and the FX
-import (`fx`, `eager`: `torch.export` + torch-mlir's decompositions + `FxImporter`).
+Frontends: `ltc` (the lazy trace: an op LTC cannot lower, or a trace error), the FX
+import (`fx`, `eager`: `torch.export` + torch-mlir's decompositions + `FxImporter`) and
+`onnx` (`torch.onnx.export`, then torch-mlir's ONNX importer).
 """
 
 from __future__ import annotations
@@ -75,6 +76,33 @@ def run(module, args, dynamic_shapes):
         return f"FxImporter: {type(error).__name__}: {first_line(error)}"
     return None
 ''',
+    "onnx": '''
+def run(module, args, dynamic_shapes):
+    """torch.onnx.export (dynamo), ONNX shape inference, then torch-mlir's onnx_importer."""
+    import onnx
+    from torch_mlir import ir
+    import torch_mlir.dialects.torch as torch_dialect
+    from torch_mlir.extras import onnx_importer
+
+    try:
+        model = torch.onnx.export(module, tuple(args), dynamic_shapes=dynamic_shapes, dynamo=True).model_proto
+    except Exception as error:
+        return f"torch.onnx.export: {type(error).__name__}: {_exporter_message(error)}"
+    try:
+        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception as error:
+        return f"ONNX shape inference: {type(error).__name__}: {first_line(error)}"
+    model.graph.name = "main"
+    context = ir.Context()
+    torch_dialect.register_dialect(context)
+    try:
+        info = onnx_importer.ModelInfo(model)
+        imported = info.create_module(context=context)
+        onnx_importer.NodeImporter.define_function(info.main_graph, imported.operation).import_all()
+    except Exception as error:
+        return f"onnx_importer: {type(error).__name__}: {first_line(error)}"
+    return None
+''',
 }
 # The suite's LTC setup (decompositions registered for the Lazy key), for repro.py.
 LTC_PIECES = (
@@ -84,7 +112,9 @@ LTC_PIECES = (
          "LAZY_OWN_DECOMPOSITIONS", "_on_cpu", "_aten_op", "_init_ts_backend"),
     ),
 )
-FRONTEND_OF = {"ltc": "ltc", "fx": "fx", "eager": "fx"}  # toolchain frontend -> how repro.py runs it
+# The ONNX exporter's message as the suite words it.
+ONNX_PIECES = (Piece("compiler.frontends.onnx", ("_exporter_message",)),)
+FRONTEND_OF = {"ltc": "ltc", "fx": "fx", "eager": "fx", "onnx": "onnx"}  # toolchain frontend -> how repro.py runs it
 
 
 def on_device(built: GroupModule, device: str) -> GroupModule:
@@ -105,11 +135,14 @@ def on_device(built: GroupModule, device: str) -> GroupModule:
 def frontend_check(frontend: str, stage: str) -> Callable[[GroupModule], str | None]:
     """In this process, with the suite's own frontend: the signature a group module shows."""
     from compiler.frontends import fx, lazy
+    from compiler.frontends import onnx as onnx_frontend
 
     def check(built: GroupModule) -> str | None:
         try:
             if frontend == "ltc":
                 lazy.capture(on_device(built, "lazy").module, built.inputs)
+            elif frontend == "onnx":
+                onnx_frontend.import_model(onnx_frontend.export(built.module, built.inputs, built.dynamic_dims))
             else:
                 fx.import_program(fx.capture(built.module, built.inputs, built.dynamic_dims))
         except StageError as error:
@@ -137,8 +170,8 @@ def _dynamic_shapes(built: GroupModule) -> str:
 
 def repro_script(built: GroupModule, frontend: str, signature: str) -> str:
     """A standalone script: the group as an nn.Module, the frontend step, the expected failure."""
-    wanted = ["e2e.reducer.signature"] + (["compiler.frontends.lazy"] if frontend == "ltc" else [])
-    imports, inlined_code = inlined_pieces([p for p in PIECES + LTC_PIECES if p.module in wanted])
+    wanted = ["e2e.reducer.signature"] + {"ltc": ["compiler.frontends.lazy"], "onnx": ["compiler.frontends.onnx"]}.get(frontend, [])
+    imports, inlined_code = inlined_pieces([p for p in PIECES + LTC_PIECES + ONNX_PIECES if p.module in wanted])
     code = built.module.code.strip("\n")
     forward = "\n".join("    " + line if line.strip() else "" for line in code.splitlines())
     expected = signature.split(" | ", 2)[-1]
@@ -265,7 +298,8 @@ def readme(result, config: str, case: Case, built: GroupModule, tests: list[str]
            nodes_before: int, queries: int, seconds: float, stopped: str) -> str:
     v = versions()
     step = {"ltc": "tracing on the lazy device (TorchScript LTC backend)",
-            "fx": "`torch.export` + torch-mlir's decompositions + `FxImporter`"}[case.pipeline[0]]
+            "fx": "`torch.export` + torch-mlir's decompositions + `FxImporter`",
+            "onnx": "`torch.onnx.export` (dynamo) + torch-mlir's ONNX importer"}[case.pipeline[0]]
     lines = [
         f"# {case.guilty_op}: {case.signature}",
         "",
