@@ -22,8 +22,9 @@ from typing import Callable
 from compiler.stages import StageError, first_line
 from e2e.reducer.bundle import Verification, add_test, claim, save_arrays, signature_key, verify, versions
 from e2e.reducer.case import Case
-from e2e.reducer.graph import GraphSearch, GroupModule, ddmin
+from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, GroupModule, ddmin
 from e2e.reducer.inline import PIECES, Piece, inlined_pieces
+from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
 from e2e.reducer.signature import stage_signature
 
 FRONTEND = "frontend"  # Case.kind of these bundles
@@ -237,8 +238,6 @@ if __name__ == "__main__":
 
 def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float, bundle_dir: Path):
     """The smallest FX group that fails the config's frontend like `result`; its bundle."""
-    from e2e.reducer.failure import NO_LOCALIZATION, ONE_MINIMAL, TIME_BOX, ReduceOutcome
-
     start = time.monotonic()
     frontend = FRONTEND_OF.get(config.toolchain().frontend)
     if frontend is None:
