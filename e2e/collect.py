@@ -169,6 +169,7 @@ class E2EItem(ResultItem):
         from e2e.reducer.failure import ReduceOutcome
 
         if state.host is None:
+            result.notes.append("reducer: not run: --no-isolation turns it off (it runs in the test host)")
             return
         time_box = self.config.getoption("reduce_timeout")
         outcome = state.host.reduce(result, state.reports_dir, time_box, state.memory_cap)

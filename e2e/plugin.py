@@ -61,7 +61,8 @@ def pytest_addoption(parser):
     group.addoption("--no-result-cache", action="store_true",
                     help="rerun every pair (by default an unchanged test on an unchanged compiler reuses its result)")
     group.addoption("--no-isolation", action="store_true",
-                    help="build, compile and run in the pytest process (for pdb; a crash then ends the run)")
+                    help="build, compile and run in the pytest process, for pdb; this turns off crash and hang "
+                    "containment (a crash ends the run), the result cache and the reducer")
     group.addoption("--no-reduce", action="store_true", help="do not write reproducer bundles for failures")
     group.addoption("--reduce-timeout", type=float, default=60.0, help="reducer time box per failure, s (default 60)")
     group.addoption("--reduce-xfailed", action="store_true", help="write bundles for expected failures too")
