@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from e2e.mutation.catalogue import Mutation
-from e2e.mutation.run import BROKEN_MUTATION, CAUGHT, SURVIVED, TestRecord, mutation_key
+from e2e.mutation.run import BROKEN_MUTATION, CAUGHT, EQUIVALENT, SURVIVED, TestRecord, mutation_key
 
 
 def kill_matrix(records: list[TestRecord], catalogue: list[Mutation]) -> list[dict]:
@@ -49,9 +49,11 @@ def status(row: dict) -> str:
         return "BROKEN MUTATION"
     if not row["reached"]:
         return "unreached"
-    if not row["caught"]:
-        return "SURVIVES"
-    return "killed"
+    if row["caught"]:
+        return "killed"
+    if all(e["verdict"] == EQUIVALENT for e in row["survivors"]):
+        return "equivalent"
+    return "SURVIVES"
 
 
 def terminal_table(rows: list[dict]) -> str:
@@ -63,7 +65,9 @@ def terminal_table(rows: list[dict]) -> str:
                      f"{len(row['caught']):>6} {len(row['survivors']):>5}  {status(row)}{': ' + how if how else ''}")
     reached = [r for r in rows if r["reached"]]
     killed = [r for r in reached if r["caught"]]
-    lines.append(f"{len(killed)} of {len(reached)} reached mutations killed; "
+    equivalent = [r for r in reached if status(r) == "equivalent"]
+    lines.append(f"{len(killed)} of {len(reached)} reached mutations killed, {len(equivalent)} equivalent on "
+                 f"boundary inputs, {len(reached) - len(killed) - len(equivalent)} survive; "
                  f"{len(rows) - len(reached)} reached no passing test")
     return "\n".join(lines)
 
@@ -79,7 +83,7 @@ _STYLE = """body{font:14px/1.4 system-ui,sans-serif;margin:0 24px 48px;color:#1d
 table{border-collapse:collapse}th,td{border:1px solid #d8d8dc;padding:3px 8px;vertical-align:top}
 thead th{background:#f4f4f6;position:sticky;top:0}.num{text-align:right}
 tr.SURVIVES td.st{background:#c62828;color:#fff;font-weight:600}tr.killed td.st{color:#2e7d32;font-weight:600}
-tr.unreached td{color:#9e9e9e}code{font:12px ui-monospace,monospace}details{max-width:900px}
+tr.unreached td{color:#9e9e9e}tr.equivalent td.st{color:#6b6b70;font-weight:600}code{font:12px ui-monospace,monospace}details{max-width:900px}
 li{margin:1px 0}.muted{color:#6b6b70}"""
 
 

@@ -33,9 +33,11 @@ from e2e.mutation.catalogue import Mutation, mutations
 
 # Verdicts of one (test, mutation): the test caught it (and how), or it survived.
 SURVIVED, WRONG, ERROR, CRASH, TIMEOUT = "survived", "wrong-values", "compile-error", "crash", "timeout"
+EQUIVALENT = "equivalent"  # survived, and no boundary input tells the mutant from the program
 BROKEN_MUTATION = "broken-mutation"  # the rewrite itself raised: neither caught nor survived
 CAUGHT = (WRONG, ERROR, CRASH, TIMEOUT)
-_SOURCES = ("mutant.py", "run.py")
+# The sources that decide a verdict, read once: a record's cache key includes them.
+_SOURCES = "\0".join((Path(__file__).parent / name).read_text() for name in ("mutant.py", "run.py", "equivalence.py"))
 
 
 @dataclass
@@ -53,9 +55,8 @@ def mutation_key(mutation: Mutation) -> str:
 
 
 def _record_key(test: str, config: str, shape_mode: str) -> str:
-    here = Path(__file__).parent
     parts = [toolchain_fingerprint(), test, _file_digest(GLOBAL_TEST_REGISTRY[test].source.rsplit(":", 1)[0]),
-             config, shape_mode, *((here / name).read_text() for name in _SOURCES)]
+             config, shape_mode, _SOURCES]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -86,15 +87,19 @@ class RecordCache:
         os.replace(tmp, path)
 
 
-def _run_mutant(prepared, programs, backend: str, mutation: Mutation | None):
-    """Compile from the boundary on, run the golden calls, compare: None when it matches."""
+def _run_mutant(prepared, programs, backend: str, mutation: Mutation | None, samples=None):
+    """Compile from the boundary on, run the golden calls, compare. For the baseline
+    (`mutation` None): None when it matches, else the verdict, and the compiled programs.
+    For a mutant: its verdict; a surviving one is run on the boundary `samples` too."""
     from compiler.stages import StageError
     from e2e.configs.fx import run_programs
+    from e2e.mutation.equivalence import witness
     from e2e.mutation.mutant import MutationFailed, compiled
 
     torch.set_num_threads(1)
     try:
-        trace = run_programs(compiled(programs, backend, mutation), prepared.golden)
+        mutant = compiled(programs, backend, mutation)
+        trace = run_programs(mutant, prepared.golden)
     except MutationFailed as error:
         return [BROKEN_MUTATION, str(error)[:300]]
     except StageError as error:
@@ -103,18 +108,29 @@ def _run_mutant(prepared, programs, backend: str, mutation: Mutation | None):
     except Exception as error:  # noqa: BLE001 - a marshalling failure is the mutant's, not the run's
         return [ERROR, f"{type(error).__name__}: {str(error)[:300]}"]
     mismatch = compare_traces(prepared.golden, trace, prepared.test.tolerance)
-    return None if mismatch is None else [WRONG, str(mismatch)[:300]]
+    if mutation is None:
+        return None if mismatch is None else [WRONG, str(mismatch)[:300]], mutant
+    if mismatch is not None:
+        return [WRONG, str(mismatch)[:300]]
+    if not samples:
+        return [SURVIVED, "not checked for equivalence: the test has no float inputs to vary"]
+    found = witness(samples, mutant, prepared.test.tolerance)
+    if found is None:
+        return [EQUIVALENT, f"no difference on {len(samples)} boundary inputs"]
+    return [SURVIVED, f"not equivalent: {found[:300]}"]
 
 
 def _serve_host(test_name: str, backend: str, shape_mode: str, by_key: dict[str, Mutation], channel) -> None:
     """A test host: golden trace and survey once, then one forked child per mutant."""
     from e2e.framework.runner import prepare
+    from e2e.mutation.equivalence import boundary_samples, program_thresholds
     from e2e.mutation.mutant import sites, survey
 
     torch.set_num_threads(1)
+    os.dup2(2, 1)  # what native code prints goes to the host's stderr tail, not the terminal
     prepared = prepare(GLOBAL_TEST_REGISTRY[test_name])
     prepared.shape_mode = shape_mode
-    programs = None
+    programs, samples = None, []
     while True:
         try:
             request = channel.receive()
@@ -130,24 +146,29 @@ def _serve_host(test_name: str, backend: str, shape_mode: str, by_key: dict[str,
             start = time.monotonic()
             try:
                 programs = survey(prepared, backend)
-                baseline = _run_mutant(prepared, programs, backend, None)
+                outcome = _run_mutant(prepared, programs, backend, None)
+                baseline, unmutated = outcome if isinstance(outcome, tuple) else (outcome, None)
             except Exception as error:  # noqa: BLE001
                 channel.send((f"fail: {type(error).__name__}: {str(error)[:200]}", {}, 0.0))
                 continue
             seconds = time.monotonic() - start
             by_name = sites(programs, [by_key[key] for key in payload])
             counts = {key: by_name[by_key[key].name] for key in payload}
+            if baseline is None and any(counts.values()):
+                # What the unmutated program computes on boundary inputs: shared by every mutant.
+                thresholds = program_thresholds([p.texts["linalg"] for p in programs.values()])
+                found = isolation.run_forked(lambda: boundary_samples(prepared.golden, unmutated, thresholds),
+                                             max(20.0, 20 * seconds), 2 * isolation.GIB)
+                samples = found if isinstance(found, list) else []  # a crash on odd inputs: no samples
             channel.send(("pass" if baseline is None else f"fail: {baseline[1]}", counts, seconds))
         else:  # ("mutate", (key, seconds))
             key, limit = payload
-            outcome = isolation.run_forked(lambda: _run_mutant(prepared, programs, backend, by_key[key]),
+            outcome = isolation.run_forked(lambda: _run_mutant(prepared, programs, backend, by_key[key], samples),
                                            limit, 2 * isolation.GIB)
             channel.send(_verdict(outcome, limit))
 
 
 def _verdict(outcome, limit: float) -> list[str]:
-    if outcome is None:
-        return [SURVIVED, ""]
     if isinstance(outcome, list):
         return outcome
     if isinstance(outcome, isolation.TimedOut):
