@@ -11,6 +11,7 @@ Writes `reports/mutation/<config>.json` and `.html` and prints the kill matrix.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import time
@@ -21,7 +22,7 @@ from e2e.framework.isolation import Limits
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY
 from e2e.framework.suite_files import import_suite_file
 from e2e.mutation import catalogue
-from e2e.mutation.report import kill_matrix, terminal_table, write_html, write_json
+from e2e.mutation.report import before_after, kill_matrix, terminal_table, write_html, write_json
 from e2e.mutation.run import Job, run_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -42,6 +43,8 @@ def parse_args(argv):
     parser.add_argument("--reports-dir", default=str(ROOT / "reports"))
     parser.add_argument("--no-cache", action="store_true", help="rerun every (test, mutation)")
     parser.add_argument("--list", action="store_true", help="print the catalogue and exit")
+    parser.add_argument("--before", default=None, help="an earlier kill matrix (JSON) to compare with")
+    parser.add_argument("--out", default=None, help="the JSON path (default: <reports-dir>/mutation/<config>.json)")
     return parser.parse_args(argv)
 
 
@@ -93,10 +96,12 @@ def main(argv=None) -> int:
     run = dict(config=args.config, shapes=args.shapes, tests=len(records), passing_unmutated=passing,
                mutations=len(chosen), wall_seconds=round(wall, 1), workers=args.workers,
                selection=args.select, command="python -m e2e.mutation " + " ".join(argv or sys.argv[1:]))
-    out = Path(args.reports_dir) / "mutation"
-    write_json(rows, run, records, out / f"{args.config}.json")
-    write_html(rows, run, out / f"{args.config}.html")
-    print(f"kill matrix: {out / (args.config + '.json')}, {out / (args.config + '.html')}")
+    json_path = Path(args.out) if args.out else Path(args.reports_dir) / "mutation" / f"{args.config}.json"
+    if args.before:
+        print(before_after(json.loads(Path(args.before).read_text())["matrix"], rows))
+    write_json(rows, run, records, json_path)
+    write_html(rows, run, json_path.with_suffix(".html"))
+    print(f"kill matrix: {json_path}, {json_path.with_suffix('.html')}")
     return 0
 
 

@@ -116,3 +116,17 @@ def write_html(rows: list[dict], run: dict, path: Path) -> None:
             + "".join(body) + "</tbody></table>")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page)
+
+
+def before_after(before: list[dict], after: list[dict]) -> str:
+    """Per mutation: reached / caught / status in an earlier matrix and in this one."""
+    old = {row["name"]: row for row in before}
+    head = f"{'mutation':<34} {'reached':>15} {'caught':>13}  status before -> after"
+    lines = [head, "-" * len(head)]
+    for row in after:
+        was = old.get(row["name"])
+        if was is None or (not was["reached"] and not row["reached"]):
+            continue
+        lines.append(f"{row['name']:<34} {was['reached']:>6} -> {row['reached']:<6} {len(was['caught']):>4} -> "
+                     f"{len(row['caught']):<4}  {status(was)} -> {status(row)}")
+    return "\n".join(lines)

@@ -56,11 +56,29 @@ def _replace(op: ir.Operation, name: str, operands=None, attributes=None) -> Non
     op.erase()
 
 
-def _rewrite_ops(match: Callable[[ir.Operation], bool], change: Callable[[ir.Operation], None]) -> Rewrite:
+_INDEX: list = [None, None]  # (module, {op name: ops}) of the module last counted
+
+
+def ops_named(module: ir.Module, names: tuple[str, ...], fresh: bool) -> list[ir.Operation]:
+    """The module's ops with one of `names`. Counting many mutations on one module walks it
+    once (`fresh=False` reuses the last walk); a rewrite that applies walks afresh."""
+    if fresh or _INDEX[0] is not module:
+        index: dict[str, list[ir.Operation]] = {}
+        for op in walk(module):
+            index.setdefault(op.name, []).append(op)
+        _INDEX[:] = [None if fresh else module, index]
+        by_name = index
+    else:
+        by_name = _INDEX[1]
+    return [op for name in names for op in by_name.get(name, ())]
+
+
+def _rewrite_ops(names: tuple[str, ...], match: Callable[[ir.Operation], bool],
+                 change: Callable[[ir.Operation], None]) -> Rewrite:
     def rewrite(module: ir.Module, apply: bool) -> int:
         sites = 0
         with module.context, ir.Location.unknown():
-            for op in walk(module):
+            for op in ops_named(module, names, fresh=apply):
                 if match(op):
                     sites += 1
                     if apply:
@@ -81,12 +99,12 @@ def predicate(op_name: str, old: str, new: str) -> Rewrite:
     def change(op):
         op.attributes["predicate"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), table[new])
 
-    return _rewrite_ops(match, change)
+    return _rewrite_ops((op_name,), match, change)
 
 
 def rename(old: str, new: str) -> Rewrite:
     """Every `old` op becomes a `new` op on the same operands and attributes (a neighbour op)."""
-    return _rewrite_ops(lambda op: op.name == old and not _on_index(op), lambda op: _replace(op, new))
+    return _rewrite_ops((old,), lambda op: not _on_index(op), lambda op: _replace(op, new))
 
 
 def swap_operands(op_name: str, first: int = 0, second: int = 1) -> Rewrite:
@@ -101,7 +119,7 @@ def swap_operands(op_name: str, first: int = 0, second: int = 1) -> Rewrite:
         operands[first], operands[second] = operands[second], operands[first]
         _replace(op, op.name, operands)
 
-    return _rewrite_ops(match, change)
+    return _rewrite_ops((op_name,), match, change)
 
 
 def _scalar_constant(op: ir.Operation, kind) -> bool:
@@ -120,7 +138,7 @@ def int_constant(delta: int) -> Rewrite:
         value = ir.IntegerAttr(op.attributes["value"])
         op.attributes["value"] = ir.IntegerAttr.get(value.type, value.value + delta)
 
-    return _rewrite_ops(match, change)
+    return _rewrite_ops(("arith.constant",), match, change)
 
 
 def float_constant(select: Callable[[float], bool], new: float) -> Rewrite:
@@ -134,7 +152,7 @@ def float_constant(select: Callable[[float], bool], new: float) -> Rewrite:
         value = ir.FloatAttr(op.attributes["value"])
         op.attributes["value"] = ir.FloatAttr.get(value.type, new)
 
-    return _rewrite_ops(match, change)
+    return _rewrite_ops(("arith.constant",), match, change)
 
 
 def lowest(value: float) -> bool:

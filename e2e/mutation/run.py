@@ -241,16 +241,27 @@ def run_test(job: Job) -> TestRecord:
 def run_jobs(jobs: list[Job], workers: int, progress=None) -> list[TestRecord]:
     """`run_test` over the jobs, `workers` at a time (forked after the registry is loaded)."""
     from e2e.framework.runner import warm_up
+    from e2e.mutation.mutant import _context
 
     warm_up()
+    _context()  # every host and mutant inherits it
     records = []
     if workers <= 1:
-        for job in jobs:
-            records.append(run_test(job))
-            progress and progress(records[-1], len(records), len(jobs))
+        try:
+            for job in jobs:
+                records.append(run_test(job))
+                progress and progress(records[-1], len(records), len(jobs))
+        except KeyboardInterrupt:
+            print(f"interrupted after {len(records)} of {len(jobs)} tests", flush=True)
         return records
-    with multiprocessing.get_context("fork").Pool(workers, maxtasksperchild=50) as pool:
+    pool = multiprocessing.get_context("fork").Pool(workers, maxtasksperchild=50)
+    try:
         for record in pool.imap_unordered(run_test, jobs, chunksize=1):
             records.append(record)
             progress and progress(record, len(records), len(jobs))
+    except KeyboardInterrupt:  # Ctrl-C: what finished is kept and reported
+        print(f"interrupted after {len(records)} of {len(jobs)} tests", flush=True)
+    finally:
+        pool.terminate()
+        pool.join()
     return records
