@@ -12,7 +12,7 @@ from e2e.framework.registry import GLOBAL_TEST_REGISTRY
 from e2e.framework.testutils import TestUtils, boundary_values
 from e2e.mutation import catalogue
 from e2e.mutation.catalogue import Mutation
-from e2e.mutation.report import kill_matrix, status
+from e2e.mutation.report import before_after, kill_matrix, status
 from e2e.mutation.rewrites import int_constant, predicate, rename, swap_operands
 from e2e.mutation.run import CAUGHT, EQUIVALENT, SURVIVED, Job, run_test
 
@@ -120,3 +120,20 @@ def test_an_equivalent_survivor_is_shown_equivalent_and_unreached_mutations_run_
     assert relu["reached"] == 1 and relu["survivors"][0]["verdict"] == EQUIVALENT and status(relu) == "equivalent"
     assert rows["swap_divf"]["reached"] == 0 and status(rows["swap_divf"]) == "unreached"
     assert all(r.baseline == "pass" for r in records.values())
+
+
+def test_before_after_shows_what_new_tests_changed(records):
+    chosen = [m for m in catalogue.mutations() if m.name == "cmpf_ogt_to_oge"]
+    before = kill_matrix([records["MutationUnit_GtRandom"]], chosen)
+    after = kill_matrix(list(records.values()), chosen)
+    assert status(before[0]) == "SURVIVES" and status(after[0]) == "killed"
+    line = before_after(before, after).splitlines()[-1]
+    assert line.split()[0] == "cmpf_ogt_to_oge" and "SURVIVES -> killed" in line
+
+
+def test_property_families_register_the_same_named_cases_on_every_import():
+    from e2e.properties.families import FAMILIES, examples
+
+    first = [repr(examples(f, 3)) for f in FAMILIES]
+    assert first == [repr(examples(f, 3)) for f in FAMILIES]
+    assert {f.name for f in FAMILIES} >= {"unary", "binary", "reduction", "pool2d", "compare"}

@@ -23,7 +23,7 @@ from e2e.framework.isolation import Limits
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY
 from e2e.framework.suite_files import import_suite_file
 from e2e.mutation import catalogue
-from e2e.mutation.report import before_after, kill_matrix, terminal_table, write_html, write_json
+from e2e.mutation.report import before_after, kill_matrix, status, terminal_table, write_html, write_json
 from e2e.mutation.run import Job, run_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,6 +44,8 @@ def parse_args(argv):
     parser.add_argument("--reports-dir", default=str(ROOT / "reports"))
     parser.add_argument("--no-cache", action="store_true", help="rerun every (test, mutation)")
     parser.add_argument("--list", action="store_true", help="print the catalogue and exit")
+    parser.add_argument("--fail-on-survivors", action="store_true",
+                        help="exit 1 when a reached mutation survives every test and is not shown equivalent")
     parser.add_argument("--before", default=None, help="an earlier kill matrix (JSON) to compare with")
     parser.add_argument("--out", default=None, help="the JSON path (default: <reports-dir>/mutation/<config>.json)")
     return parser.parse_args(argv)
@@ -108,6 +110,10 @@ def main(argv=None) -> int:
     write_json(rows, run, records, json_path)
     write_html(rows, run, json_path.with_suffix(".html"))
     print(f"kill matrix: {json_path}, {json_path.with_suffix('.html')}")
+    surviving = [row["name"] for row in rows if status(row) in ("SURVIVES", "BROKEN MUTATION")]
+    if args.fail_on_survivors and surviving:
+        print(f"surviving mutations: {', '.join(surviving)}", file=sys.stderr)
+        return 1
     return 0
 
 
