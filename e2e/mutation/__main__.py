@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import re
 import sys
 import time
@@ -94,15 +95,18 @@ def main(argv=None) -> int:
     wall = time.monotonic() - start
     # The machine may be shared: the load says how much of it this run had.
     load = [round(x, 1) for x in (*load_before[:1], *os.getloadavg())]
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    cpu = sum(u.ru_utime + u.ru_stime for u in usage)  # the processes reaped (most hosts and mutants)
     rows = kill_matrix(records, chosen)
     print(terminal_table(rows))
     passing = sum(r.baseline == "pass" for r in records)
     print(f"{len(records)} tests ({passing} pass unmutated), {len(chosen)} mutations, {wall:.0f} s wall, "
+          f"{cpu:.0f} CPU s, "
           f"-n {args.workers}; load average {load[0]} at the start, {load[1:]} (1/5/15 min) at the end "
           f"on {os.cpu_count()} CPUs")
     run = dict(config=args.config, shapes=args.shapes, tests=len(records), passing_unmutated=passing,
                mutations=len(chosen), wall_seconds=round(wall, 1), workers=args.workers, cpus=os.cpu_count(),
-               load_average_start_and_end_1_5_15min=load,
+               load_average_start_and_end_1_5_15min=load, cpu_seconds=round(cpu),
                selection=args.select, command="python -m e2e.mutation " + " ".join(argv or sys.argv[1:]))
     json_path = Path(args.out) if args.out else Path(args.reports_dir) / "mutation" / f"{args.config}.json"
     if args.before:

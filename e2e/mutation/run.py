@@ -18,6 +18,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import signal
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -254,7 +255,9 @@ def run_jobs(jobs: list[Job], workers: int, progress=None) -> list[TestRecord]:
         except KeyboardInterrupt:
             print(f"interrupted after {len(records)} of {len(jobs)} tests", flush=True)
         return records
-    pool = multiprocessing.get_context("fork").Pool(workers, maxtasksperchild=50)
+    pool = multiprocessing.get_context("fork").Pool(workers, maxtasksperchild=50, initializer=_default_signals)
+    # SIGTERM stops the run like Ctrl-C (a background job ignores SIGINT): what finished is reported.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         for record in pool.imap_unordered(run_test, jobs, chunksize=1):
             records.append(record)
@@ -262,6 +265,17 @@ def run_jobs(jobs: list[Job], workers: int, progress=None) -> list[TestRecord]:
     except KeyboardInterrupt:  # Ctrl-C: what finished is kept and reported
         print(f"interrupted after {len(records)} of {len(jobs)} tests", flush=True)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         pool.terminate()
         pool.join()
     return records
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
+def _default_signals() -> None:
+    """A pool worker: the default SIGTERM, and it dies with the run."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    isolation.die_with_parent()
