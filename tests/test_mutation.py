@@ -137,3 +137,10 @@ def test_property_families_register_the_same_named_cases_on_every_import():
     first = [repr(examples(f, 3)) for f in FAMILIES]
     assert first == [repr(examples(f, 3)) for f in FAMILIES]
     assert {f.name for f in FAMILIES} >= {"unary", "binary", "reduction", "pool2d", "compare"}
+
+
+def test_an_off_by_one_constant_wraps_like_its_integer_type():
+    m = parse_module("func.func @f() -> i64 {\n  %c = arith.constant 9223372036854775807 : i64\n  return %c : i64\n}",
+                     new_context())
+    assert int_constant(1)(m, True) == 1
+    assert "arith.constant -9223372036854775808 : i64" in module_text(m)

@@ -136,7 +136,8 @@ def int_constant(delta: int) -> Rewrite:
 
     def change(op):
         value = ir.IntegerAttr(op.attributes["value"])
-        op.attributes["value"] = ir.IntegerAttr.get(value.type, value.value + delta)
+        half = 1 << (op.results[0].type.width - 1)  # wraps as the integer type does (max + 1 is min)
+        op.attributes["value"] = ir.IntegerAttr.get(value.type, (value.value + delta + half) % (2 * half) - half)
 
     return _rewrite_ops(("arith.constant",), match, change)
 

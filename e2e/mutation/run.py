@@ -262,11 +262,12 @@ def run_jobs(jobs: list[Job], workers: int, progress=None) -> list[TestRecord]:
         for record in pool.imap_unordered(run_test, jobs, chunksize=1):
             records.append(record)
             progress and progress(record, len(records), len(jobs))
+        pool.close()  # all done: the workers exit on their own (terminate() could hang here)
     except KeyboardInterrupt:  # Ctrl-C: what finished is kept and reported
         print(f"interrupted after {len(records)} of {len(jobs)} tests", flush=True)
+        pool.terminate()
     finally:
         signal.signal(signal.SIGTERM, previous)
-        pool.terminate()
         pool.join()
     return records
 
