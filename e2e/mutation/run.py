@@ -255,7 +255,9 @@ def run_jobs(jobs: list[Job], workers: int, progress=None) -> list[TestRecord]:
         except KeyboardInterrupt:
             print(f"interrupted after {len(records)} of {len(jobs)} tests", flush=True)
         return records
-    pool = multiprocessing.get_context("fork").Pool(workers, maxtasksperchild=50, initializer=_default_signals)
+    # No maxtasksperchild: a worker holds little (each test runs in its own forked host), and a
+    # replaced worker left the pool waiting for a result that never came.
+    pool = multiprocessing.get_context("fork").Pool(workers, initializer=_default_signals)
     # SIGTERM stops the run like Ctrl-C (a background job ignores SIGINT): what finished is reported.
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
