@@ -132,12 +132,15 @@ def new_context() -> ir.Context:
     torch_dialect.register_dialect(context)
     _stablehlo.register_dialect(context)
     context.enable_multithreading(False)
-    # `torch_c` (the torch <-> builtin tensor casts between backend passes) has no
-    # Python registration; a pass that depends on it loads it, so IR saved mid-way
-    # through a backend pipeline parses again.
+    # `torch_c` (the torch <-> builtin tensor casts between backend passes) and
+    # `tm_tensor` (sort, scatter, ... in linalg-on-tensors) have no Python registration;
+    # the passes that depend on them load them, so IR saved mid-way through a backend
+    # pipeline parses again.
     with context:
         module = ir.Module.parse("func.func @load_dependent_dialects() { return }")
-        passmanager.PassManager.parse("builtin.module(func.func(convert-torch-to-linalg))").run(module.operation)
+        passmanager.PassManager.parse(
+            "builtin.module(func.func(convert-torch-to-linalg, convert-torch-to-tmtensor))"
+        ).run(module.operation)
     return context
 
 

@@ -248,3 +248,27 @@ def test_a_replayed_failure_matches_its_report_behind_the_frontends_prefix_and_t
     assert _same_failure(replayed, reported)
     assert not _same_failure(replayed, f"{stage} | loc: failed to legalize operation 'torch.aten.mm'")
     assert not _same_failure(replayed, f"backend | convert-torch-to-linalg | {replayed.rpartition(' | ')[2]}")
+
+
+def abort_on_aten_exp(module) -> None:
+    """A broken compiler for the test below: any `torch.aten.exp` takes the process down."""
+    from tests.broken_compilers import _abort_on
+
+    _abort_on(module, "torch.aten.exp")
+
+
+class ExpThenWrongSub(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.exp(x) - y
+
+
+def test_a_crashing_candidate_answers_its_query_and_the_search_goes_on():
+    from e2e.reducer.graph import GraphSearch, localize_group
+
+    # The whole graph crashes (exp), its `sub` alone miscompiles (sub lowered as add).
+    toolchain = [f"{BROKEN}aten_sub_to_add", "python:tests.test_reducer:abort_on_aten_exp",
+                 *toolchain_for(load_config("linalg"))["backend"]]
+    search = GraphSearch(ExpThenWrongSub(), [torch.rand(3, 4), torch.rand(3, 4)], toolchain)
+    assert search.check(search.units) is None and search.crashed_queries == 1  # answered, not fatal
+    found = search.check([u for u in search.units if "sub" in u])
+    assert found is not None and found[0].startswith("compare")

@@ -3,8 +3,36 @@
 from __future__ import annotations
 
 import zlib
+from typing import Sequence
 
 import torch
+
+
+# Floats an off-by-one lowering gets wrong: zero and its sign, units, rounding halfway cases.
+FLOAT_BOUNDARIES = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 2.0, -3.0)
+
+
+def boundary_values(dtype: torch.dtype = torch.float32, thresholds: Sequence[float] = (),
+                    nan: bool = False, inf: bool = False) -> torch.Tensor:
+    """The pool `TestUtils.boundary` draws from, as a 1-d tensor of `dtype`.
+
+    Floats: `FLOAT_BOUNDARIES`, and each threshold with its neighbours in `dtype`;
+    NaN and +-inf only when asked. Integers: 0, +-1, +-2, each threshold +-1, and the
+    dtype's min, min + 1, max - 1, max. Bools: both.
+    """
+    if dtype == torch.bool:
+        return torch.tensor([False, True])
+    if dtype.is_floating_point:
+        base = torch.tensor([*FLOAT_BOUNDARIES, *thresholds], dtype=dtype)
+        edges = torch.tensor(list(thresholds), dtype=dtype)
+        values = [base, torch.nextafter(edges, torch.full_like(edges, float("inf"))),
+                  torch.nextafter(edges, torch.full_like(edges, -float("inf")))]
+        extra = [float("nan")] * nan + [float("inf"), -float("inf")] * inf
+        return torch.cat([*values, torch.tensor(extra, dtype=dtype)])
+    info = torch.iinfo(dtype)
+    near = [v for t in thresholds for v in (t - 1, t, t + 1)]
+    small = [v for v in (0, 1, -1, 2, -2, *near) if info.min <= v <= info.max]
+    return torch.tensor([*small, info.min, info.min + 1, info.max - 1, info.max], dtype=dtype)
 
 
 def seed_for(test_name: str) -> int:
@@ -43,6 +71,14 @@ class TestUtils:
 
     def nans(self, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         return torch.full(shape, float("nan"), dtype=dtype)
+
+    def boundary(self, *shape: int, dtype: torch.dtype = torch.float32, thresholds: Sequence[float] = (),
+                 nan: bool = False, inf: bool = False) -> torch.Tensor:
+        """Values drawn from `boundary_values(dtype, thresholds, nan, inf)`: ties (values
+        repeat), zeros of both signs, thresholds and their neighbours, halfway cases,
+        integer extremes. Opt-in: `rand` and `randint` keep their inputs."""
+        pool = boundary_values(dtype, thresholds, nan, inf)
+        return pool[torch.randint(0, len(pool), shape, generator=self.generator)]
 
     def bools(self, *shape: int) -> torch.Tensor:
         return torch.rand(shape, generator=self.generator) < 0.5

@@ -69,14 +69,30 @@ REDUCTIONS = [
     Op("prod", torch.prod, low=0.5, high=1.5, ints=False),
     Op("logsumexp", torch.logsumexp, ints=False),
 ]
+COMPARISONS = [
+    Op("gt", torch.gt), Op("ge", torch.ge), Op("lt", torch.lt), Op("le", torch.le), Op("eq", torch.eq),
+    Op("ne", torch.ne), Op("maximum", torch.maximum), Op("minimum", torch.minimum),
+    Op("clamp_half", lambda x, y: torch.clamp(x, -0.5, 0.5) + y),
+    Op("where_gt", lambda x, y: torch.where(x > y, x, y)),
+]
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64}
 
 
-def make_input(tu: TestUtils, shape: tuple[int, ...], dtype: torch.dtype, op: Op | None = None) -> torch.Tensor:
+def make_input(tu: TestUtils, shape: tuple[int, ...], dtype: torch.dtype, op: Op | None = None,
+               boundary: bool = False) -> torch.Tensor:
+    """Uniform values in the op's range, or (`boundary`) `tu.boundary` values clamped to it:
+    ties, signed zeros, halfway cases, and the integer dtype's extremes."""
+    low, high = (op.low, op.high) if op else (-2.0, 2.0)
+    if boundary:
+        values = tu.boundary(*shape, dtype=dtype)
+        return values.clamp(low, high) if dtype.is_floating_point else values
     if dtype.is_floating_point:
-        low, high = (op.low, op.high) if op else (-2.0, 2.0)
         return tu.rand(*shape, low=low, high=high, dtype=dtype)
     return tu.randint(*shape, low=-5, high=6, dtype=dtype)
+
+
+# Whether an example's inputs are uniform or boundary values (hypothesis shrinks to uniform).
+boundary_inputs = st.booleans()
 
 
 def op_and_dtype(ops: list[Op]) -> st.SearchStrategy[tuple[Op, torch.dtype]]:

@@ -147,6 +147,9 @@ def reduce_mismatch(
         return ReduceOutcome(note=found, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
     notes = [f"localized to {len(found.nodes)} FX node(s) of {len(search.units)}, given golden inputs: "
              + "; ".join(f"`{n}`" for n in found.nodes), f"compiled vs native: {found.detail}"]
+    if search.crashed_queries:
+        notes.append(f"{search.crashed_queries} candidate group(s) crashed, hung or outgrew the cap when compiled "
+                     "and run; each was taken as not showing the mismatch, and the search went on")
     if found.literals:
         notes.append("sizes computed in the graph replaced by literals: "
                      + ", ".join(f"{k} -> {v}" for k, v in found.literals.items()))

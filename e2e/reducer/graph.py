@@ -125,6 +125,11 @@ def run_torch_backend_ir(torch_ir: str, toolchain: Sequence[str], inputs: Sequen
     return (list(actual) if isinstance(actual, (list, tuple)) else [actual]), dtypes
 
 
+# What one candidate's compile and run may take (in its own child).
+QUERY_SECONDS = 60.0
+QUERY_MEMORY = 4 << 30
+
+
 class GraphSearch:
     """The exported graph of one method, its golden intermediate values, and group checks."""
 
@@ -156,6 +161,7 @@ class GraphSearch:
         self.by_name = {n.name: n for n in self.nodes}
         self.units = [n.name for n in self.nodes if self._is_unit(n)]
         self.queries = 0
+        self.crashed_queries = 0  # candidates whose compile or run crashed, hung or outgrew the cap
         self._seen: dict[str, tuple[str, str] | None] = {}
 
     def _is_unit(self, node: torch.fx.Node) -> bool:
@@ -239,11 +245,21 @@ class GraphSearch:
         """(torch backend IR, compiled outputs, result dtypes), None when it does not compile or run."""
         from compiler import fx_to_torch_backend_ir
 
+        from e2e.framework import isolation
+
         try:
             torch_ir, _ = fx_to_torch_backend_ir(built.module, built.inputs, built.dynamic_dims)
-            actual, dtypes = run_torch_backend_ir(torch_ir, self.toolchain, built.inputs)
         except Exception:  # a group that does not compile alone says nothing about values
             return None
+        # Compiled and run in a child: a candidate that crashes or hangs answers this query
+        # (it does not show the mismatch) instead of ending the search.
+        outcome = isolation.run_forked(lambda: run_torch_backend_ir(torch_ir, self.toolchain, built.inputs),
+                                       QUERY_SECONDS, QUERY_MEMORY)
+        if not isinstance(outcome, tuple):
+            if not isinstance(outcome, isolation.Raised):
+                self.crashed_queries += 1
+            return None
+        actual, dtypes = outcome
         return torch_ir, actual, dtypes
 
     def _check(self, group: Sequence[str], literals: dict[str, int] | None) -> tuple[str, str] | None:

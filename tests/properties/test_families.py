@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from e2e.framework.registry import FunctionModule
 from e2e.framework.testutils import TestUtils
+from e2e.properties import families
 from e2e.properties import strategies as s
 from e2e.properties.check import PropertyFailure, check_compiles_like_native
 
@@ -19,24 +20,33 @@ def check(name: str, fn, inputs: list[torch.Tensor], dynamic: bool = False) -> N
     check_compiles_like_native(FunctionModule(fn), inputs, name=name, dynamic_dims=dynamic_dims)
 
 
-@given(s.op_and_dtype(s.UNARY), s.shapes(), s.seeds, st.booleans())
-def test_elementwise_unary(op_dtype, shape, seed, dynamic):
-    op, dtype = op_dtype
-    check(f"unary_{op.name}", op.fn, [s.make_input(TestUtils(seed), shape, dtype, op)], dynamic)
+FAMILIES = {family.name: family for family in families.FAMILIES}
 
 
-@given(s.op_and_dtype(s.BINARY), s.broadcast_pair(), s.seeds, st.booleans())
-def test_elementwise_binary_broadcasting(op_dtype, shapes, seed, dynamic):
-    op, dtype = op_dtype
-    tu = TestUtils(seed)
-    check(f"binary_{op.name}", op.fn, [s.make_input(tu, shape, dtype, op) for shape in shapes], dynamic)
+def check_family(name: str, args, seed: int) -> None:
+    """One example of a family (`e2e.properties.families`, which the e2e suite runs too)."""
+    fn, inputs, dynamic = FAMILIES[name].build(args)
+    check(name, fn, inputs(TestUtils(seed)), dynamic)
 
 
-@given(st.sampled_from(s.REDUCTIONS), s.reduction_case(), s.seeds, st.booleans())
-def test_reduction_over_dims(op, case, seed, dynamic):
-    shape, dim, keepdim = case
-    x = s.make_input(TestUtils(seed), shape, torch.float32, op)
-    check(f"reduce_{op.name}", lambda t: op.fn(t, dim, keepdim=keepdim), [x], dynamic)
+@given(FAMILIES["unary"].strategy, s.seeds)
+def test_elementwise_unary(args, seed):
+    check_family("unary", args, seed)
+
+
+@given(FAMILIES["binary"].strategy, s.seeds)
+def test_elementwise_binary_broadcasting(args, seed):
+    check_family("binary", args, seed)
+
+
+@given(FAMILIES["reduction"].strategy, s.seeds)
+def test_reduction_over_dims(args, seed):
+    check_family("reduction", args, seed)
+
+
+@given(FAMILIES["compare"].strategy, s.seeds)
+def test_comparisons_on_boundary_values(args, seed):
+    check_family("compare", args, seed)
 
 
 @given(s.dims, s.dims, s.dims, st.lists(s.dims, max_size=2), st.sampled_from(["matmul", "bmm", "linear"]), s.seeds, st.booleans())
@@ -94,7 +104,6 @@ def test_conv2d_parameters(case, seed):
     check("conv2d", conv, [x, w])
 
 
-@given(s.pool2d_case(), s.seeds)
-def test_pool2d_parameters(case, seed):
-    x = TestUtils(seed).randn(1, 2, *case["size"])
-    check(f"pool2d_{case['kind']}", lambda t: s.pool2d(t, case), [x])
+@given(FAMILIES["pool2d"].strategy, s.seeds)
+def test_pool2d_parameters(args, seed):
+    check_family("pool2d", args, seed)

@@ -1,0 +1,146 @@
+"""Mutation testing (e2e.mutation): rewrites count and change sites, tests catch or miss
+mutants, and survivors are told apart by the boundary-input equivalence check."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compiler.stages import module_text, new_context, parse_module
+from e2e.framework import op_test
+from e2e.framework.registry import GLOBAL_TEST_REGISTRY
+from e2e.framework.testutils import TestUtils, boundary_values
+from e2e.mutation import catalogue
+from e2e.mutation.catalogue import Mutation
+from e2e.mutation.report import before_after, kill_matrix, status
+from e2e.mutation.rewrites import int_constant, predicate, rename, swap_operands
+from e2e.mutation.run import CAUGHT, EQUIVALENT, SURVIVED, Job, run_test
+
+LINALG = """
+func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>, %n: index) -> tensor<4xi1> {
+  %c1 = arith.constant 1 : index
+  %k = arith.constant 7 : i64
+  %same = arith.cmpi slt, %n, %c1 : index
+  %0 = tensor.empty() : tensor<4xi1>
+  %1 = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+      iterator_types = ["parallel"]} ins(%a, %b : tensor<4xf32>, tensor<4xf32>) outs(%0 : tensor<4xi1>) {
+  ^bb0(%x: f32, %y: f32, %o: i1):
+    %gt = arith.cmpf ogt, %x, %y : f32
+    %d = arith.subf %x, %y : f32
+    %m = arith.maximumf %d, %y : f32
+    %z = arith.cmpf ogt, %m, %x : f32
+    %r = arith.andi %gt, %z : i1
+    linalg.yield %r : i1
+  } -> tensor<4xi1>
+  return %1 : tensor<4xi1>
+}
+"""
+
+
+def module():
+    return parse_module(LINALG, new_context())
+
+
+def test_rewrites_count_sites_without_changing_and_change_them_when_applied():
+    m = module()
+    ogt = predicate("arith.cmpf", "ogt", "oge")
+    assert ogt(m, False) == 2 and "oge" not in module_text(m)
+    assert ogt(m, True) == 2
+    assert module_text(m).count("arith.cmpf oge") == 2 and ogt(m, False) == 0
+    m.operation.verify()
+
+
+def test_integer_rewrites_leave_index_values_alone():
+    m = module()
+    assert predicate("arith.cmpi", "slt", "sle")(m, False) == 0  # compares two index values
+    assert int_constant(1)(m, True) == 1  # the i64 constant, not the index one
+    assert "arith.constant 8 : i64" in module_text(m) and "arith.constant 1 : index" in module_text(m)
+
+
+def test_swap_and_rename_keep_the_module_valid():
+    m = module()
+    assert swap_operands("arith.subf")(m, True) == 1
+    assert "arith.subf %arg4, %arg3" in module_text(m) or "subf %in_0, %in" in module_text(m) or \
+        module_text(m).count("arith.subf") == 1
+    assert rename("arith.maximumf", "arith.maxnumf")(m, True) == 1
+    assert "arith.maxnumf" in module_text(m) and "arith.maximumf" not in module_text(m)
+    m.operation.verify()
+
+
+def test_user_mutations_register_and_are_checked():
+    mine = Mutation("unit_ogt_to_olt", "linalg", "comparisons", "test", predicate("arith.cmpf", "ogt", "olt"))
+    assert catalogue.register(mine) is mine and mine in catalogue.mutations()
+    with pytest.raises(ValueError, match="duplicate"):
+        catalogue.register(Mutation("unit_ogt_to_olt", "linalg", "x", "y", mine.rewrite))
+    with pytest.raises(ValueError, match="unknown boundary"):
+        Mutation("bad", "llvm", "x", "y", mine.rewrite)
+    assert [m.name for m in catalogue.load("e2e.mutation.catalogue:CATALOGUE")][:1] == ["cmpf_ogt_to_oge"]
+
+
+def test_boundary_inputs_tie_and_reach_the_extremes():
+    values = boundary_values(torch.int8, thresholds=(5,))
+    assert {-128, 127, -127, 126, 0, 4, 5, 6} <= set(values.tolist())
+    floats = boundary_values(torch.float32, thresholds=(0.5,))
+    assert torch.nextafter(torch.tensor(0.5), torch.tensor(1.0)) in floats
+    assert not floats.isnan().any() and boundary_values(torch.float32, nan=True).isnan().any()
+    x = TestUtils(3).boundary(8, 8)
+    assert len(set(x.flatten().tolist())) < 20  # 64 draws from a small pool: ties
+
+
+# A strict comparison of two inputs: with ties in the inputs `>` compiled as `>=` is
+# caught; on uniform random inputs it survives, and the equivalence check finds a witness.
+# relu (`x > 0 ? x : 0`) compiled with `>=` is the same function: equivalent.
+op_test("MutationUnit_GtTies", torch.gt, lambda tu: [tu.boundary(6, 8), tu.boundary(6, 8)])
+op_test("MutationUnit_GtRandom", torch.gt, lambda tu: [tu.rand(3, 4), tu.rand(3, 4)])
+op_test("MutationUnit_Relu", torch.relu, lambda tu: [tu.randn(3, 4)])
+
+
+@pytest.fixture(scope="module")
+def records():
+    names = ("cmpf_ogt_to_oge", "cmpf_ugt_to_uge", "swap_divf")
+    return {name: run_test(Job(name, "linalg", "annotated", False, None, names))
+            for name in ("MutationUnit_GtTies", "MutationUnit_GtRandom", "MutationUnit_Relu")}
+
+
+def test_a_mutant_is_caught_by_ties_and_survives_random_inputs_with_a_witness(records):
+    rows = {r["name"]: r for r in kill_matrix(list(records.values()), [
+        m for m in catalogue.mutations() if m.name in ("cmpf_ogt_to_oge", "cmpf_ugt_to_uge", "swap_divf")])}
+    ogt = rows["cmpf_ogt_to_oge"]
+    assert ogt["reached"] == 2 and [e["test"] for e in ogt["caught"]] == ["MutationUnit_GtTies"]
+    assert ogt["caught"][0]["verdict"] in CAUGHT
+    survivor = ogt["survivors"][0]
+    assert survivor["test"] == "MutationUnit_GtRandom" and survivor["verdict"] == SURVIVED
+    assert "not equivalent" in survivor["detail"]
+    assert status(ogt) == "killed"
+
+
+def test_an_equivalent_survivor_is_shown_equivalent_and_unreached_mutations_run_nothing(records):
+    rows = {r["name"]: r for r in kill_matrix(list(records.values()), catalogue.mutations())}
+    relu = rows["cmpf_ugt_to_uge"]
+    assert relu["reached"] == 1 and relu["survivors"][0]["verdict"] == EQUIVALENT and status(relu) == "equivalent"
+    assert rows["swap_divf"]["reached"] == 0 and status(rows["swap_divf"]) == "unreached"
+    assert all(r.baseline == "pass" for r in records.values())
+
+
+def test_before_after_shows_what_new_tests_changed(records):
+    chosen = [m for m in catalogue.mutations() if m.name == "cmpf_ogt_to_oge"]
+    before = kill_matrix([records["MutationUnit_GtRandom"]], chosen)
+    after = kill_matrix(list(records.values()), chosen)
+    assert status(before[0]) == "SURVIVES" and status(after[0]) == "killed"
+    line = before_after(before, after).splitlines()[-1]
+    assert line.split()[0] == "cmpf_ogt_to_oge" and "SURVIVES -> killed" in line
+
+
+def test_property_families_register_the_same_named_cases_on_every_import():
+    from e2e.properties.families import FAMILIES, examples
+
+    first = [repr(examples(f, 3)) for f in FAMILIES]
+    assert first == [repr(examples(f, 3)) for f in FAMILIES]
+    assert {f.name for f in FAMILIES} >= {"unary", "binary", "reduction", "pool2d", "compare"}
+
+
+def test_an_off_by_one_constant_wraps_like_its_integer_type():
+    m = parse_module("func.func @f() -> i64 {\n  %c = arith.constant 9223372036854775807 : i64\n  return %c : i64\n}",
+                     new_context())
+    assert int_constant(1)(m, True) == 1
+    assert "arith.constant -9223372036854775808 : i64" in module_text(m)
