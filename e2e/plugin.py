@@ -46,6 +46,7 @@ def pytest_addoption(parser):
                     help="a directory (or file) of e2e tests to run; repeatable (default: the e2e_suite ini)")
     group.addoption("--config", action="append", default=[],
                     help=f"configs to run, comma separated or repeated: {', '.join(CONFIG_NAMES)}, "
+                    "a runtime config (tosa@tosa-ref, stablehlo@xla, linalg@iree, torch@iree), "
                     "an installed config's name, or module:attribute (default: the built-in ones)")
     group.addoption("--shapes", choices=SHAPE_MODES, default="annotated",
                     help="annotated: `-1` dims of annotate_args are dynamic (default); "

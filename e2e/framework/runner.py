@@ -203,16 +203,25 @@ def ran_and_failed(result: Result) -> bool:
 def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, artifacts: list) -> tuple[Result, dict]:
     test = prepared.test
     notes: list[str] = []
+
+    def add_notes(more) -> list[str]:  # a config's notes: its artifact's (also those written by `run`), its error's
+        notes.extend(note for note in more if note not in notes)
+        return notes
+
     try:
         artifact = config.compile(prepared, snapshots)
         artifacts.append(artifact)
-        notes.extend(getattr(artifact, "notes", ()))
+        add_notes(getattr(artifact, "notes", ()))
         snapshots.enter("execute")
         trace = config.run(artifact, prepared.golden)
+        add_notes(getattr(artifact, "notes", ()))
     except NotApplicable as error:
         stage = snapshots.current or "capture"
         return Result(test.name, config.name, SKIP, stage=stage, error=str(error), notes=notes), prepared.new_shared
     except StageError as error:
+        for artifact in artifacts:
+            add_notes(getattr(artifact, "notes", ()))
+        add_notes(getattr(error, "notes", ()))
         result = Result(
             test.name,
             config.name,
@@ -229,6 +238,8 @@ def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, a
             result.ir_path = str(snapshots.directory / name)
         return result, prepared.new_shared
     except Exception as error:
+        for artifact in artifacts:
+            add_notes(getattr(artifact, "notes", ()))
         stage = snapshots.current or "capture"
         result = Result(
             test.name,

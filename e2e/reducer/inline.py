@@ -46,6 +46,8 @@ PIECES = (
             "_signless", "_builtin_element", "ArgumentType", "ResultType", "argument_types", "check_arguments", "RefBackendProgram",
         ),
     ),
+    # the JIT frontends' torch-backend stage ends with this Python pass (compiler.toolchain)
+    Piece("compiler.jit_compile", ("_DEAD_ALLOCATIONS", "erase_dead_allocations")),
     Piece(
         "e2e.reducer.execute",
         ("SIGNATURE_ATTR", "DYNAMIC_DIM", "ELEMENT_DTYPES", "_main", "record_main_signature", "_tensor_types",

@@ -1,0 +1,168 @@
+"""TOSA on the TOSA reference model (`tosa-tools`, Arm's reference implementation of the spec).
+
+`tosa-opt --tosa-serialize` writes the TOSA flatbuffer, `tosa_reference_model` runs it
+on .npy inputs. Both are binaries of the PyPI wheel `tosa-tools`, which must stay out of
+this project's environment (it pins numpy<2.2 and installs top-level packages such as
+`tests`): `python -m compiler.executors.tosa_ref --install` extracts its binaries into a
+cache directory, and they run as subprocesses. `E2E_TOSA_TOOLS` names another directory.
+
+Workarounds a TOSA user would apply too: tensor `arith.constant`s (which `tosa-opt`,
+knowing only builtin, func and tosa, cannot serialize) become `tosa.const`, and inputs
+are cast to the graph's own element types. The reference model takes static shapes only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from compiler.executors import from_numpy, outputs_as, to_numpy
+from compiler.refbackend import ResultType, argument_types
+from compiler.stages import Snapshots, StageError, module_text
+
+VERSION = "2026.8.0"
+TOOLS = ("tosa-opt", "tosa_reference_model", "tosa.fbs")
+INSTALL = f"python -m compiler.executors.tosa_ref --install   (tosa-tools=={VERSION}, kept out of the Python env)"
+
+NUMPY_OF_ELEMENT = {
+    "f32": np.float32, "f16": np.float16, "f64": np.float64, "i1": np.bool_, "i8": np.int8,
+    "i16": np.int16, "i32": np.int32, "i64": np.int64, "ui8": np.uint8,
+}
+
+
+def tools_dir() -> Path:
+    if "E2E_TOSA_TOOLS" in os.environ:
+        return Path(os.environ["E2E_TOSA_TOOLS"])
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return cache / "e2e-conformance" / f"tosa-tools-{VERSION}" / "bin"
+
+
+def install(target: Path | None = None) -> Path:
+    """Download the tosa-tools wheel (no dependencies) and extract its binaries."""
+    target = target or tools_dir()
+    with tempfile.TemporaryDirectory() as download:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", f"tosa-tools=={VERSION}", "-d", download],
+            check=True,
+        )
+        (wheel,) = Path(download).glob("tosa_tools-*.whl")
+        target.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wheel) as archive:
+            for tool in TOOLS:
+                (target / tool).write_bytes(archive.read(f"bin/{tool}"))
+                (target / tool).chmod(0o755)
+    return target
+
+
+# A tensor constant of another dialect, as tosa-opt cannot serialize it.
+_ARITH_TENSOR_CONSTANT = re.compile(r"= arith\.constant (dense(?:_resource)?<.*?> : (tensor<[^>]*>))")
+
+
+def serializable(tosa_text: str) -> str:
+    """TOSA text `tosa-opt` can serialize: tensor arith.constants become tosa.const."""
+    return _ARITH_TENSOR_CONSTANT.sub(lambda m: f'= "tosa.const"() <{{values = {m[1]}}}> : () -> {m[2]}', tosa_text)
+
+
+def _run(command: list[str], stage: str, what: str) -> None:
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        output = (done.stderr or done.stdout).strip()
+        lines = [line for line in output.splitlines() if line.strip()]
+        first = next((line for line in lines if "error" in line.lower() or "assert" in line.lower()), None)
+        first = first or (lines[-1] if lines else "")
+        raise StageError(stage, f"{what} failed (exit {done.returncode}): {first.strip()}", diagnostics=lines[-30:])
+
+
+@dataclass
+class TosaReferenceModel:
+    name: str = "tosa-ref"
+    accepts: tuple[str, ...] = ("tosa",)
+    static_only: bool = True
+
+    def missing(self) -> str | None:
+        return None if all((tools_dir() / tool).exists() for tool in TOOLS) else INSTALL
+
+    def compile(self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots) -> "TosaProgram":
+        text = snapshots.record("lower", backend_module)
+        arguments = argument_types(backend_module)
+        if arguments is None or any(a is None or None in a.dims for a in arguments):
+            raise StageError("lower", "the TOSA reference model takes static tensor arguments only")
+        workdir = Path(tempfile.mkdtemp(prefix="e2e-tosa-"))
+        try:
+            (workdir / "program.mlir").write_text(serializable(text))
+            tools = tools_dir()
+            _run([str(tools / "tosa-opt"), str(workdir / "program.mlir"), "--tosa-serialize",
+                  f"--tosa-flatbuffer-filename={workdir / 'program.tosa'}", "-o", os.devnull],
+                 "lower", "tosa-opt --tosa-serialize")
+        except BaseException:
+            shutil.rmtree(workdir, ignore_errors=True)
+            raise
+        return TosaProgram(workdir, [NUMPY_OF_ELEMENT.get(a.element) for a in arguments], list(result_dtypes))
+
+
+class TosaProgram:
+    def __init__(self, workdir: Path, input_types: list, result_dtypes: list[ResultType]):
+        self.workdir, self.input_types, self.result_dtypes = workdir, input_types, result_dtypes
+
+    def command(self, inputs: Sequence[str], outputs: Sequence[str]) -> list[str]:
+        """The reference model's command line, relative to its working directory."""
+        tools = tools_dir()
+        return [
+            str(tools / "tosa_reference_model"), "--tosa_file", "program.tosa",
+            "--ifm_name", ",".join(f"TosaInput_{i}" for i in range(len(inputs))), "--ifm_file", ",".join(inputs),
+            "--ofm_name", ",".join(f"TosaOutput_{i}" for i in range(len(outputs))), "--ofm_file", ",".join(outputs),
+            "--output_dir", ".", "--flatbuffer_dir", ".", "--operator_fbs", str(tools / "tosa.fbs"),
+        ]
+
+    def __call__(self, *tensors: torch.Tensor) -> list:
+        if len(tensors) != len(self.input_types):
+            raise StageError("execute", f"the program takes {len(self.input_types)} tensors, {len(tensors)} were given")
+        inputs = []
+        for i, (tensor, numpy_type) in enumerate(zip(tensors, self.input_types)):
+            array = to_numpy(tensor)
+            if numpy_type is not None and array.dtype != numpy_type:
+                array = array.astype(numpy_type)  # the graph's own element type (e.g. i64 -> i32)
+            np.save(self.workdir / f"input_{i}.npy", array)
+            inputs.append(f"input_{i}.npy")
+        outputs = [f"output_{i}.npy" for i in range(len(self.result_dtypes))]
+        for name in outputs:
+            (self.workdir / name).unlink(missing_ok=True)
+        done = subprocess.run(self.command(inputs, outputs), cwd=self.workdir, capture_output=True, text=True)
+        if done.returncode != 0 or not all((self.workdir / name).exists() for name in outputs):
+            lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+            first = next((line for line in lines if "ERROR" in line or "error" in line or "assert" in line.lower()),
+                         lines[-1] if lines else "no output")
+            raise StageError("execute", f"tosa_reference_model failed (exit {done.returncode}): {first.strip()}",
+                             diagnostics=lines[-30:])
+        arrays = [np.load(self.workdir / name) for name in outputs]
+        return outputs_as(arrays, self.result_dtypes, "tosa_reference_model")
+
+    def close(self) -> None:
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--install", action="store_true", help=f"extract tosa-tools=={VERSION}'s binaries into {tools_dir()}")
+    args = parser.parse_args(argv)
+    if args.install:
+        print(f"tosa-tools {VERSION} binaries in {install()}")
+    else:
+        print(TosaReferenceModel().missing() or f"installed in {tools_dir()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
