@@ -183,7 +183,14 @@ def compile_backend_ir(torch_ir: str, chain: Toolchain, *, snapshots: Snapshots 
     module = parse_module(torch_ir, new_context())
     if chain.backend != TORCH_INPUT:
         run_stage(module, "backend", chain.to_backend, snapshots)
-    return executor.compile(module, dtypes, snapshots)
+    if chain.executor_name == "refbackend":
+        return executor.compile(module, dtypes, snapshots)
+    from compiler.executors import replay
+
+    backend_ir = module_text(module)
+    with replay.blamed(chain.executor_name, chain.backend, backend_ir):
+        program = executor.compile(module, dtypes, snapshots)
+    return replay.BlamedProgram(program, chain.executor_name, chain.backend, backend_ir)
 
 
 @dataclass

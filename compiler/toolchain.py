@@ -3,9 +3,8 @@ that stage's input IR down to what the executor takes.
 
 The FX configs compile with exactly these pipelines (`to_torch_backend`, `to_backend`,
 `executor()`), and the reducer replays a failure through `stages[stage]`, so the two
-cannot drift. For the RefBackend a stage's list ends in LLVM; for another executor it
-ends with the entry `executor:<name>[:<backend>]` (`EXECUTOR_ENTRY`), which the replay
-hands to that executor (`compiler.executors`).
+cannot drift. For the RefBackend a stage's list ends in LLVM; for a runtime it ends
+with the Python pass entry that compiles on that runtime (`compiler.executors.replay`).
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from compiler.refbackend import LOWER_PIPELINE
 BF16_BOUNDARY = "python:compiler.refbackend:bf16_boundary_as_i16"
 # The JIT frontends erase dead allocations after their torch-backend pipeline.
 ERASE_DEAD_ALLOCATIONS = "python:compiler.jit_compile:erase_dead_allocations"
-EXECUTOR_ENTRY = "executor:"
 
 # frontend -> the pipeline from its imported IR to the torch backend contract
 TO_TORCH_BACKEND = {
@@ -55,13 +53,15 @@ class Toolchain:
         """Backend IR -> what the executor is handed (LLVM for the RefBackend)."""
         if self.executor_name == "refbackend":
             return (BF16_BOUNDARY, *pipelines.BACKENDS[self.backend][1], *LOWER_PIPELINE)
-        return (f"{EXECUTOR_ENTRY}{self.executor_name}:{self.backend}",)
+        from compiler.executors import replay
+
+        return (replay.entry(self.executor_name, self.backend),)
 
     @property
     def stages(self) -> dict[str, tuple[str, ...]]:
         """stage -> passes from that stage's input to the executor."""
-        if self.backend == TORCH_INPUT:  # the executor takes the imported IR itself
-            return {"lower": self.lower}
+        if self.backend == TORCH_INPUT:  # the executor takes torch IR itself (raw, or the backend contract)
+            return {"backend": self.lower, "lower": self.lower}
         return {
             "torch-backend": (*self.to_torch_backend, *self.to_backend, *self.lower),
             "backend": (*self.to_backend, *self.lower),
@@ -94,7 +94,8 @@ def toolchain(frontend: str, backend: str, executor: str = "refbackend") -> Tool
 
 def split_executor(entries: list[str] | tuple[str, ...]) -> tuple[list[str], tuple[str, str] | None]:
     """A stage's entries -> (passes, (executor, backend) or None when they end in LLVM)."""
-    if entries and entries[-1].startswith(EXECUTOR_ENTRY):
-        name, _, backend = entries[-1][len(EXECUTOR_ENTRY):].partition(":")
-        return list(entries[:-1]), (name, backend)
+    from compiler.executors import replay
+
+    if entries and (found := replay.parse(entries[-1])) is not None:
+        return list(entries[:-1]), found[:2]
     return list(entries), None

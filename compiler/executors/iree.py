@@ -8,8 +8,10 @@ Flags: the local llvm-cpu device for the host CPU, and no f64 -> f32 demotion (w
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
+import numpy as np
 import torch
 
 from compiler.executors import INSTALL_RUNTIMES, guarded, outputs_as, to_numpy
@@ -53,11 +55,11 @@ class Iree:
             "lower", "iree-compile",
             lambda: iree.compiler.compile_str(text, input_type=INPUT_TYPE[self.input], extra_args=list(COMPILE_FLAGS)),
         )
-        return IreeProgram(vmfb, list(result_dtypes))
+        return IreeProgram(vmfb, list(result_dtypes), text, self.compile_flags())
 
 
 class IreeProgram:
-    def __init__(self, vmfb: bytes, result_dtypes: list[ResultType]):
+    def __init__(self, vmfb: bytes, result_dtypes: list[ResultType], source: str = "", flags: Sequence[str] = ()):
         import iree.runtime
 
         def load():
@@ -65,7 +67,7 @@ class IreeProgram:
             context.add_vm_module(iree.runtime.VmModule.copy_buffer(context.instance, vmfb))
             return context
 
-        self.vmfb, self.result_dtypes = vmfb, result_dtypes
+        self.vmfb, self.result_dtypes, self.source, self.flags = vmfb, result_dtypes, source, list(flags)
         self.context = guarded("lower", "IREE runtime (loading the module)", load)
 
     def __call__(self, *tensors: torch.Tensor) -> list:
@@ -76,6 +78,16 @@ class IreeProgram:
             return [o.to_host() if hasattr(o, "to_host") else o for o in outputs]
 
         return outputs_as(guarded("execute", "IREE", run), self.result_dtypes, "IREE")
+
+    def write_native(self, directory: Path, tensors: Sequence[torch.Tensor]) -> str:
+        """program.mlir and input_<i>.npy in `directory`; returns iree-compile and iree-run-module's commands."""
+        (directory / "program.mlir").write_text(self.source)
+        for i, tensor in enumerate(tensors):
+            np.save(directory / f"input_{i}.npy", to_numpy(tensor))
+        run = ["iree-run-module", "--module=program.vmfb", f"--device={RUNTIME_DRIVER}", "--function=main",
+               *[f"--input=@input_{i}.npy" for i in range(len(tensors))],
+               *[f"--output=@output_{i}.npy" for i in range(len(self.result_dtypes))]]
+        return " ".join(["iree-compile", "program.mlir", *self.flags, "-o", "program.vmfb"]) + "\n" + " ".join(run)
 
     def close(self) -> None:
         self.context = None

@@ -149,6 +149,21 @@ class TosaProgram:
         arrays = [np.load(self.workdir / name) for name in outputs]
         return outputs_as(arrays, self.result_dtypes, "tosa_reference_model")
 
+    def write_native(self, directory: Path, tensors: Sequence[torch.Tensor]) -> str:
+        """program.mlir, program.tosa and input_<i>.npy in `directory`; returns the commands."""
+        for name in ("program.mlir", "program.tosa"):
+            shutil.copy(self.workdir / name, directory / name)
+        inputs = []
+        for i, (tensor, numpy_type) in enumerate(zip(tensors, self.input_types)):
+            array = to_numpy(tensor)
+            np.save(directory / f"input_{i}.npy", array if numpy_type is None else array.astype(numpy_type))
+            inputs.append(f"input_{i}.npy")
+        tools = tools_dir()
+        serialize = (f"{tools / 'tosa-opt'} program.mlir --tosa-serialize --tosa-flatbuffer-filename=program.tosa "
+                     f"-o /dev/null")
+        outputs = [f"output_{i}.npy" for i in range(len(self.result_dtypes))]
+        return serialize + "\n" + " ".join(self.command(inputs, outputs))
+
     def close(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
 

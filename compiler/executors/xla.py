@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import torch
@@ -72,12 +73,13 @@ class Xla:
 
         devices = jax.devices("cpu")
         executable = guarded("lower", "XLA", lambda: get_backend("cpu").compile_and_load(artifact, devices))
-        return XlaProgram(executable, devices[0], list(result_dtypes))
+        return XlaProgram(executable, devices[0], list(result_dtypes), text, artifact)
 
 
 class XlaProgram:
-    def __init__(self, executable, device, result_dtypes: list[ResultType]):
+    def __init__(self, executable, device, result_dtypes: list[ResultType], source: str = "", artifact: bytes = b""):
         self.executable, self.device, self.result_dtypes = executable, device, result_dtypes
+        self.source, self.artifact = source, artifact
 
     def __call__(self, *tensors: torch.Tensor) -> list:
         import jax
@@ -89,5 +91,29 @@ class XlaProgram:
 
         return outputs_as(guarded("execute", "XLA", run), self.result_dtypes, "XLA")
 
+    def write_native(self, directory: Path, tensors: Sequence[torch.Tensor]) -> str:
+        """The StableHLO XLA takes (text, and the portable artifact XLA was given), inputs, and
+        run_xla.py (jax only); returns its command."""
+        import numpy as np
+
+        (directory / "program.mlir").write_text(xla_ready_text(self.source))
+        (directory / "program.vhlo.mlirbc").write_bytes(self.artifact)
+        for i, tensor in enumerate(tensors):
+            np.save(directory / f"input_{i}.npy", to_numpy(tensor))
+        (directory / "run_xla.py").write_text(RUN_XLA.format(inputs=len(tensors)))
+        return "python run_xla.py"
+
     def close(self) -> None:
         self.executable = None
+
+
+RUN_XLA = '''"""Run program.vhlo.mlirbc (StableHLO {version}, as a portable artifact) on XLA's CPU client."""
+import jax, numpy as np
+jax.config.update("jax_enable_x64", True)
+from jax.extend.backend import get_backend
+device = jax.devices("cpu")[0]
+executable = get_backend("cpu").compile_and_load(open("program.vhlo.mlirbc", "rb").read(), [device])
+inputs = [jax.device_put(np.load(f"input_{{i}}.npy"), device) for i in range({inputs})]
+for i, output in enumerate(executable.execute(inputs)):
+    np.save(f"output_{{i}}.npy", np.asarray(output))
+'''.replace("{version}", XLA_STABLEHLO_VERSION)

@@ -73,6 +73,8 @@ def load_config(spec: str) -> Config:
         config = importlib.import_module(f"e2e.configs.{spec}").CONFIG
     elif spec in RUNTIME_CONFIG_NAMES:
         config = importlib.import_module("e2e.configs.runtime").CONFIGS[spec]
+        # Import the runtime's Python package now, before test hosts fork (jax: ~1.6 s each).
+        config.toolchain().executor().missing()
     elif ":" in spec:
         module, _, attribute = spec.partition(":")
         try:

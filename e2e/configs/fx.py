@@ -12,6 +12,7 @@ per set of backend-legal ops (linalg keeps `aten.adaptive_max_pool2d`, as upstre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -36,6 +37,7 @@ class Compiled:
     imported: dict[tuple[str, Any], Any] = field(default_factory=dict)  # the FxImport of each program
     tolerance: Tolerance | None = None
     twin: Any = None  # a runtime config's RefBackend twin (Compiled, or the StageError it failed with)
+    ir_dir: Path | None = None  # where the pair's IR is saved (a runtime config writes its native bundle there)
 
     def program_for(self, method: str, inputs: list[Any]) -> tuple[Any, Any]:
         return self.programs.get((method, None)) or self.programs[(method, call_key(inputs))]

@@ -17,13 +17,15 @@ A runtime that is not installed makes its pairs skip, naming the install command
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
-from typing import Any
 
 from compiler.stages import Snapshots, StageError
 from compiler.toolchain import TORCH_INPUT
 from e2e.configs.fx import Compiled, FxConfig, run_programs
+from e2e.configs.runtime_bundle import write_native_bundle
 from e2e.framework.compare import compare_traces
+from e2e.framework.registry import Tolerance
 from e2e.framework.trace import Trace
 
 RUNTIME_EXECUTORS = {"tosa-ref": "the TOSA reference model", "xla": "XLA", "iree": "IREE"}
@@ -65,6 +67,7 @@ class RuntimeConfig(FxConfig):
                 error.notes = [self.verdict("fails in stage lower", twin_outcome(twin, prepared.golden))]
             raise
         compiled.twin = self._compile_twin(prepared)
+        compiled.ir_dir = snapshots.directory
         return compiled
 
     def _compile_twin(self, prepared) -> Compiled | StageError:
@@ -80,12 +83,32 @@ class RuntimeConfig(FxConfig):
         except StageError as error:
             if error.stage != "capture":
                 compiled.notes.append(self.verdict(f"fails in stage {error.stage}", twin))
+                self._native_bundle(compiled, golden, f"{self.runtime} fails in stage {error.stage}: {error.message}")
             raise
         mismatch = compare_traces(golden, trace, compiled.tolerance)
         outcome = None if mismatch is None else f"gives wrong results ({mismatch.kind} mismatch)"
         if (verdict := self.verdict(outcome, twin)) is not None:
             compiled.notes.append(verdict)
+        if mismatch is not None:
+            self._native_bundle(compiled, golden, f"{self.runtime} gives wrong results: {mismatch}", mismatch.where)
         return trace
+
+    def _native_bundle(self, compiled: Compiled, golden: Trace, failure: str, where: str = "") -> None:
+        """The failing call's program, inputs and expected outputs in the runtime's own terms."""
+        if getattr(compiled, "ir_dir", None) is None:
+            return
+        match = re.search(r"trace item #(\d+)", where)
+        item = golden[int(match[1])] if match else golden[0]
+        program, _ = compiled.program_for(item.method, item.inputs)
+        tolerance = compiled.tolerance or Tolerance(1e-4, 1e-5)
+        try:
+            readme = write_native_bundle(compiled.ir_dir, getattr(program, "program", program), item.inputs,
+                                         item.outputs, runtime=self.runtime, failure=failure,
+                                         rtol=tolerance.rtol, atol=tolerance.atol)
+        except Exception as error:  # the failure is recorded either way
+            compiled.notes.append(f"native reproducer: not written: {type(error).__name__}: {error}"[:300])
+            return
+        compiled.notes.append(f"native reproducer ({self.runtime}'s own tools): {readme}")
 
     def verdict(self, runtime: str | None, twin: str | None) -> str | None:
         """Which of the runtime and the RefBackend twin matches torch on the same program (None: both)."""
@@ -93,7 +116,7 @@ class RuntimeConfig(FxConfig):
         if runtime is None and twin is None:
             return None
         if twin is None:
-            return (f"verdict: {self.runtime}-side: the RefBackend twin `{self.twin}` runs {same} and matches "
+            return (f"verdict: runtime-side ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
                     f"torch; {self.runtime} {runtime}")
         if runtime is None:
             below = "linalg -> LLVM" if self.backend in ("linalg", TORCH_INPUT) else f"{self.backend} -> linalg -> LLVM"
