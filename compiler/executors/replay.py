@@ -45,6 +45,15 @@ def parse(pass_entry: str) -> tuple[str, str, bool] | None:
     return None
 
 
+def compile_for(pass_entry: str, module, result_dtypes):
+    """The program the runtime a replay entry names compiles from `module`."""
+    from compiler.stages import Snapshots
+    from compiler.toolchain import executor_for
+
+    executor, backend, _ = parse(pass_entry)
+    return executor_for(executor, backend).compile(module, result_dtypes, Snapshots())
+
+
 @contextlib.contextmanager
 def blamed(executor: str, backend: str, backend_ir: str, run: bool = False):
     """A runtime's StageError names its replay entry as the failing pass, and the IR it was given."""

@@ -207,11 +207,7 @@ def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=Non
     try:
         run_entries(module, case.pipeline[:-1] if runtime else case.pipeline)
         if runtime:  # a runtime config's case: compiled and run on that runtime (needs this project installed)
-            from compiler.executors.replay import parse
-            from compiler.toolchain import executor_for
-            from compiler.stages import Snapshots
-
-            program = executor_for(*parse(runtime)[:2]).compile(module, dtypes, Snapshots())
+            program = importlib.import_module("compiler.executors.replay").compile_for(runtime, module, dtypes)
     except Exception as error:
         return stage_signature("lower", f"{type(error).__name__}: {error}")
     if not runtime:
