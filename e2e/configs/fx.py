@@ -36,7 +36,7 @@ class Compiled:
     notes: list[str] = field(default_factory=list)
     imported: dict[tuple[str, Any], Any] = field(default_factory=dict)  # the FxImport of each program
     tolerance: Tolerance | None = None
-    twin: Any = None  # a runtime config's RefBackend twin (Compiled, or the StageError it failed with)
+    prepared: Any = None  # set by a runtime config: the prepared test its RefBackend twin compiles
     ir_dir: Path | None = None  # where the pair's IR is saved (a runtime config writes its native bundle there)
 
     def program_for(self, method: str, inputs: list[Any]) -> tuple[Any, Any]:
@@ -45,8 +45,6 @@ class Compiled:
     def close(self) -> None:
         for program, _ in self.programs.values():
             program.close()
-        if isinstance(self.twin, Compiled):
-            self.twin.close()
 
 
 def tensor_leaves(inputs: list[Any]) -> list[torch.Tensor]:

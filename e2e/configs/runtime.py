@@ -24,6 +24,7 @@ from compiler.stages import Snapshots, StageError
 from compiler.toolchain import TORCH_INPUT
 from e2e.configs.fx import Compiled, FxConfig, run_programs
 from e2e.configs.runtime_bundle import write_native_bundle
+from e2e.framework import isolation
 from e2e.framework.compare import compare_traces
 from e2e.framework.registry import Tolerance
 from e2e.framework.trace import Trace
@@ -31,15 +32,31 @@ from e2e.framework.trace import Trace
 RUNTIME_EXECUTORS = {"tosa-ref": "the TOSA reference model", "xla": "XLA", "iree": "IREE"}
 
 
-def twin_outcome(twin: Compiled | StageError, golden: Trace) -> str | None:
-    """None when the twin matches torch; else what it did."""
-    if isinstance(twin, StageError):
-        return f"fails in stage {twin.stage}: {twin.message.splitlines()[0][:300]}"
-    try:
-        mismatch = compare_traces(golden, run_programs(twin, golden), twin.tolerance)
-    except StageError as error:
-        return f"fails in stage {error.stage}: {error.message.splitlines()[0][:300]}"
-    return None if mismatch is None else f"gives wrong results ({mismatch.kind} mismatch: {str(mismatch)[:300]})"
+TWIN_TIMEOUT = 120.0  # seconds for the twin's compile and run
+
+
+def twin_outcome(twin_config: FxConfig, prepared, golden: Trace) -> str | None:
+    """None when the RefBackend twin matches torch; else what it did. It compiles and runs in a
+    forked child: a twin that crashes (a RefBackend miscompile reading garbage) cannot take
+    the runtime's pair down with it."""
+
+    def compile_run_compare() -> str | None:
+        try:
+            twin = twin_config.compile(prepared, Snapshots())
+            try:
+                mismatch = compare_traces(golden, run_programs(twin, golden), twin.tolerance)
+            finally:
+                twin.close()
+        except StageError as error:
+            return f"fails in stage {error.stage}: {error.message.splitlines()[0][:300]}"
+        return None if mismatch is None else f"gives wrong results ({mismatch.kind} mismatch: {str(mismatch)[:300]})"
+
+    outcome = isolation.run_forked(compile_run_compare, timeout=TWIN_TIMEOUT)
+    if outcome is None or isinstance(outcome, str):
+        return outcome
+    if isinstance(outcome, isolation.Raised):
+        return f"raised: {outcome.traceback.strip().splitlines()[-1][:300]}"
+    return f"ended abnormally ({type(outcome).__name__}: {getattr(outcome, 'reason', '')})"
 
 
 @dataclass(frozen=True)
@@ -63,21 +80,15 @@ class RuntimeConfig(FxConfig):
             compiled = super().compile(prepared, snapshots)
         except StageError as error:
             if error.stage == "lower":  # the runtime refused what torch-mlir produced
-                twin = self._compile_twin(prepared)
-                error.notes = [self.verdict("fails in stage lower", twin_outcome(twin, prepared.golden))]
+                twin = twin_outcome(self.twin_config(), prepared, prepared.golden)
+                error.notes = [self.verdict("fails in stage lower", twin)]
             raise
-        compiled.twin = self._compile_twin(prepared)
+        compiled.prepared = prepared
         compiled.ir_dir = snapshots.directory
         return compiled
 
-    def _compile_twin(self, prepared) -> Compiled | StageError:
-        try:
-            return self.twin_config().compile(prepared, Snapshots())
-        except StageError as error:
-            return error
-
     def run(self, compiled: Compiled, golden: Trace) -> Trace:
-        twin = twin_outcome(compiled.twin, golden)
+        twin = twin_outcome(self.twin_config(), compiled.prepared, golden)
         try:
             trace = super().run(compiled, golden)
         except StageError as error:
