@@ -7,13 +7,18 @@ this project's environment (it pins numpy<2.2 and installs top-level packages su
 cache directory, and they run as subprocesses. `E2E_TOSA_TOOLS` names another directory.
 
 Workarounds a TOSA user would apply too: tensor `arith.constant`s (which `tosa-opt`,
-knowing only builtin, func and tosa, cannot serialize) become `tosa.const`, and inputs
-are cast to the graph's own element types. The reference model takes static shapes only.
+knowing only builtin, func and tosa, cannot serialize) become `tosa.const`; every result
+goes through a `tosa.identity` (the serializer names a graph output `TosaOutput_<i>` only
+when an operator produces it, not a constant or an input); inputs are cast to the graph's
+own element types (f64 is serialized as FP32: TOSA has no f64). The reference model runs
+from a JSON test descriptor (it refuses a graph without inputs given on the command
+line). It takes static shapes only.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -37,7 +42,7 @@ TOOLS = ("tosa-opt", "tosa_reference_model", "tosa.fbs")
 INSTALL = f"python -m compiler.executors.tosa_ref --install   (tosa-tools=={VERSION}, kept out of the Python env)"
 
 NUMPY_OF_ELEMENT = {
-    "f32": np.float32, "f16": np.float16, "f64": np.float64, "i1": np.bool_, "i8": np.int8,
+    "f32": np.float32, "f16": np.float16, "f64": np.float32, "i1": np.bool_, "i8": np.int8,
     "i16": np.int16, "i32": np.int32, "i64": np.int64, "ui8": np.uint8,
 }
 
@@ -75,6 +80,25 @@ def serializable(tosa_text: str) -> str:
     return _ARITH_TENSOR_CONSTANT.sub(lambda m: f'= "tosa.const"() <{{values = {m[1]}}}> : () -> {m[2]}', tosa_text)
 
 
+# The reference model's lines that say why it refused or failed, before its generic ERROR lines.
+_REASON = re.compile(r"could not allocate op|^Op\w+: |type mismatch|Cannot open|Unable to find|not supported", re.I)
+
+
+def identity_outputs(module) -> None:
+    """Make an operator produce every result of @main (`tosa.identity`), in place."""
+    from torch_mlir import ir
+
+    with module.context, ir.Location.unknown():
+        for op in module.body.operations:
+            if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+                block = op.regions[0].blocks[0]
+                terminator = block.operations[len(block.operations) - 1]
+                for i, value in enumerate(terminator.operands):
+                    with ir.InsertionPoint(terminator):
+                        identity = ir.Operation.create("tosa.identity", results=[value.type], operands=[value])
+                    terminator.operands[i] = identity.result
+
+
 def _run(command: list[str], stage: str, what: str) -> None:
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
@@ -95,13 +119,14 @@ class TosaReferenceModel:
         return None if all((tools_dir() / tool).exists() for tool in TOOLS) else INSTALL
 
     def compile(self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots) -> "TosaProgram":
-        text = snapshots.record("lower", backend_module)
+        snapshots.record("lower", backend_module)
         arguments = argument_types(backend_module)
         if arguments is None or any(a is None or None in a.dims for a in arguments):
             raise StageError("lower", "the TOSA reference model takes static tensor arguments only")
+        identity_outputs(backend_module)
         workdir = Path(tempfile.mkdtemp(prefix="e2e-tosa-"))
         try:
-            (workdir / "program.mlir").write_text(serializable(text))
+            (workdir / "program.mlir").write_text(serializable(module_text(backend_module)))
             tools = tools_dir()
             _run([str(tools / "tosa-opt"), str(workdir / "program.mlir"), "--tosa-serialize",
                   f"--tosa-flatbuffer-filename={workdir / 'program.tosa'}", "-o", os.devnull],
@@ -117,14 +142,15 @@ class TosaProgram:
         self.workdir, self.input_types, self.result_dtypes = workdir, input_types, result_dtypes
 
     def command(self, inputs: Sequence[str], outputs: Sequence[str]) -> list[str]:
-        """The reference model's command line, relative to its working directory."""
+        """The reference model's command line in its working directory, where it writes desc.json."""
+        descriptor = {
+            "tosa_file": "program.tosa",
+            "ifm_name": [f"TosaInput_{i}" for i in range(len(inputs))], "ifm_file": list(inputs),
+            "ofm_name": [f"TosaOutput_{i}" for i in range(len(outputs))], "ofm_file": list(outputs),
+        }
+        (self.workdir / "desc.json").write_text(json.dumps(descriptor))
         tools = tools_dir()
-        return [
-            str(tools / "tosa_reference_model"), "--tosa_file", "program.tosa",
-            "--ifm_name", ",".join(f"TosaInput_{i}" for i in range(len(inputs))), "--ifm_file", ",".join(inputs),
-            "--ofm_name", ",".join(f"TosaOutput_{i}" for i in range(len(outputs))), "--ofm_file", ",".join(outputs),
-            "--output_dir", ".", "--flatbuffer_dir", ".", "--operator_fbs", str(tools / "tosa.fbs"),
-        ]
+        return [str(tools / "tosa_reference_model"), "--test_desc", "desc.json", "--operator_fbs", str(tools / "tosa.fbs")]
 
     def __call__(self, *tensors: torch.Tensor) -> list:
         if len(tensors) != len(self.input_types):
@@ -142,8 +168,11 @@ class TosaProgram:
         done = subprocess.run(self.command(inputs, outputs), cwd=self.workdir, capture_output=True, text=True)
         if done.returncode != 0 or not all((self.workdir / name).exists() for name in outputs):
             lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-            first = next((line for line in lines if "ERROR" in line or "error" in line or "assert" in line.lower()),
-                         lines[-1] if lines else "no output")
+            first = next((line for line in lines if _REASON.search(line)), None) or next(
+                (line for line in lines if "ERROR" in line or "error" in line or "assert" in line.lower()),
+                lines[-1] if lines else "no output")
+            first = re.sub(r"^.*?(OpFactory could not allocate op.*?\)(?: -> \([^)]*\))?).*$", r"\1", first)
+            first = re.sub(r"\s+", " ", first)
             raise StageError("execute", f"tosa_reference_model failed (exit {done.returncode}): {first.strip()}",
                              diagnostics=lines[-30:])
         arrays = [np.load(self.workdir / name) for name in outputs]
@@ -162,7 +191,9 @@ class TosaProgram:
         serialize = (f"{tools / 'tosa-opt'} program.mlir --tosa-serialize --tosa-flatbuffer-filename=program.tosa "
                      f"-o /dev/null")
         outputs = [f"output_{i}.npy" for i in range(len(self.result_dtypes))]
-        return serialize + "\n" + " ".join(self.command(inputs, outputs))
+        run = " ".join(self.command(inputs, outputs))
+        shutil.copy(self.workdir / "desc.json", directory / "desc.json")
+        return serialize + "\n" + run
 
     def close(self) -> None:
         shutil.rmtree(self.workdir, ignore_errors=True)
