@@ -20,7 +20,7 @@ from torch_mlir import ir
 
 from compiler import pipelines
 from compiler.frontends import fx
-from compiler.refbackend import TORCH_DTYPE_OF_MLIR, RefBackendProgram, ResultType, compile_linalg, opt_level_for
+from compiler.refbackend import TORCH_DTYPE_OF_MLIR, RefBackendProgram, ResultType, opt_level_for
 from compiler.stages import (
     first_line,
     Snapshots,
@@ -31,6 +31,7 @@ from compiler.stages import (
     run_stage,
     split_top_level,
 )
+from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
 
 __all__ = [
     "CompiledModule",
@@ -38,6 +39,7 @@ __all__ = [
     "StageError",
     "compile_module",
     "FxImport",
+    "compile_backend_ir",
     "compile_torch_backend_ir",
     "fx_import",
     "fx_to_torch_backend_ir",
@@ -87,6 +89,11 @@ class FxImport:
     raw_ir: str
     out_spec: Any  # pytree spec of the user outputs
     notes: list[str] = field(default_factory=list)  # capture fallbacks, dropped mutations
+    # The captured (decomposed) ExportedProgram, to run natively; not sent between processes.
+    exported: Any = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "exported": None}
 
 
 def fx_import(
@@ -106,7 +113,7 @@ def fx_import(
     raw = fx.import_program(program)
     if mutated := fx.mutated_inputs(program):
         notes.append(f"updated in place and not compared (as upstream): {', '.join(mutated)}")
-    return FxImport(module_text(raw), program.call_spec.out_spec, notes)
+    return FxImport(module_text(raw), program.call_spec.out_spec, notes, program)
 
 
 def torch_backend_ir(
@@ -116,9 +123,8 @@ def torch_backend_ir(
     snapshots: Snapshots | None = None,
     pipeline: Sequence[str] | None = None,
 ) -> str:
-    """Stage torch-backend: raw torch dialect -> the backend contract.
-
-    `pipeline`: the frontend's own lowering (default: the FX one, keeping `backend_legal_ops`)."""
+    """Stage torch-backend: raw torch dialect -> the backend contract, by `pipeline`
+    (default: the FX one keeping `backend_legal_ops` whole)."""
     try:
         raw = parse_module(raw_ir, new_context())
     except ir.MLIRError as error:  # the importer wrote IR that does not verify
@@ -155,22 +161,36 @@ def compile_torch_backend_ir(
     *,
     snapshots: Snapshots | None = None,
     opt_level: int | None = None,
-) -> RefBackendProgram:
-    """torch backend IR -> backend IR -> linalg -> LLVM -> loaded program.
+    executor: str = "refbackend",
+):
+    """torch backend IR -> backend IR -> the executor's program (RefBackend: linalg -> LLVM -> loaded).
 
-    `opt_level` of the ExecutionEngine; None: `refbackend.opt_level_for` the program.
+    `opt_level` of the RefBackend's ExecutionEngine; None: `refbackend.opt_level_for` the program.
+    With backend `torch` (`toolchain.TORCH_INPUT`) the executor is handed the IR as it is.
     """
-    try:
-        to_backend, to_linalg = pipelines.BACKENDS[backend]
-    except KeyError:
-        raise ValueError(f"unknown backend {backend!r}; known: {', '.join(pipelines.BACKENDS)}") from None
+    chain = toolchain(executor=executor, frontend="fx", backend=backend)  # raises on an unknown backend
+    return compile_backend_ir(torch_backend_ir, chain, snapshots=snapshots, opt_level=opt_level)
+
+
+def compile_backend_ir(torch_ir: str, chain: Toolchain, *, snapshots: Snapshots | None = None,
+                       opt_level: int | None = None):
+    """Stages `backend` (`chain.to_backend`) and `lower` (the chain's executor) of torch IR."""
     snapshots = snapshots if snapshots is not None else Snapshots()
-    dtypes = result_dtypes(torch_backend_ir)
-    if opt_level is None:
-        opt_level = opt_level_for(torch_backend_ir)
-    module = parse_module(torch_backend_ir, new_context())
-    run_stage(module, "backend", to_backend, snapshots)
-    return compile_linalg(module, dtypes, to_linalg=to_linalg, snapshots=snapshots, opt_level=opt_level)
+    dtypes = result_dtypes(torch_ir)
+    executor = chain.executor()
+    if chain.executor_name == "refbackend":
+        executor.opt_level = opt_level_for(torch_ir) if opt_level is None else opt_level
+    module = parse_module(torch_ir, new_context())
+    if chain.backend != TORCH_INPUT:
+        run_stage(module, "backend", chain.to_backend, snapshots)
+    if chain.executor_name == "refbackend":
+        return executor.compile(module, dtypes, snapshots)
+    from compiler.executors import replay
+
+    backend_ir = module_text(module)
+    with replay.blamed(chain.executor_name, chain.backend, backend_ir):
+        program = executor.compile(module, dtypes, snapshots)
+    return replay.BlamedProgram(program, chain.executor_name, chain.backend, backend_ir)
 
 
 @dataclass

@@ -119,7 +119,7 @@ def jit_to_torch_backend_ir(
             diagnostics=error.diagnostics,
             input_ir=error.input_ir,
         ) from None
-    _erase_dead_allocations(imported.module)
+    erase_dead_allocations(imported.module)
     return JitTorchBackendIR(
         module_text(imported.module), captured.argument_indices, captured.out_spec, str(captured.graph), notes
     )
@@ -131,7 +131,7 @@ def jit_to_torch_backend_ir(
 _DEAD_ALLOCATIONS = frozenset({"torch.aten.empty.memory_format", "torch.aten.zeros", "torch.aten.ones"})
 
 
-def _erase_dead_allocations(module) -> None:
+def erase_dead_allocations(module) -> None:
     for function in module.body.operations:
         if function.operation.name != "func.func":
             continue

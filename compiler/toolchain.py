@@ -1,6 +1,10 @@
-"""A config's compiler as data: its frontend and, per stage, the passes from that stage's
-input IR down to LLVM. This is what replaying a failure needs: the reducer reruns a
-stage's saved input through `stages[stage]` without knowing how the config is built.
+"""A config's compiler as data: frontend, backend, executor, and per stage the passes from
+that stage's input IR down to what the executor takes.
+
+The FX configs compile with exactly these pipelines (`to_torch_backend`, `to_backend`,
+`executor()`), and the reducer replays a failure through `stages[stage]`, so the two
+cannot drift. For the RefBackend a stage's list ends in LLVM; for a runtime it ends
+with the Python pass entry that compiles on that runtime (`compiler.executors.replay`).
 """
 
 from __future__ import annotations
@@ -12,37 +16,87 @@ from compiler.refbackend import LOWER_PIPELINE
 
 # The reference backend's boundary rewrite, as a pass entry (`lower_to_llvm` runs it first).
 BF16_BOUNDARY = "python:compiler.refbackend:bf16_boundary_as_i16"
+# The JIT frontends erase dead allocations after their torch-backend pipeline.
+ERASE_DEAD_ALLOCATIONS = "python:compiler.jit_compile:erase_dead_allocations"
 
 # frontend -> the pipeline from its imported IR to the torch backend contract
 TO_TORCH_BACKEND = {
     "fx": pipelines.FX_TO_TORCH_BACKEND,
     "eager": pipelines.FX_TO_TORCH_BACKEND,  # each op is imported with the FX importer
-    "ltc": pipelines.JIT_TO_TORCH_BACKEND,
-    "torchscript": pipelines.JIT_TO_TORCH_BACKEND,
+    "ltc": (*pipelines.JIT_TO_TORCH_BACKEND, ERASE_DEAD_ALLOCATIONS),
+    "torchscript": (*pipelines.JIT_TO_TORCH_BACKEND, ERASE_DEAD_ALLOCATIONS),
     "onnx": pipelines.ONNX_TO_TORCH_BACKEND,
 }
+# A backend name for executors that take the torch backend contract or raw torch IR
+# themselves (IREE's torch input path): no backend pipeline, no torch-backend stage.
+TORCH_INPUT = "torch"
 
 
 @dataclass(frozen=True)
 class Toolchain:
     frontend: str  # a key of TO_TORCH_BACKEND
-    backend: str  # a key of pipelines.BACKENDS
-    stages: dict[str, tuple[str, ...]]  # stage -> passes from that stage's input to LLVM
+    backend: str  # a key of pipelines.BACKENDS, or TORCH_INPUT
+    executor_name: str = "refbackend"  # a key of compiler.executors.EXECUTORS
+
+    @property
+    def to_torch_backend(self) -> pipelines.Pipeline:
+        """Imported IR -> torch backend contract (FX: keeping this backend's legal ops whole)."""
+        if self.frontend == "fx":  # eager compiles single ops: no legal ops kept whole
+            return pipelines.fx_to_torch_backend(pipelines.BACKEND_LEGAL_OPS.get(self.backend, ()))
+        return TO_TORCH_BACKEND[self.frontend]
+
+    @property
+    def to_backend(self) -> pipelines.Pipeline:
+        return () if self.backend == TORCH_INPUT else pipelines.BACKENDS[self.backend][0]
+
+    @property
+    def lower(self) -> pipelines.Pipeline:
+        """Backend IR -> what the executor is handed (LLVM for the RefBackend)."""
+        if self.executor_name == "refbackend":
+            return (BF16_BOUNDARY, *pipelines.BACKENDS[self.backend][1], *LOWER_PIPELINE)
+        from compiler.executors import replay
+
+        return (replay.entry(self.executor_name, self.backend),)
+
+    @property
+    def stages(self) -> dict[str, tuple[str, ...]]:
+        """stage -> passes from that stage's input to the executor."""
+        if self.backend == TORCH_INPUT:  # the executor takes torch IR itself (raw, or the backend contract)
+            return {"backend": self.lower, "lower": self.lower}
+        return {
+            "torch-backend": (*self.to_torch_backend, *self.to_backend, *self.lower),
+            "backend": (*self.to_backend, *self.lower),
+            "lower": self.lower,
+        }
+
+    def executor(self):
+        """The executor object (imports its runtime)."""
+        return executor_for(self.executor_name, self.backend)
 
 
-def toolchain(frontend: str, backend: str) -> Toolchain:
+def executor_for(name: str, backend: str):
+    """An executor configured for the IR of `backend`."""
+    from compiler.executors import load_executor
+
+    if name == "refbackend":
+        return load_executor(name, backend=backend)
+    if name == "iree":
+        return load_executor(name, input=backend)
+    return load_executor(name)
+
+
+def toolchain(frontend: str, backend: str, executor: str = "refbackend") -> Toolchain:
     if frontend not in TO_TORCH_BACKEND:
         raise ValueError(f"unknown frontend {frontend!r}; known: {', '.join(TO_TORCH_BACKEND)}")
-    if backend not in pipelines.BACKENDS:
+    if backend not in pipelines.BACKENDS and not (backend == TORCH_INPUT and executor != "refbackend"):
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(pipelines.BACKENDS)}")
-    to_backend, to_linalg = pipelines.BACKENDS[backend]
-    lower = (BF16_BOUNDARY, *to_linalg, *LOWER_PIPELINE)
-    return Toolchain(
-        frontend,
-        backend,
-        {
-            "torch-backend": (*TO_TORCH_BACKEND[frontend], *to_backend, *lower),
-            "backend": (*to_backend, *lower),
-            "lower": lower,
-        },
-    )
+    return Toolchain(frontend, backend, executor)
+
+
+def split_executor(entries: list[str] | tuple[str, ...]) -> tuple[list[str], tuple[str, str] | None]:
+    """A stage's entries -> (passes, (executor, backend) or None when they end in LLVM)."""
+    from compiler.executors import replay
+
+    if entries and (found := replay.parse(entries[-1])) is not None:
+        return list(entries[:-1]), found[:2]
+    return list(entries), None

@@ -49,8 +49,9 @@ def pytest_addoption(parser):
                     help="a directory (or file) of e2e tests to run; repeatable (default: the e2e_suite ini)")
     group.addoption("--config", action="append", default=[],
                     help=f"configs to run, comma separated or repeated: {', '.join(CONFIG_NAMES)}, "
-                    f"{', '.join(OPT_IN_CONFIG_NAMES)} (opt-in), an installed config's name, or module:attribute "
-                    f"(default: {', '.join(CONFIG_NAMES)})")
+                    f"{', '.join(OPT_IN_CONFIG_NAMES)} (opt-in), a runtime config "
+                    "(tosa@tosa-ref, stablehlo@xla, linalg@iree, torch@iree), an installed config's name, "
+                    f"or module:attribute (default: {', '.join(CONFIG_NAMES)})")
     group.addoption("--shapes", choices=SHAPE_MODES, default="annotated",
                     help="annotated: `-1` dims of annotate_args are dynamic (default); "
                     "static: the example inputs' shapes, as upstream torch-mlir exports them")

@@ -7,7 +7,8 @@ A config compiles a prepared test and runs the golden trace's calls on what it b
         def compile(self, prepared, snapshots) -> artifact: ...
         def run(self, artifact, golden_trace) -> trace: ...
 
-The built-in configs live in `e2e/configs/<name>.py` as `CONFIG`. Others are added
+The built-in configs live in `e2e/configs/<name>.py` as `CONFIG`; the runtime configs
+(`<backend>@<executor>`, e.g. `tosa@tosa-ref`) in `runtime.py`, run only when named. Others are added
 without editing the project: name them as `module:attribute` in `--config`, or publish
 them under the `e2e_conformance.configs` entry-point group. Expected failures are in
 `e2e/configs/xfail/<name>.txt` (see `xfails.py`).
@@ -25,6 +26,7 @@ from e2e.configs.xfails import XfailEntry, XfailError, load_xfails, xfail_path
 
 __all__ = [
     "CONFIG_NAMES",
+    "RUNTIME_CONFIG_NAMES",
     "Config",
     "ENTRY_POINT_GROUP",
     "OPT_IN_CONFIG_NAMES",
@@ -40,6 +42,8 @@ __all__ = [
 CONFIG_NAMES = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
 # Built in, run only when named (`--config onnx`): an optional extra, and slower per pair.
 OPT_IN_CONFIG_NAMES = ("onnx",)
+# Real runtimes as executors (e2e/configs/runtime.py): not in the default set.
+RUNTIME_CONFIG_NAMES = ("tosa@tosa-ref", "stablehlo@xla", "linalg@iree", "torch@iree")
 ENTRY_POINT_GROUP = "e2e_conformance.configs"
 XFAIL_DIR = Path(__file__).parent / "xfail"
 
@@ -61,7 +65,7 @@ def _plugin_configs() -> dict[str, Any]:
 
 def available_configs() -> list[str]:
     """The built-in configs, then those published by installed packages."""
-    builtin = CONFIG_NAMES + OPT_IN_CONFIG_NAMES
+    builtin = CONFIG_NAMES + OPT_IN_CONFIG_NAMES + RUNTIME_CONFIG_NAMES
     return list(builtin) + sorted(set(_plugin_configs()) - set(builtin))
 
 
@@ -70,6 +74,10 @@ def load_config(spec: str) -> Config:
     """A config by built-in name, entry-point name, or `module:attribute`."""
     if spec in CONFIG_NAMES + OPT_IN_CONFIG_NAMES:
         config = importlib.import_module(f"e2e.configs.{spec}").CONFIG
+    elif spec in RUNTIME_CONFIG_NAMES:
+        config = importlib.import_module("e2e.configs.runtime").CONFIGS[spec]
+        # Import the runtime's Python package now, before test hosts fork (jax: ~1.6 s each).
+        config.toolchain().executor().missing()
     elif ":" in spec:
         module, _, attribute = spec.partition(":")
         try:

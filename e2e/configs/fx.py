@@ -1,4 +1,8 @@
-"""The FX configs: torch.export -> FxImporter -> torch backend -> <backend> -> RefBackend.
+"""The FX configs: torch.export -> FxImporter -> torch backend -> <backend> -> an executor.
+
+A config compiles with its toolchain's pipelines and executor (`compiler.toolchain`),
+the same data the reducer replays. The executor is the RefBackend, or a real runtime
+(`e2e.configs.runtime`).
 
 Capture and import depend only on the test, so they are computed once per test
 (`PreparedTest.share`) and reused by every FX config; so is the torch-backend lowering,
@@ -8,14 +12,18 @@ per set of backend-legal ops (linalg keeps `aten.adaptive_max_pool2d`, as upstre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
 import torch.utils._pytree as pytree
 
-from compiler import compile_torch_backend_ir, fx_import, pipelines, torch_backend_ir
+from compiler import compile_backend_ir, fx_import, torch_backend_ir
 from compiler.stages import Snapshots
-from compiler.toolchain import Toolchain, toolchain
+from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
+from e2e.configs.capture_check import check_capture
+from e2e.framework.registry import Tolerance
+from e2e.framework.result import NotApplicable
 from e2e.framework.trace import Trace, TraceItem, call_key
 
 
@@ -26,6 +34,10 @@ class Compiled:
 
     programs: dict[tuple[str, Any], tuple[Any, Any]]
     notes: list[str] = field(default_factory=list)
+    imported: dict[tuple[str, Any], Any] = field(default_factory=dict)  # the FxImport of each program
+    tolerance: Tolerance | None = None
+    prepared: Any = None  # set by a runtime config: the prepared test its RefBackend twin compiles
+    ir_dir: Path | None = None  # where the pair's IR is saved (a runtime config writes its native bundle there)
 
     def program_for(self, method: str, inputs: list[Any]) -> tuple[Any, Any]:
         return self.programs.get((method, None)) or self.programs[(method, call_key(inputs))]
@@ -53,36 +65,54 @@ def run_programs(compiled: Compiled, golden: Trace) -> Trace:
 @dataclass(frozen=True)
 class FxConfig:
     name: str
-    backend: str  # a key of compiler.pipelines.BACKENDS
+    backend: str  # a key of compiler.pipelines.BACKENDS, or "torch" for an executor's own torch input
     opt_level: int | None = None  # None: the RefBackend's policy (compiler.refbackend.opt_level_for)
+    executor: str = "refbackend"  # a key of compiler.executors.EXECUTORS
+    static: bool = False  # compile the calls' static shapes even where the test has dynamic dims
 
     def toolchain(self) -> Toolchain:
-        """Frontend and per-stage pipelines, for replaying this config's failures."""
-        return toolchain("fx", self.backend)
+        """Frontend, per-stage pipelines and executor: what `compile` runs and the reducer replays."""
+        return toolchain("fx", self.backend, self.executor)
 
     def compile(self, prepared, snapshots: Snapshots) -> Compiled:
         """One program per method when it has dynamic dims; else one per call shape (a static
         export takes only the shapes it was made for, and the program refuses others)."""
-        compiled = Compiled({})
-        legal_ops = pipelines.BACKEND_LEGAL_OPS.get(self.backend, ())
+        chain = self.toolchain()
+        executor = chain.executor()
+        if (install := executor.missing()) is not None:
+            raise NotApplicable(f"the {chain.executor_name} runtime is not installed: {install}")
+        static_only = self.static or getattr(executor, "static_only", False)
+        compiled = Compiled({}, tolerance=prepared.test.tolerance)
         for item in prepared.golden:
             shapes = prepared.arg_shapes(item.method)
             dynamic = bool(shapes) and any(s and -1 in s for s in shapes)
+            if dynamic and static_only:
+                shapes, dynamic = None, False
+                note = f"compiled static shapes: {chain.executor_name} takes no dynamic dims" if not self.static \
+                    else "compiled static shapes"
+                if note not in compiled.notes:
+                    compiled.notes.append(note)
             key = (item.method, None if dynamic else call_key(item.inputs))
             if key in compiled.programs:
                 continue
             imported = prepared.share(("fx-import", *key), lambda: _import(prepared, item, shapes, snapshots))
             compiled.notes.extend(n for n in imported.notes if n not in compiled.notes)
-            torch_ir = prepared.share(
-                ("fx", *key, legal_ops),
-                lambda: torch_backend_ir(imported.raw_ir, legal_ops, snapshots=snapshots),
-            )
-            program = compile_torch_backend_ir(torch_ir, self.backend, snapshots=snapshots, opt_level=self.opt_level)
+            compiled.imported[key] = imported
+            if chain.backend == TORCH_INPUT:
+                torch_ir = imported.raw_ir
+            else:
+                torch_ir = prepared.share(
+                    ("fx", *key, chain.to_torch_backend),
+                    lambda: torch_backend_ir(imported.raw_ir, snapshots=snapshots, pipeline=chain.to_torch_backend),
+                )
+            program = compile_backend_ir(torch_ir, chain, snapshots=snapshots, opt_level=self.opt_level)
             compiled.programs[key] = (program, imported.out_spec)
         return compiled
 
     def run(self, compiled: Compiled, golden: Trace) -> Trace:
-        return run_programs(compiled, golden)
+        trace = run_programs(compiled, golden)
+        check_capture(compiled, golden, trace)
+        return trace
 
 
 def _import(prepared, item: TraceItem, shapes, snapshots: Snapshots):

@@ -204,16 +204,25 @@ def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, a
     test = prepared.test
     notes: list[str] = []
     artifact = None
+
+    def add_notes(more) -> list[str]:  # a config's notes: its artifact's (also those written by `run`), its error's
+        notes.extend(note for note in more if note not in notes)
+        return notes
+
     try:
         artifact = config.compile(prepared, snapshots)
         artifacts.append(artifact)
-        notes.extend(getattr(artifact, "notes", ()))
+        add_notes(getattr(artifact, "notes", ()))
         snapshots.enter("execute")
         trace = config.run(artifact, prepared.golden)
+        add_notes(getattr(artifact, "notes", ()))
     except NotApplicable as error:
         stage = snapshots.current or "capture"
         return Result(test.name, config.name, SKIP, stage=stage, error=str(error), notes=notes), prepared.new_shared
     except StageError as error:
+        for artifact in artifacts:
+            add_notes(getattr(artifact, "notes", ()))
+        add_notes(getattr(error, "notes", ()))
         result = Result(
             test.name,
             config.name,
@@ -230,6 +239,8 @@ def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, a
             result.ir_path = str(snapshots.directory / name)
         return result, prepared.new_shared
     except Exception as error:
+        for artifact in artifacts:
+            add_notes(getattr(artifact, "notes", ()))
         stage = snapshots.current or "capture"
         result = Result(
             test.name,
@@ -242,7 +253,7 @@ def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, a
         )
         return result, prepared.new_shared
     finally:  # notes `run` added (the onnx config's oracle explains a failed or wrong run)
-        notes.extend(note for note in getattr(artifact, "notes", ()) if note not in notes)
+        add_notes(getattr(artifact, "notes", ()))
     notes.extend(f"shared: reused {key} from an earlier config of this test" for key in sorted(map(repr, prepared.reused)))
     snapshots.enter("compare")
     mismatch = compare_traces(prepared.golden, trace, test.tolerance)

@@ -17,9 +17,8 @@ from hypothesis import note
 from hypothesis.control import _current_build_context
 from torch.utils._pytree import tree_leaves
 
-from compiler import fx_to_torch_backend_ir, result_dtypes
-from compiler.refbackend import RefBackendProgram
-from compiler.stages import StageError, new_context, parse_module
+from compiler import fx_to_torch_backend_ir
+from compiler.stages import StageError
 from e2e.framework.compare import compare_values
 from e2e.framework.registry import Tolerance
 
@@ -66,15 +65,9 @@ def check_compiles_like_native(
     torch_ir = None
     try:
         torch_ir, _ = fx_to_torch_backend_ir(module, list(inputs), dynamic_dims)
-        from e2e.reducer.case import run_entries
+        from e2e.reducer.graph import run_torch_backend_ir  # the RefBackend, or the runtime the pipeline ends in
 
-        compiled = parse_module(torch_ir, new_context())
-        run_entries(compiled, pipeline)
-        program = RefBackendProgram(compiled, result_dtypes(torch_ir))
-        try:
-            actual = program(*[x for x in inputs if isinstance(x, torch.Tensor)])
-        finally:
-            program.close()
+        actual, _ = run_torch_backend_ir(torch_ir, pipeline, [x for x in inputs if isinstance(x, torch.Tensor)])
     except (StageError, Exception) as error:  # any compile or run error is the property failing
         message = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
         _fail(name, config, f"does not compile: {message}", module, inputs, torch_ir, pipeline, reports_dir, error=True)

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from compiler.pipelines import as_text
-from compiler.stages import expand_pipeline, format_diagnostics, new_context, parse_module
+from compiler.stages import StageError, expand_pipeline, format_diagnostics, new_context, parse_module
 from e2e.framework import isolation
 from e2e.reducer.signature import crash_signature, mismatch_signature, stage_signature
 
 ERROR, CRASH, MISMATCH = "error", "crash", "mismatch"
 PYTHON_PASS = "python:"
+RUNTIME_PASS = "python:compiler.executors.replay:"  # a runtime's replay entry ends the pipeline
 # module name -> namespace of a Python pass module that a standalone repro.py carries inline
 INLINED: dict[str, dict] = {}
 
@@ -111,6 +112,8 @@ def compile_signature(text: str, stage: str, pipeline: Sequence[str], blame: str
     except ir.MLIRError as error:
         diagnostics = format_diagnostics(error)
         return stage_signature(stage, diagnostics[0], blame), diagnostics
+    except StageError as error:  # a runtime's replay pass (compiler.executors.replay), as the pair reported it
+        return stage_signature(stage, error.message, blame), [error.message, *error.diagnostics]
     except Exception as error:  # a Python pass refusing the module
         message = f"{type(error).__name__}: {error}"
         return stage_signature(stage, message, blame), [message]
@@ -199,12 +202,16 @@ def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=Non
     if signature is not None:
         return signature
     module = parse_module(text, new_context())
+    dtypes = [getattr(torch, name) for name in case.result_dtypes]
+    runtime = case.pipeline[-1] if case.pipeline[-1].startswith(RUNTIME_PASS) else None
     try:
-        run_entries(module, case.pipeline)
+        run_entries(module, case.pipeline[:-1] if runtime else case.pipeline)
+        if runtime:  # a runtime config's case: compiled and run on that runtime (needs this project installed)
+            program = importlib.import_module("compiler.executors.replay").compile_for(runtime, module, dtypes)
     except Exception as error:
         return stage_signature("lower", f"{type(error).__name__}: {error}")
-    dtypes = [getattr(torch, name) for name in case.result_dtypes]
-    program = RefBackendProgram(module, dtypes)
+    if not runtime:
+        program = RefBackendProgram(module, dtypes)
     inputs = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "inputs.npz")]
     expected = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "expected.npz")]
     if arity(text) != len(inputs):

@@ -108,16 +108,20 @@ class _Recorder(torch.fx.Interpreter):
 
 
 def run_torch_backend_ir(torch_ir: str, toolchain: Sequence[str], inputs: Sequence[torch.Tensor]):
-    """(outputs, result dtypes) of torch backend IR compiled by `toolchain` and run on `inputs`."""
+    """(outputs, result dtypes) of torch backend IR compiled by `toolchain` and run on `inputs`:
+    on the RefBackend, or on the runtime its last entry names (`compiler.executors.replay`)."""
     from compiler import result_dtypes
     from compiler.refbackend import RefBackendProgram
-    from compiler.stages import new_context, parse_module
+    from compiler.stages import Snapshots, new_context, parse_module
+    from compiler.toolchain import executor_for, split_executor
     from e2e.reducer.case import run_entries
 
     dtypes = result_dtypes(torch_ir)
     compiled = parse_module(torch_ir, new_context())
-    run_entries(compiled, toolchain)
-    program = RefBackendProgram(compiled, dtypes)
+    passes, runtime = split_executor(toolchain)
+    run_entries(compiled, passes)
+    program = RefBackendProgram(compiled, dtypes) if runtime is None else executor_for(*runtime).compile(
+        compiled, dtypes, Snapshots())
     try:
         actual = program(*inputs)
     finally:

@@ -46,6 +46,8 @@ PIECES = (
             "_signless", "_builtin_element", "ArgumentType", "ResultType", "argument_types", "check_arguments", "RefBackendProgram",
         ),
     ),
+    # the JIT frontends' torch-backend stage ends with this Python pass (compiler.toolchain)
+    Piece("compiler.jit_compile", ("_DEAD_ALLOCATIONS", "erase_dead_allocations")),
     Piece(
         "e2e.reducer.execute",
         ("SIGNATURE_ATTR", "DYNAMIC_DIM", "ELEMENT_DTYPES", "_main", "record_main_signature", "_tensor_types",
@@ -63,7 +65,7 @@ PIECES = (
     Piece(
         "e2e.reducer.case",
         (
-            "ERROR", "PYTHON_PASS", "INLINED", "Case", "python_pass", "run_entries", "compile_signature",
+            "ERROR", "PYTHON_PASS", "RUNTIME_PASS", "INLINED", "Case", "python_pass", "run_entries", "compile_signature",
             "observe", "single_threaded", "load_arrays", "arity", "_observe_mismatch",
         ),
     ),
@@ -159,7 +161,8 @@ def repro_script(docstring: str, pipeline: list[str]) -> str:
     inlined = [p.module for p in PIECES]
     registrations = [f"INLINED[{m!r}] = globals()" for m in inlined]
     for entry in pipeline:
-        if entry.startswith("python:"):
+        # A runtime's replay pass is imported from the installed project: the runtime is needed anyway.
+        if entry.startswith("python:") and not entry.startswith("python:compiler.executors.replay:"):
             module = entry[len("python:") :].partition(":")[0]
             if module not in inlined:
                 source = embedded_pass_module(module)

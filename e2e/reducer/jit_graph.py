@@ -93,14 +93,14 @@ class JitSearch:
         """(torch backend IR, compiled outputs, result dtypes); None when it does not compile or run."""
         from compiler import pipelines
         from compiler.frontends import jit
-        from compiler.jit_compile import _erase_dead_allocations
+        from compiler.jit_compile import erase_dead_allocations
         from compiler.stages import Snapshots, module_text, run_stage
         from e2e.reducer.graph import run_torch_backend_ir
 
         try:
             imported = jit.import_graph(graph, graph_inputs)
             run_stage(imported.module, "torch-backend", pipelines.JIT_TO_TORCH_BACKEND, Snapshots())
-            _erase_dead_allocations(imported.module)
+            erase_dead_allocations(imported.module)
             torch_ir = module_text(imported.module)
             actual, dtypes = run_torch_backend_ir(torch_ir, self.toolchain, arguments)
         except Exception:  # a prefix that does not compile says nothing about values

@@ -1,0 +1,93 @@
+"""linalg-on-tensors (or torch IR, through IREE's own torch input path) on IREE's llvm-cpu
+backend: `iree-base-compiler` and `iree-base-runtime`, pinned in the `runtimes` extra.
+
+Flags: the local llvm-cpu device for the host CPU, and no f64 -> f32 demotion (without
+`--iree-input-demote-f64-to-f32=false` IREE narrows f64 programs, signature included).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from compiler.executors import INSTALL_RUNTIMES, guarded, outputs_as, to_numpy
+from compiler.refbackend import ResultType
+from compiler.stages import Snapshots
+
+COMPILE_FLAGS = (
+    "--iree-hal-target-device=local",
+    "--iree-hal-local-target-device-backends=llvm-cpu",
+    "--iree-llvmcpu-target-cpu=host",
+    "--iree-input-demote-f64-to-f32=false",
+)
+INPUT_TYPE = {"linalg": "auto", "stablehlo": "stablehlo", "torch": "torch"}
+RUNTIME_DRIVER = "local-sync"
+
+
+@dataclass
+class Iree:
+    input: str = "linalg"  # a key of INPUT_TYPE: which IR it is given
+    name: str = "iree"
+    accepts: tuple[str, ...] = field(default=tuple(INPUT_TYPE))
+    static_only: bool = False
+
+    def missing(self) -> str | None:
+        try:
+            import iree.compiler  # noqa: F401
+            import iree.runtime  # noqa: F401
+        except ImportError:
+            return INSTALL_RUNTIMES
+        return None
+
+    def compile_flags(self) -> list[str]:
+        """iree-compile's command-line flags for this input (as a bundle's README gives them)."""
+        return [f"--iree-input-type={INPUT_TYPE[self.input]}", *COMPILE_FLAGS]
+
+    def compile(self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots) -> "IreeProgram":
+        import iree.compiler
+
+        text = snapshots.record("lower", backend_module)
+        vmfb = guarded(
+            "lower", "iree-compile",
+            lambda: iree.compiler.compile_str(text, input_type=INPUT_TYPE[self.input], extra_args=list(COMPILE_FLAGS)),
+        )
+        return IreeProgram(vmfb, list(result_dtypes), text, self.compile_flags())
+
+
+class IreeProgram:
+    def __init__(self, vmfb: bytes, result_dtypes: list[ResultType], source: str = "", flags: Sequence[str] = ()):
+        import iree.runtime
+
+        def load():
+            context = iree.runtime.SystemContext(config=iree.runtime.Config(RUNTIME_DRIVER))
+            context.add_vm_module(iree.runtime.VmModule.copy_buffer(context.instance, vmfb))
+            return context
+
+        self.vmfb, self.result_dtypes, self.source, self.flags = vmfb, result_dtypes, source, list(flags)
+        self.context = guarded("lower", "IREE runtime (loading the module)", load)
+
+    def __call__(self, *tensors: torch.Tensor) -> list:
+        def run():
+            outputs = self.context.modules.module["main"](*[to_numpy(t) for t in tensors])
+            if not isinstance(outputs, (list, tuple)):
+                outputs = [] if outputs is None else [outputs]
+            return [o.to_host() if hasattr(o, "to_host") else o for o in outputs]
+
+        return outputs_as(guarded("execute", "IREE", run), self.result_dtypes, "IREE")
+
+    def write_native(self, directory: Path, tensors: Sequence[torch.Tensor]) -> str:
+        """program.mlir and input_<i>.npy in `directory`; returns iree-compile and iree-run-module's commands."""
+        (directory / "program.mlir").write_text(self.source)
+        for i, tensor in enumerate(tensors):
+            np.save(directory / f"input_{i}.npy", to_numpy(tensor))
+        run = ["iree-run-module", "--module=program.vmfb", f"--device={RUNTIME_DRIVER}", "--function=main",
+               *[f"--input=@input_{i}.npy" for i in range(len(tensors))],
+               *[f"--output=@output_{i}.npy" for i in range(len(self.result_dtypes))]]
+        return " ".join(["iree-compile", "program.mlir", *self.flags, "-o", "program.vmfb"]) + "\n" + " ".join(run)
+
+    def close(self) -> None:
+        self.context = None

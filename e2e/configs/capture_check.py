@@ -1,0 +1,72 @@
+"""Capture discrepancies: wrong results that torch.export, not the compiler, introduced.
+
+When a compiled program's outputs differ from the eager golden ones, the captured
+program (the decomposed `ExportedProgram` the importer was given) is run by torch
+itself. If it disagrees with eager torch too, and the compiled program agrees with it,
+the compiler compiled faithfully what it was handed: the pair fails in stage `capture`
+with a `capture discrepancy` signature, not as a compiler mismatch. (Example: an
+`nn.TransformerEncoder` with a padding mask in eval mode takes the nested-tensor fast
+path eagerly; the exported graph does not, and pads differently.)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+
+from compiler.stages import StageError
+from e2e.framework.compare import compare_traces, compare_values
+from e2e.framework.trace import Trace, call_key
+
+DISCREPANCY = "capture discrepancy"
+
+
+def run_exported(exported: Any, inputs: list[Any]) -> Any:
+    """The captured program run by torch on copies of `inputs` (it may update them in place).
+
+    The importer froze the program (its parameters are no longer placeholders), so the
+    graph is interpreted as it is now, not through `ExportedProgram.module()`.
+    """
+    from torch.export.graph_signature import OutputKind
+
+    copies = pytree.tree_map(lambda x: x.clone() if isinstance(x, torch.Tensor) else x, list(inputs))
+    placeholders = [n for n in exported.graph.nodes if n.op == "placeholder"]
+    flat = pytree.tree_leaves(copies)
+    if len(flat) != len(placeholders):
+        raise ValueError(f"the graph takes {len(placeholders)} inputs, the call has {len(flat)}")
+    with torch.no_grad():
+        outputs = torch.fx.Interpreter(exported.graph_module, graph=exported.graph).run(*flat)
+    specs = exported.graph_signature.output_specs
+    user = [value for value, spec in zip(outputs, specs) if spec.kind == OutputKind.USER_OUTPUT]
+    return pytree.tree_unflatten(user, exported.call_spec.out_spec)
+
+
+def check_capture(compiled: Any, golden: Trace, trace: Trace) -> None:
+    """Raise a `capture` StageError when the first mismatching call is a capture discrepancy."""
+    if compare_traces(golden, trace, compiled.tolerance) is None:
+        return
+    for number, (expected, actual) in enumerate(zip(golden, trace)):
+        where = f"trace item #{number} ({expected.method}) @ output"
+        if compare_values(expected.outputs, actual.outputs, where, compiled.tolerance) is None:
+            continue
+        imported = compiled.imported.get((expected.method, None)) or compiled.imported.get(
+            (expected.method, call_key(expected.inputs))
+        )
+        exported = getattr(imported, "exported", None)
+        if exported is None:
+            return  # captured in another process: not checked
+        try:
+            native = run_exported(exported, expected.inputs)
+        except Exception:
+            return  # the captured program does not run natively: no verdict
+        versus_eager = compare_values(expected.outputs, native, where, compiled.tolerance)
+        if versus_eager is None or compare_values(native, actual.outputs, where, compiled.tolerance) is not None:
+            return  # the capture agrees with eager, or the compiler is wrong as well: a compiler mismatch
+        raise StageError(
+            "capture",
+            f"{DISCREPANCY} ({versus_eager.kind}): the captured program, run by torch, disagrees with the eager "
+            f"module, and the compiled program agrees with the captured one: {versus_eager}",
+        )

@@ -1,0 +1,148 @@
+"""The runtime configs: torch-mlir's output run on a real runtime, named `<backend>@<executor>`.
+
+| config | backend IR | runs on | RefBackend twin |
+|---|---|---|---|
+| `tosa@tosa-ref` | TOSA | the TOSA reference model (`tosa-tools`) | `tosa` |
+| `stablehlo@xla` | StableHLO | XLA's CPU client (jax) | `stablehlo` |
+| `linalg@iree` | linalg-on-tensors | IREE llvm-cpu | `linalg` |
+| `torch@iree` | raw torch IR (IREE's own torch input path) | IREE llvm-cpu | `linalg` |
+
+Each pair also compiles the same lowered program on the RefBackend (its *twin*) and runs
+both. When exactly one of them matches torch, or neither, the result's notes carry a
+`verdict:` saying which side the bug is on: a runtime-side bug (the twin runs the same IR
+right), a RefBackend-side one (the runtime runs it right: look at `<backend>` -> linalg or
+the RefBackend, not at torch -> `<backend>`), or one in the lowered IR itself (both wrong).
+A runtime that is not installed makes its pairs skip, naming the install command.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from compiler.stages import Snapshots, StageError
+from compiler.toolchain import TORCH_INPUT
+from e2e.configs.fx import Compiled, FxConfig, run_programs
+from e2e.configs.runtime_bundle import write_native_bundle
+from e2e.framework import isolation
+from e2e.framework.compare import compare_traces
+from e2e.framework.registry import Tolerance
+from e2e.framework.trace import Trace
+
+RUNTIME_EXECUTORS = {"tosa-ref": "the TOSA reference model", "xla": "XLA", "iree": "IREE"}
+
+
+TWIN_TIMEOUT = 120.0  # seconds for the twin's compile and run
+
+
+def twin_outcome(twin_config: FxConfig, prepared, golden: Trace) -> str | None:
+    """None when the RefBackend twin matches torch; else what it did. It compiles and runs in a
+    forked child: a twin that crashes (a RefBackend miscompile reading garbage) cannot take
+    the runtime's pair down with it."""
+
+    def compile_run_compare() -> str | None:
+        try:
+            twin = twin_config.compile(prepared, Snapshots())
+            try:
+                mismatch = compare_traces(golden, run_programs(twin, golden), twin.tolerance)
+            finally:
+                twin.close()
+        except StageError as error:
+            return f"fails in stage {error.stage}: {error.message.splitlines()[0][:300]}"
+        return None if mismatch is None else f"gives wrong results ({mismatch.kind} mismatch: {str(mismatch)[:300]})"
+
+    outcome = isolation.run_forked(compile_run_compare, timeout=TWIN_TIMEOUT)
+    if outcome is None or isinstance(outcome, str):
+        return outcome
+    if isinstance(outcome, isolation.Raised):
+        return f"raised: {outcome.traceback.strip().splitlines()[-1][:300]}"
+    return f"ended abnormally ({type(outcome).__name__}: {getattr(outcome, 'reason', '')})"
+
+
+@dataclass(frozen=True)
+class RuntimeConfig(FxConfig):
+    twin: str = ""  # the RefBackend config that compiles the same backend IR
+
+    @property
+    def runtime(self) -> str:
+        return RUNTIME_EXECUTORS.get(self.executor, self.executor)
+
+    @property
+    def ir_name(self) -> str:
+        return "raw torch" if self.backend == TORCH_INPUT else self.backend
+
+    def twin_config(self) -> FxConfig:
+        static = getattr(self.toolchain().executor(), "static_only", False)
+        return FxConfig(self.twin, backend="linalg" if self.backend == TORCH_INPUT else self.backend, static=static)
+
+    def compile(self, prepared, snapshots: Snapshots) -> Compiled:
+        try:
+            compiled = super().compile(prepared, snapshots)
+        except StageError as error:
+            if error.stage == "lower":  # the runtime refused what torch-mlir produced
+                twin = twin_outcome(self.twin_config(), prepared, prepared.golden)
+                error.notes = [self.verdict("fails in stage lower", twin)]
+            raise
+        compiled.prepared = prepared
+        compiled.ir_dir = snapshots.directory
+        return compiled
+
+    def run(self, compiled: Compiled, golden: Trace) -> Trace:
+        twin = twin_outcome(self.twin_config(), compiled.prepared, golden)
+        try:
+            trace = super().run(compiled, golden)
+        except StageError as error:
+            if error.stage != "capture":
+                compiled.notes.append(self.verdict(f"fails in stage {error.stage}", twin))
+                self._native_bundle(compiled, golden, f"{self.runtime} fails in stage {error.stage}: {error.message}")
+            raise
+        mismatch = compare_traces(golden, trace, compiled.tolerance)
+        outcome = None if mismatch is None else f"gives wrong results ({mismatch.kind} mismatch)"
+        if (verdict := self.verdict(outcome, twin)) is not None:
+            compiled.notes.append(verdict)
+        if mismatch is not None:
+            self._native_bundle(compiled, golden, f"{self.runtime} gives wrong results: {mismatch}", mismatch.where)
+        return trace
+
+    def _native_bundle(self, compiled: Compiled, golden: Trace, failure: str, where: str = "") -> None:
+        """The failing call's program, inputs and expected outputs in the runtime's own terms."""
+        if getattr(compiled, "ir_dir", None) is None:
+            return
+        match = re.search(r"trace item #(\d+)", where)
+        item = golden[int(match[1])] if match else golden[0]
+        program, _ = compiled.program_for(item.method, item.inputs)
+        tolerance = compiled.tolerance or Tolerance(1e-4, 1e-5)
+        try:
+            readme = write_native_bundle(compiled.ir_dir, getattr(program, "program", program), item.inputs,
+                                         item.outputs, runtime=self.runtime, failure=failure,
+                                         rtol=tolerance.rtol, atol=tolerance.atol)
+        except Exception as error:  # the failure is recorded either way
+            compiled.notes.append(f"native reproducer: not written: {type(error).__name__}: {error}"[:300])
+            return
+        compiled.notes.append(f"native reproducer ({self.runtime}'s own tools): {readme}")
+
+    def verdict(self, runtime: str | None, twin: str | None) -> str | None:
+        """Which of the runtime and the RefBackend twin matches torch on the same program (None: both)."""
+        same = f"the same {self.ir_name} IR"
+        if runtime is None and twin is None:
+            return None
+        if twin is None:
+            return (f"verdict: runtime-side ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
+                    f"torch; {self.runtime} {runtime}")
+        if runtime is None:
+            below = "linalg -> LLVM" if self.backend in ("linalg", TORCH_INPUT) else f"{self.backend} -> linalg -> LLVM"
+            return (f"verdict: RefBackend-side: {self.runtime} runs {same} and matches torch; the RefBackend twin "
+                    f"`{self.twin}` {twin}: look at {below} or the RefBackend, not at torch -> {self.ir_name}")
+        return (f"verdict: both wrong: {self.runtime} {runtime}, and the RefBackend twin `{self.twin}` {twin}: "
+                f"look at what produced {same} (torch -> {self.ir_name}), or both executors")
+
+
+CONFIGS: dict[str, RuntimeConfig] = {
+    config.name: config
+    for config in (
+        RuntimeConfig("tosa@tosa-ref", backend="tosa", executor="tosa-ref", twin="tosa"),
+        RuntimeConfig("stablehlo@xla", backend="stablehlo", executor="xla", twin="stablehlo"),
+        RuntimeConfig("linalg@iree", backend="linalg", executor="iree", twin="linalg"),
+        RuntimeConfig("torch@iree", backend=TORCH_INPUT, executor="iree", twin="linalg"),
+    )
+}

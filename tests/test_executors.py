@@ -1,0 +1,136 @@
+"""Executors: the RefBackend and real runtimes behind one seam; runtime configs, their
+verdicts, native reproducers, and the capture-discrepancy check."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+import torch
+
+from compiler import compile_torch_backend_ir, fx_import, torch_backend_ir
+from compiler.executors import load_executor, replay
+from compiler.stages import Snapshots, StageError
+from compiler.toolchain import toolchain
+from e2e.configs import load_config
+from e2e.framework.registry import Test
+from e2e.framework.result import NotApplicable
+from e2e.framework.runner import prepare
+from e2e.reducer.case import compile_signature
+from e2e.reducer.signature import stage_signature
+
+RUNTIMES = [("tosa", "tosa-ref"), ("stablehlo", "xla"), ("linalg", "iree"), ("torch", "iree")]
+
+
+def needs(executor: str, backend: str = "linalg") -> None:
+    missing = toolchain("fx", backend, executor).executor().missing()
+    if missing:
+        pytest.skip(f"{executor} not installed: {missing}")
+
+
+class Small(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.linear = torch.nn.Linear(4, 3)
+
+    def forward(self, x, i):
+        return torch.relu(self.linear(x))[:, :2] * 2 + 1, i + 1
+
+
+@pytest.mark.parametrize("backend, executor", RUNTIMES)
+def test_a_runtime_runs_what_torch_mlir_produced_like_torch(backend, executor):
+    needs(executor, backend)
+    module, x, i = Small(), torch.rand(2, 4), torch.arange(6).reshape(2, 3)
+    imported = fx_import(module, [x, i])
+    torch_ir = imported.raw_ir if backend == "torch" else torch_backend_ir(imported.raw_ir)
+    program = compile_torch_backend_ir(torch_ir, backend, executor=executor)
+    try:
+        y, j = program(x, i)
+    finally:
+        program.close()
+    expected_y, expected_j = module(x, i)
+    torch.testing.assert_close(y, expected_y, rtol=1e-5, atol=1e-6)
+    assert j.dtype == torch.int64 and torch.equal(j, expected_j)
+
+
+def test_a_runtime_that_is_not_installed_skips_with_its_install_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("E2E_TOSA_TOOLS", str(tmp_path))  # no binaries there
+    prepared = prepare(Test("Small", Small, lambda m, tu: m.forward(tu.rand(2, 4), torch.arange(6).reshape(2, 3))))
+    with pytest.raises(NotApplicable, match=r"python -m compiler.executors.tosa_ref --install"):
+        load_config("tosa@tosa-ref").compile(prepared, Snapshots())
+
+
+def test_the_fx_configs_compile_what_their_toolchain_says():
+    linalg = toolchain("fx", "linalg")
+    assert "backend-legal-ops=aten.adaptive_max_pool2d" in linalg.stages["torch-backend"][1]
+    assert linalg.stages["lower"][-1] == "reconcile-unrealized-casts"  # ends in LLVM: the RefBackend
+    assert toolchain("ltc", "linalg").stages["torch-backend"][1] == "python:compiler.jit_compile:erase_dead_allocations"
+    iree = load_config("linalg@iree").toolchain()
+    assert iree.stages["backend"][-1] == replay.entry("iree", "linalg")
+    assert replay.parse(iree.stages["lower"][-1]) == ("iree", "linalg", False)
+
+
+class MmInt64(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.mm(a, b)
+
+
+def mm_int64(module, tu):
+    module.forward(tu.randint(3, 4, low=-5, high=5), tu.randint(4, 5, low=-5, high=5))
+
+
+def test_a_runtime_only_failure_says_the_refbackend_twin_matches_torch_and_writes_a_native_bundle(tmp_path):
+    needs("tosa-ref", "tosa")
+    config = load_config("tosa@tosa-ref")
+    prepared = prepare(Test("MmInt64", MmInt64, mm_int64))
+    compiled = config.compile(prepared, Snapshots(tmp_path))
+    with pytest.raises(StageError) as raised:  # the reference model has no int64 matmul
+        config.run(compiled, prepared.golden)
+    compiled.close()
+    assert raised.value.stage == "execute"
+    assert raised.value.failing_pass == replay.entry("tosa-ref", "tosa", run=True)
+    verdict = next(note for note in compiled.notes if note.startswith("verdict:"))
+    assert verdict.startswith("verdict: runtime-side (the TOSA reference model): the RefBackend twin `tosa`")
+    run = subprocess.run(["sh", str(tmp_path / "native" / "run.sh")], capture_output=True, text=True)
+    assert run.returncode != 0 and "SUBGRAPH_ERROR_IF" in run.stdout + run.stderr
+    # The reducer replays the failure on the runtime, from the IR the runtime was given.
+    entry = raised.value.failing_pass
+    signature = stage_signature("execute", raised.value.message, entry)
+    assert compile_signature(raised.value.input_ir, "execute", [entry], entry)[0] == signature
+
+
+def test_the_refbackend_compiles_through_the_same_seam():
+    executor = load_executor("refbackend", backend="linalg")
+    assert executor.missing() is None and "linalg" in executor.accepts
+
+
+class PaddedEncoder(torch.nn.Module):
+    """Eval mode with a padding mask: eager takes the nested-tensor fast path (zeros at padding)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        layer = torch.nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0, batch_first=True)
+        self.encoder = torch.nn.TransformerEncoder(layer, num_layers=1)
+        self.eval()
+
+    def forward(self, x, padding):
+        return self.encoder(x, src_key_padding_mask=padding)
+
+
+def padded_batch(module, tu):
+    padding = torch.zeros(2, 5, dtype=torch.bool)
+    padding[0, 3:] = True
+    module.forward(tu.rand(2, 5, 16), padding)
+
+
+def test_a_captured_program_that_disagrees_with_eager_is_a_capture_discrepancy():
+    config = load_config("linalg")
+    prepared = prepare(Test("PaddedEncoder", PaddedEncoder, padded_batch))
+    prepared.shape_mode = "static"
+    compiled = config.compile(prepared, Snapshots())
+    with pytest.raises(StageError, match="capture discrepancy") as raised:
+        config.run(compiled, prepared.golden)
+    compiled.close()
+    assert raised.value.stage == "capture"
