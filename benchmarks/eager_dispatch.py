@@ -94,8 +94,12 @@ def opt_forward(attention: str, repeats: int) -> None:
     print(f"\n(b) OPTModel forward (hidden 32, 2 layers, 2 heads, ffn 64, seq 8, attention={attention!r})")
     labels = ("first run", "second run", f"median of {repeats}")
     for label, eager, native in zip(labels, eager_times, native_times):
-        print(f"    {label:<13} eager {eager * 1e3:8.1f} ms   native {native * 1e3:7.1f} ms   ratio {eager / native:6.1f}x")
-    print(f"    max |eager - native| = {error:.2e}  ({'match' if torch.allclose(output, golden, atol=1e-5) else 'MISMATCH'})")
+        print(
+            f"    {label:<13} eager {eager * 1e3:8.1f} ms   native {native * 1e3:7.1f} ms   ratio {eager / native:6.1f}x"
+        )
+    print(
+        f"    max |eager - native| = {error:.2e}  ({'match' if torch.allclose(output, golden, atol=1e-5) else 'MISMATCH'})"
+    )
     print(session.report.summary())
     session.close()
 

@@ -24,7 +24,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
-import torch.utils._pytree as pytree  # noqa: E402
 
 from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager  # noqa: E402
 from e2e.framework import TestUtils  # noqa: E402
@@ -85,8 +84,10 @@ def main() -> int:
     options = parser.parse_args()
     torch.set_num_threads(1)
     models = [m for m in load_zoo() if not options.k or any(k.lower() in m.name.lower() for k in options.k)]
-    print(f"{'model':<20} {'result':<9} {'compiled':>8} {'fallback':>8} {'native':>6}"
-          f"   {'1st run':>9} {'2nd run':>11} {'native':>10} {'2nd/native':>8}")
+    print(
+        f"{'model':<20} {'result':<9} {'compiled':>8} {'fallback':>8} {'native':>6}"
+        f"   {'1st run':>9} {'2nd run':>11} {'native':>10} {'2nd/native':>8}"
+    )
     failures, fallbacks = 0, {}
     for model in models:
         try:

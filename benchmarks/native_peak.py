@@ -60,7 +60,9 @@ def main() -> None:
     parser.add_argument("--over-mib", type=float, default=2048.0)
     parser.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args()
-    files = [args.suite] if args.suite.is_file() else sorted(p for p in args.suite.glob("*.py") if p.name != "__init__.py")
+    files = (
+        [args.suite] if args.suite.is_file() else sorted(p for p in args.suite.glob("*.py") if p.name != "__init__.py")
+    )
     for path in files:
         import_suite_file(path.resolve(), Limits(args.timeout, None), isolate=False)
     observed = heavy_tests(args.reports_dir, args.over_mib) if args.reports_dir else {}

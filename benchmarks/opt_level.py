@@ -27,10 +27,10 @@ sys.path.insert(0, str(ROOT))
 from compiler import compile_torch_backend_ir, fx_to_torch_backend_ir, pipelines  # noqa: E402
 from compiler.refbackend import largest_tensor_elements  # noqa: E402
 from compiler.stages import StageError  # noqa: E402
+from e2e.configs.fx import tensor_leaves  # noqa: E402
 from e2e.framework import isolation  # noqa: E402
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
 from e2e.framework.runner import prepare  # noqa: E402
-from e2e.configs.fx import tensor_leaves  # noqa: E402
 
 LEVELS = (0, 1, 2)
 
@@ -48,7 +48,6 @@ def load_suite(directory: pathlib.Path) -> None:
 
 def measure(torch_ir: str, inputs, level: int) -> tuple[float, float]:
     """(jit seconds, warm run seconds) of one program at one opt level."""
-    start = time.perf_counter()
     program = compile_torch_backend_ir(torch_ir, "linalg", opt_level=level)
     lowered = time.perf_counter()
     program(*inputs)

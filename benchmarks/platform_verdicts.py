@@ -43,13 +43,17 @@ def main(argv: list[str]) -> int:
     both = sorted(set(rows1) & set(rows2))
     differ = [pair for pair in both if _verdict(rows1[pair]) != _verdict(rows2[pair])]
     load = [p for p in differ if {rows1[p]["outcome"], rows2[p]["outcome"]} & set(_LOAD_DEPENDENT)]
-    print(f"pairs in both runs: {len(both)}; verdicts that differ: {len(differ) - len(load)}"
-          f" (and {len(load)} timeouts or memory kills, which follow the machine's load)")
+    print(
+        f"pairs in both runs: {len(both)}; verdicts that differ: {len(differ) - len(load)}"
+        f" (and {len(load)} timeouts or memory kills, which follow the machine's load)"
+    )
     for test, config in differ:
         if (test, config) in load:
             continue
         a, b = rows1[(test, config)], rows2[(test, config)]
-        print(f"  {test} on {config}:\n    {a['outcome']}: {a.get('signature') or '-'}\n    {b['outcome']}: {b.get('signature') or '-'}")
+        print(
+            f"  {test} on {config}:\n    {a['outcome']}: {a.get('signature') or '-'}\n    {b['outcome']}: {b.get('signature') or '-'}"
+        )
     return 0
 
 

@@ -28,7 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from anywher
 
 def suite(path: str) -> None:
     rows = json.loads(Path(path).read_text())
-    failing = [r for r in rows if r.get("outcome") not in ("pass", "skip", "error") and r.get("final") not in ("passed", "xpassed", "skipped")]
+    failing = [
+        r
+        for r in rows
+        if r.get("outcome") not in ("pass", "skip", "error") and r.get("final") not in ("passed", "xpassed", "skipped")
+    ]
     notes = {}
     for row in failing:
         notes[(row["test"], row["config"])] = next((n for n in row.get("notes", []) if n.startswith("reducer:")), None)
@@ -39,12 +43,18 @@ def suite(path: str) -> None:
     times = [float(f["seconds"]) for f in own]
     share = 100 * len(verified) / max(len(failing), 1)
     print(f"failing pairs: {len(failing)}")
-    print(f"with a verified bundle: {len(verified)} ({share:.1f}%); {len(own)} distinct bundles, "
-          f"{len(fields) - len(own)} pairs share one; {len(fields) - len(verified)} bundles did not re-verify")
+    print(
+        f"with a verified bundle: {len(verified)} ({share:.1f}%); {len(own)} distinct bundles, "
+        f"{len(fields) - len(own)} pairs share one; {len(fields) - len(verified)} bundles did not re-verify"
+    )
     if sizes:
-        print(f"ops per distinct bundle: median {statistics.median(sizes)}, max {max(sizes)} "
-              f"(FX nodes for capture/import bundles)")
-        print(f"time per distinct bundle (reduction + re-verification): median {statistics.median(times):.1f} s, max {max(times):.1f} s")
+        print(
+            f"ops per distinct bundle: median {statistics.median(sizes)}, max {max(sizes)} "
+            f"(FX nodes for capture/import bundles)"
+        )
+        print(
+            f"time per distinct bundle (reduction + re-verification): median {statistics.median(times):.1f} s, max {max(times):.1f} s"
+        )
         reduce_only = [float(f["seconds"]) - float(f["verify_seconds"]) for f in own if "verify_seconds" in f]
         if reduce_only:
             print(f"reduction alone: median {statistics.median(reduce_only):.1f} s, max {max(reduce_only):.1f} s")
@@ -64,8 +74,14 @@ def suite(path: str) -> None:
 # subf_to_addf on MLP (softmax's `x - max` becomes `x + max`, and softmax does not
 # care: the output is right) and mulf_to_addf on MLP (no arith.mulf left to break).
 CASES = [
-    ("reject_exp", "Mixed"), ("abort_on_tanh", "Mixed"), ("mulf_to_addf", "Mixed"), ("subf_to_addf", "Mixed"),
-    ("divf_to_mulf", "MLP"), ("reject_aten_tanh", "Mixed"), ("abort_on_aten_mm", "MLP"), ("aten_sub_to_add", "Mixed"),
+    ("reject_exp", "Mixed"),
+    ("abort_on_tanh", "Mixed"),
+    ("mulf_to_addf", "Mixed"),
+    ("subf_to_addf", "Mixed"),
+    ("divf_to_mulf", "MLP"),
+    ("reject_aten_tanh", "Mixed"),
+    ("abort_on_aten_mm", "MLP"),
+    ("aten_sub_to_add", "Mixed"),
 ]
 
 
@@ -130,21 +146,34 @@ def broken_compilers(time_box: float) -> None:
             caught = ok and (outcome.bundle is not None)
             guilty = outcome.guilty_op if ok else None
             right = bool(guilty) and guilty in broken.guilty
-            rows.append(dict(caught=caught, verified=ok and outcome.verified, ops=outcome.ops_after if caught else None,
-                             right=right, seconds=seconds))
+            rows.append(
+                dict(
+                    caught=caught,
+                    verified=ok and outcome.verified,
+                    ops=outcome.ops_after if caught else None,
+                    right=right,
+                    seconds=seconds,
+                )
+            )
             ops = f"{outcome.ops_before}->{outcome.ops_after}" if caught else "-"
             detail = guilty if ok else repr(outcome)[:80]
-            print(f"{name:18} {broken.level:6} {broken.kind:8} {module_name:6} {str(caught):6} "
-                  f"{str(ok and outcome.verified):8} {ops:5} {seconds:5.1f} {detail} ({'yes' if right else 'NO'})"
-                  + ("" if caught or not ok else f"  [{outcome.note[:100]}]"))
+            print(
+                f"{name:18} {broken.level:6} {broken.kind:8} {module_name:6} {str(caught):6} "
+                f"{str(ok and outcome.verified):8} {ops:5} {seconds:5.1f} {detail} ({'yes' if right else 'NO'})"
+                + ("" if caught or not ok else f"  [{outcome.note[:100]}]")
+            )
     n = len(rows)
     caught = [r for r in rows if r["caught"]]
-    print(f"\ncaught (a bundle written): {len(caught)}/{n}; bundled and re-verified: {sum(r['verified'] for r in rows)}/{n}; "
-          f"guilty op named right: {sum(r['right'] for r in rows)}/{n}")
+    print(
+        f"\ncaught (a bundle written): {len(caught)}/{n}; bundled and re-verified: {sum(r['verified'] for r in rows)}/{n}; "
+        f"guilty op named right: {sum(r['right'] for r in rows)}/{n}"
+    )
     if caught:
-        print(f"ops per bundle: median {statistics.median(r['ops'] for r in caught)}, max {max(r['ops'] for r in caught)}; "
-              f"time per reduction (without re-verification): median {statistics.median(r['seconds'] for r in rows):.1f} s, "
-              f"max {max(r['seconds'] for r in rows):.1f} s")
+        print(
+            f"ops per bundle: median {statistics.median(r['ops'] for r in caught)}, max {max(r['ops'] for r in caught)}; "
+            f"time per reduction (without re-verification): median {statistics.median(r['seconds'] for r in rows):.1f} s, "
+            f"max {max(r['seconds'] for r in rows):.1f} s"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -28,9 +28,11 @@ def summary(rows: list[dict], config: str) -> str:
     stages = collections.Counter(r["stage"] for r in mine if r["outcome"] not in ("pass", "skip"))
     seconds = [r["duration"] for r in mine]
     failing = ", ".join(f"{s} {n}" for s, n in stages.most_common())
-    return (f"{config}: {len(mine)} pairs, {outcomes['pass']} passed, {len(mine) - outcomes['pass'] - outcomes['skip']} "
-            f"failed ({failing}), {outcomes['skip']} skipped; {sum(seconds):.0f} pair-s, "
-            f"mean {statistics.mean(seconds):.2f} s, median {statistics.median(seconds):.2f} s")
+    return (
+        f"{config}: {len(mine)} pairs, {outcomes['pass']} passed, {len(mine) - outcomes['pass'] - outcomes['skip']} "
+        f"failed ({failing}), {outcomes['skip']} skipped; {sum(seconds):.0f} pair-s, "
+        f"mean {statistics.mean(seconds):.2f} s, median {statistics.median(seconds):.2f} s"
+    )
 
 
 def verdicts(rows: list[dict], config: str) -> dict[str, collections.Counter]:
@@ -40,7 +42,7 @@ def verdicts(rows: list[dict], config: str) -> dict[str, collections.Counter]:
             continue
         for note in row["notes"]:
             if note.startswith("verdict: "):
-                side = note[len("verdict: "):].split(":")[0]
+                side = note[len("verdict: ") :].split(":")[0]
                 grouped[side][row["signature"] or "-"] += 1
     return grouped
 

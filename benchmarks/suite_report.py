@@ -36,11 +36,15 @@ def report(run: dict, rows: list[dict], upstream_seconds: float | None) -> list[
     lines = [
         f"run {run.get('run_id')} ({run.get('status')}): {run.get('command', '')}",
         f"wall {wall:.0f} s; {len(rows)} pairs ({len(rows) - len(fresh)} from the result cache); "
-        f"{len(rows) / wall:.2f} pairs/s" if wall else "no duration recorded",
+        f"{len(rows) / wall:.2f} pairs/s"
+        if wall
+        else "no duration recorded",
     ]
     if upstream_seconds and wall:
-        lines.append(f"vs reference {upstream_seconds:.0f} s: {wall / upstream_seconds:.2f}x the time "
-                     f"({upstream_seconds / wall:.1f}x faster)")
+        lines.append(
+            f"vs reference {upstream_seconds:.0f} s: {wall / upstream_seconds:.2f}x the time "
+            f"({upstream_seconds / wall:.1f}x faster)"
+        )
     stage_total: dict[str, float] = defaultdict(float)
     stage_values: dict[str, list[float]] = defaultdict(list)
     for row in fresh:
@@ -49,28 +53,50 @@ def report(run: dict, rows: list[dict], upstream_seconds: float | None) -> list[
             stage_values[stage].append(seconds)
     pair_seconds = sum(row.get("duration", 0.0) for row in fresh)
     if fresh:
-        lines.append(f"pair-seconds {pair_seconds:.0f} (run pairs); time per stage, summed and median over the pairs that ran it:")
+        lines.append(
+            f"pair-seconds {pair_seconds:.0f} (run pairs); time per stage, summed and median over the pairs that ran it:"
+        )
         for stage, total in sorted(stage_total.items(), key=lambda item: -item[1]):
             median = statistics.median(stage_values[stage])
-            lines.append(f"  {stage:>14}: {total:8.1f} s  {100 * total / max(pair_seconds, 1e-9):5.1f}%  median {1000 * median:6.0f} ms")
+            lines.append(
+                f"  {stage:>14}: {total:8.1f} s  {100 * total / max(pair_seconds, 1e-9):5.1f}%  median {1000 * median:6.0f} ms"
+            )
         lines.append("  (the rest of a pair's time: forking, golden reuse, pickling, the reducer)")
         by_config: dict[str, list[float]] = defaultdict(list)
         for row in fresh:
             by_config[row["config"]].append(row.get("duration", 0.0))
-        lines.append("median pair per config: " + ", ".join(
-            f"{config} {1000 * statistics.median(values):.0f} ms" for config, values in sorted(by_config.items())))
+        lines.append(
+            "median pair per config: "
+            + ", ".join(
+                f"{config} {1000 * statistics.median(values):.0f} ms" for config, values in sorted(by_config.items())
+            )
+        )
         slowest = sorted(fresh, key=lambda row: -row.get("duration", 0.0))[:8]
-        lines.append("slowest pairs: " + ", ".join(
-            f"{row['test']}[{row['config']}] {row.get('duration', 0.0):.1f} s ({row['outcome']})" for row in slowest))
+        lines.append(
+            "slowest pairs: "
+            + ", ".join(
+                f"{row['test']}[{row['config']}] {row.get('duration', 0.0):.1f} s ({row['outcome']})" for row in slowest
+            )
+        )
         biggest = sorted(fresh, key=lambda row: -row.get("peak_rss_mib", 0.0))[:5]
-        lines.append("largest pairs (their test host's RSS during the pair): " + ", ".join(
-            f"{row['test']}[{row['config']}] {row.get('peak_rss_mib', 0.0):.0f} MiB" for row in biggest))
+        lines.append(
+            "largest pairs (their test host's RSS during the pair): "
+            + ", ".join(f"{row['test']}[{row['config']}] {row.get('peak_rss_mib', 0.0):.0f} MiB" for row in biggest)
+        )
     peaks = run.get("peak_rss_mib") or {}
     if peaks:
-        lines.append("peak RSS per worker: " + ", ".join(
-            f"{worker} {p['worker']} MiB (largest child {p['largest_child']} MiB"
-            + (f"; largest test host {p['largest_host']} MiB, {p['largest_host_test']})" if "largest_host" in p else ")")
-            for worker, p in sorted(peaks.items())))
+        lines.append(
+            "peak RSS per worker: "
+            + ", ".join(
+                f"{worker} {p['worker']} MiB (largest child {p['largest_child']} MiB"
+                + (
+                    f"; largest test host {p['largest_host']} MiB, {p['largest_host_test']})"
+                    if "largest_host" in p
+                    else ")"
+                )
+                for worker, p in sorted(peaks.items())
+            )
+        )
     outcomes: dict[str, int] = defaultdict(int)
     for row in rows:
         outcomes[row["outcome"]] += 1
@@ -81,8 +107,12 @@ def report(run: dict, rows: list[dict], upstream_seconds: float | None) -> list[
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("reports", nargs="?", default="reports")
-    parser.add_argument("--upstream-seconds", type=float, default=None,
-                        help="reference wall time to compare with (1743 for upstream's suite on three FX configs)")
+    parser.add_argument(
+        "--upstream-seconds",
+        type=float,
+        default=None,
+        help="reference wall time to compare with (1743 for upstream's suite on three FX configs)",
+    )
     args = parser.parse_args()
     run, rows = load(Path(args.reports))
     print("\n".join(report(run, rows, args.upstream_seconds)))

@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from e2e.configs import load_config  # noqa: E402
-from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
 from e2e.framework.host import TestHost  # noqa: E402
 from e2e.framework.isolation import Limits  # noqa: E402
+from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
 from e2e.framework.runner import PreparedCache, run_pair, warm_up  # noqa: E402
 
 LIMITS = Limits(300, None)
@@ -53,8 +53,12 @@ def run_hosted(names, configs) -> tuple[float, float, int]:
     with tempfile.TemporaryDirectory() as reports:
         for name in names:
             t = time.perf_counter()
-            host = TestHost(GLOBAL_TEST_REGISTRY[name], shape_mode="annotated", config_loader=by_name.__getitem__,
-                            golden_limits=LIMITS)
+            host = TestHost(
+                GLOBAL_TEST_REGISTRY[name],
+                shape_mode="annotated",
+                config_loader=by_name.__getitem__,
+                golden_limits=LIMITS,
+            )
             golden_seconds += time.perf_counter() - t
             try:
                 passed += sum(host.run(c.name, pathlib.Path(reports), LIMITS).passed for c in configs)

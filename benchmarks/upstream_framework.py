@@ -82,7 +82,9 @@ def worker(python_root: Path, config_name: str | None) -> None:
             try:
                 importlib.import_module(f"torch_mlir_e2e_test.test_suite.{path.stem}")
             except Exception as error:  # torchvision, the custom-op extension
-                print(json.dumps({"unimported": path.name, "error": f"{type(error).__name__}: {error}"[:200]}), flush=True)
+                print(
+                    json.dumps({"unimported": path.name, "error": f"{type(error).__name__}: {error}"[:200]}), flush=True
+                )
     if config_name is None:
         print(json.dumps({"registered": sorted(test.unique_name for test in GLOBAL_TEST_REGISTRY)}), flush=True)
         return
@@ -106,7 +108,7 @@ def worker(python_root: Path, config_name: str | None) -> None:
         print(json.dumps({"test": name, "outcome": "fail" if report.failed else "pass", "error": error}), flush=True)
 
 
-_BOILERPLATE = ("TORCHDYNAMO_VERBOSE", "-mlir-print-ir-after-all", "Traceback", "File \"", "^")
+_BOILERPLATE = ("TORCHDYNAMO_VERBOSE", "-mlir-print-ir-after-all", "Traceback", 'File "', "^")
 
 
 def first_error_line(text: str) -> str:
@@ -140,8 +142,9 @@ class Driver:
 
     def _one_worker(self) -> None:
         command = [sys.executable, __file__, "--worker", self.config, "--python-root", str(self.python_root)]
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                   text=True, bufsize=1)
+        process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, bufsize=1
+        )
         process.stdin.write("".join(f"{name}\n" for name in self.todo))
         process.stdin.close()
         lines: queue.Queue = queue.Queue()

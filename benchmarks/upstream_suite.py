@@ -56,7 +56,9 @@ class ModeRun:
 # --- running -----------------------------------------------------------------------
 
 
-def pytest_command(suite: Path, configs: str, mode: str, args: argparse.Namespace, reports: Path, xfails: Path) -> list[str]:
+def pytest_command(
+    suite: Path, configs: str, mode: str, args: argparse.Namespace, reports: Path, xfails: Path
+) -> list[str]:
     command = [sys.executable, "-m", "pytest", str(suite)]
     if (ROOT / "conftest.py").exists():  # the plugin as a root conftest (else its entry point loads it)
         command += ["-p", "conftest"]
@@ -99,12 +101,22 @@ def reread_mode(mode: str, args: argparse.Namespace) -> ModeRun | None:
     log = reports / "pytest.log"
     text = log.read_text(errors="replace") if log.exists() else ""
     if not (reports / "results.json").exists():  # unfinished: what the log says so far
-        return ModeRun(mode, rows_from_log(text), float("nan"), [], "peak memory: run unfinished", -1, log) if text else None
+        return (
+            ModeRun(mode, rows_from_log(text), float("nan"), [], "peak memory: run unfinished", -1, log)
+            if text
+            else None
+        )
     peak = next((line for line in text.splitlines() if line.startswith("peak memory")), "peak memory: not reported")
     broken = sorted(set(re.findall(r"(\w+\.py)::import", text)))
     run = json.loads((reports / "run.json").read_text()) if (reports / "run.json").exists() else {}
     return ModeRun(
-        mode, read_rows(reports / "results.json"), run.get("wall", float("nan")), broken, peak, run.get("returncode", 0), log
+        mode,
+        read_rows(reports / "results.json"),
+        run.get("wall", float("nan")),
+        broken,
+        peak,
+        run.get("returncode", 0),
+        log,
     )
 
 
@@ -160,7 +172,9 @@ class SetsReader:
             for target in node.targets:
                 self.names[target.id] = value
         elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
-            self.names[node.target.id] = self.OPERATORS[type(node.op)](self.names[node.target.id], self.value(node.value))
+            self.names[node.target.id] = self.OPERATORS[type(node.op)](
+                self.names[node.target.id], self.value(node.value)
+            )
         elif isinstance(node, ast.If):
             self.run(node.body if self.condition(node.test) else node.orelse)
         elif isinstance(node, ast.ImportFrom) and (node.module or "").endswith("test_suite"):
@@ -243,9 +257,11 @@ def print_mode(run: ModeRun, configs: list[str]) -> None:
         outcomes = Counter(r["outcome"] for r in rows)
         stages = Counter(r.get("stage") or "?" for r in rows if r["outcome"] != "pass")
         pair_time = sum(r.get("duration", 0.0) for r in rows)
-        print(f"\n  {config}: {len(rows)} collected, {outcomes['pass']} passed, "
-              f"{len(rows) - outcomes['pass']} not ({', '.join(f'{n} {k}' for k, n in outcomes.most_common() if k != 'pass')})"
-              f"; pair time {pair_time:.0f} s")
+        print(
+            f"\n  {config}: {len(rows)} collected, {outcomes['pass']} passed, "
+            f"{len(rows) - outcomes['pass']} not ({', '.join(f'{n} {k}' for k, n in outcomes.most_common() if k != 'pass')})"
+            f"; pair time {pair_time:.0f} s"
+        )
         print(f"    failed by stage: {', '.join(f'{s} {n}' for s, n in stages.most_common())}")
         signatures = Counter(r.get("signature") or "?" for r in rows if r["outcome"] != "pass")
         for signature, count in signatures.most_common(10):
@@ -257,14 +273,22 @@ def upstream_framework_failures(path: Path) -> tuple[dict[str, set[str]], dict[s
     own framework does not pass on this machine, and its first error line per test."""
     data = json.loads(path.read_text())["results"]
     failures = {c: {t for t, row in rows.items() if row["outcome"] != "pass"} for c, rows in data.items()}
-    errors = {c: {t: f"{row['outcome']}: {row['error']}" for t, row in rows.items() if row["outcome"] != "pass"}
-              for c, rows in data.items()}
+    errors = {
+        c: {t: f"{row['outcome']}: {row['error']}" for t, row in rows.items() if row["outcome"] != "pass"}
+        for c, rows in data.items()
+    }
     return failures, errors
 
 
-def print_agreement(run: ModeRun, configs: list[str], expected_failures: dict[str, set[str]], verbose: bool,
-                    reference: str = "upstream's xfail sets", upstream_errors: dict[str, dict[str, str]] | None = None,
-                    judged: dict[str, set[str]] | None = None) -> None:
+def print_agreement(
+    run: ModeRun,
+    configs: list[str],
+    expected_failures: dict[str, set[str]],
+    verbose: bool,
+    reference: str = "upstream's xfail sets",
+    upstream_errors: dict[str, dict[str, str]] | None = None,
+    judged: dict[str, set[str]] | None = None,
+) -> None:
     """`judged`: per config, the tests the reference judged (default: all)."""
     print(f"\n=== agreement with {reference} ({run.mode} shapes)")
     for config in configs:
@@ -273,12 +297,16 @@ def print_agreement(run: ModeRun, configs: list[str], expected_failures: dict[st
         known = (judged or {}).get(config)
         rows = [r for r in run.rows if r["config"] == config and (known is None or r["test"] in known)]
         result = agreement(rows, expected_failures[config])
-        print(f"  {config}: {result.ratio:.2%} of {result.total} agree: both pass {len(result.both_pass)}, "
-              f"both fail {len(result.both_fail)}, only here {len(result.only_here)}, "
-              f"only upstream {len(result.only_upstream)}")
+        print(
+            f"  {config}: {result.ratio:.2%} of {result.total} agree: both pass {len(result.both_pass)}, "
+            f"both fail {len(result.both_fail)}, only here {len(result.only_here)}, "
+            f"only upstream {len(result.only_upstream)}"
+        )
         signature = {r["test"]: r.get("signature") for r in run.rows if r["config"] == config}
-        for label, names in (("only here (passes here, upstream expects failure)", result.only_here),
-                             ("only upstream (upstream passes, fails here)", result.only_upstream)):
+        for label, names in (
+            ("only here (passes here, upstream expects failure)", result.only_here),
+            ("only upstream (upstream passes, fails here)", result.only_upstream),
+        ):
             if names:
                 print(f"    {label}:")
                 for name in names if verbose else names[:40]:
@@ -306,8 +334,11 @@ def print_dynamic_only(static: ModeRun, annotated: ModeRun, configs: list[str]) 
     print("\n=== failing only with dynamic dims (pass in static mode, fail in annotated mode)")
     passed_static = {(r["test"], r["config"]) for r in static.rows if r["outcome"] == "pass"}
     for config in configs:
-        rows = [r for r in annotated.rows if r["config"] == config and r["outcome"] != "pass"
-                and (r["test"], config) in passed_static]
+        rows = [
+            r
+            for r in annotated.rows
+            if r["config"] == config and r["outcome"] != "pass" and (r["test"], config) in passed_static
+        ]
         signatures = Counter(r.get("signature") or "?" for r in rows)
         print(f"  {config}: {len(rows)} tests, {len(signatures)} signatures")
         for signature, count in signatures.most_common():
@@ -355,7 +386,9 @@ def main() -> None:
         if args.upstream_results and mode == "static":
             failures, errors = upstream_framework_failures(args.upstream_results)
             ran = {c: set(rows) for c, rows in json.loads(args.upstream_results.read_text())["results"].items()}
-            print_agreement(run, configs, failures, args.verbose, "upstream's own framework on this machine", errors, ran)
+            print_agreement(
+                run, configs, failures, args.verbose, "upstream's own framework on this machine", errors, ran
+            )
     if "static" in runs and "annotated" in runs:
         print_dynamic_only(runs["static"], runs["annotated"], configs)
     if expected is None:

@@ -22,9 +22,9 @@ from compiler import pipelines
 from compiler.frontends import fx
 from compiler.refbackend import TORCH_DTYPE_OF_MLIR, RefBackendProgram, ResultType, opt_level_for
 from compiler.stages import (
-    first_line,
     Snapshots,
     StageError,
+    first_line,
     module_text,
     new_context,
     parse_module,
@@ -130,8 +130,9 @@ def torch_backend_ir(
     except ir.MLIRError as error:  # the importer wrote IR that does not verify
         lines = str(error).splitlines()
         detail = next((line.strip() for line in lines if "error:" in line), first_line(error))
-        raise StageError("import", f"the imported module does not verify: {detail}",
-                         diagnostics=lines[1:], input_ir=raw_ir) from None
+        raise StageError(
+            "import", f"the imported module does not verify: {detail}", diagnostics=lines[1:], input_ir=raw_ir
+        ) from None
     if pipeline is None:
         pipeline = pipelines.fx_to_torch_backend(backend_legal_ops)
     run_stage(raw, "torch-backend", pipeline, snapshots)
@@ -172,8 +173,9 @@ def compile_torch_backend_ir(
     return compile_backend_ir(torch_backend_ir, chain, snapshots=snapshots, opt_level=opt_level)
 
 
-def compile_backend_ir(torch_ir: str, chain: Toolchain, *, snapshots: Snapshots | None = None,
-                       opt_level: int | None = None):
+def compile_backend_ir(
+    torch_ir: str, chain: Toolchain, *, snapshots: Snapshots | None = None, opt_level: int | None = None
+):
     """Stages `backend` (`chain.to_backend`) and `lower` (the chain's executor) of torch IR."""
     snapshots = snapshots if snapshots is not None else Snapshots()
     dtypes = result_dtypes(torch_ir)

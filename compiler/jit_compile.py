@@ -137,9 +137,7 @@ def erase_dead_allocations(module) -> None:
             continue
         for block in function.regions[0].blocks:
             for op in reversed(list(block.operations)):
-                if op.operation.name in _DEAD_ALLOCATIONS and all(
-                    not list(result.uses) for result in op.results
-                ):
+                if op.operation.name in _DEAD_ALLOCATIONS and all(not list(result.uses) for result in op.results):
                     op.operation.erase()
 
 

@@ -79,7 +79,8 @@ def onnx_torch_backend_ir(raw_ir: str, *, snapshots: Snapshots | None = None) ->
     if left:
         raise StageError(
             "torch-backend",
-            f"no conversion of {left[0]} to the torch dialect" + (f" (and {len(left) - 1} more)" if len(left) > 1 else ""),
+            f"no conversion of {left[0]} to the torch dialect"
+            + (f" (and {len(left) - 1} more)" if len(left) > 1 else ""),
             failing_pass=CONVERT_PASS,
             diagnostics=[f"ops left unconverted: {', '.join(left)}"],
             input_ir=raw_ir,

@@ -41,10 +41,9 @@ def fx_to_torch_backend(backend_legal_ops: Sequence[str] = ()) -> Pipeline:
         f"torchdynamo-export-to-torch-backend-pipeline{{backend-legal-ops={legal} extra-library=}}",
     )
 
+
 # TorchScript / JIT IR import (LTC, torchscript) -> torch backend contract.
-JIT_TO_TORCH_BACKEND: Pipeline = (
-    "torch-function-to-torch-backend-pipeline{extra-library=}",
-)
+JIT_TO_TORCH_BACKEND: Pipeline = ("torch-function-to-torch-backend-pipeline{extra-library=}",)
 
 # ONNX import (onnx_importer: `torch.operator "onnx.*"` ops) -> torch backend contract, as
 # upstream's ONNX config runs it: `convert-torch-onnx-to-torch` first, then the torch
@@ -54,13 +53,9 @@ ONNX_TO_TORCH_BACKEND: Pipeline = (
     f"torch-onnx-to-torch-backend-pipeline{{backend-legal-ops={','.join(ONNX_BACKEND_LEGAL_OPS)}}}",
 )
 
-TORCH_BACKEND_TO_LINALG: Pipeline = (
-    "torch-backend-to-linalg-on-tensors-backend-pipeline{allow-non-finites=true}",
-)
+TORCH_BACKEND_TO_LINALG: Pipeline = ("torch-backend-to-linalg-on-tensors-backend-pipeline{allow-non-finites=true}",)
 TORCH_BACKEND_TO_TOSA: Pipeline = ("torch-backend-to-tosa-backend-pipeline",)
-TORCH_BACKEND_TO_STABLEHLO: Pipeline = (
-    "torch-backend-to-stablehlo-backend-pipeline{allow-non-finites=true}",
-)
+TORCH_BACKEND_TO_STABLEHLO: Pipeline = ("torch-backend-to-stablehlo-backend-pipeline{allow-non-finites=true}",)
 
 # Backend IR -> linalg-on-tensors, the input of the reference backend.
 # The conversions alone, as upstream's TOSA config runs them: `tosa-to-linalg-pipeline`

@@ -68,9 +68,7 @@ def dtype_spec(dtype: torch.dtype) -> DType:
         return DTYPES[dtype]
     except KeyError:
         supported = ", ".join(str(d).removeprefix("torch.") for d in DTYPES)
-        raise UnsupportedDType(
-            f"the reference backend cannot pass {dtype} tensors (supported: {supported})"
-        ) from None
+        raise UnsupportedDType(f"the reference backend cannot pass {dtype} tensors (supported: {supported})") from None
 
 
 # --- memref descriptors ----------------------------------------------------------
@@ -300,12 +298,11 @@ def opt_level_for(ir_text: str) -> int:
     """The ExecutionEngine opt level for a program, from its IR (see the policy above)."""
     return 2 if largest_tensor_elements(ir_text) >= LARGE_TENSOR_ELEMENTS else 0
 
+
 LOWER_PIPELINE = ("func.func(convert-elementwise-to-linalg)",) + LINALG_TO_LLVM
 
 
-def lower_to_llvm(
-    module: ir.Module, snapshots: Snapshots | None = None, to_linalg: Sequence[str] = ()
-) -> ir.Module:
+def lower_to_llvm(module: ir.Module, snapshots: Snapshots | None = None, to_linalg: Sequence[str] = ()) -> ir.Module:
     """Backend IR -> (linalg-on-tensors via `to_linalg`) -> LLVM dialect: stage `lower`, in place."""
     bf16_boundary_as_i16(module)
     return run_stage(module, "lower", tuple(to_linalg) + LOWER_PIPELINE, snapshots)

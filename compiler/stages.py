@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from torch_mlir import ir, passmanager
 import torch_mlir.dialects.torch as torch_dialect  # registers torch and refback passes
+from torch_mlir import ir, passmanager
 from torch_mlir._mlir_libs import _stablehlo
 
 _stablehlo.register_stablehlo_passes()
 
-from compiler.pipelines import as_text
+from compiler.pipelines import as_text  # noqa: E402 - after the dialects' registration above
 
 # The stages of the flow, in order. `crash` and `timeout` name how a stage ended.
 STAGES = ("capture", "import", "torch-backend", "backend", "lower", "execute", "compare")
@@ -61,9 +61,7 @@ def first_line(error: BaseException) -> str:
 
 
 def _rebuild_stage_error(stage, message, failing_pass, diagnostics, input_ir) -> StageError:
-    return StageError(
-        stage, message, failing_pass=failing_pass, diagnostics=diagnostics, input_ir=input_ir
-    )
+    return StageError(stage, message, failing_pass=failing_pass, diagnostics=diagnostics, input_ir=input_ir)
 
 
 @dataclass

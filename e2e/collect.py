@@ -145,8 +145,11 @@ class E2EItem(ResultItem):
         entry = self.xfail_entry
         differently = entry is not None and entry.differs_from(result.outcome, result.signature)
         expected = entry is not None and not differently
-        if not result.cached and state.reduce and result.outcome != ERROR and (
-            not expected or self.config.getoption("reduce_xfailed")
+        if (
+            not result.cached
+            and state.reduce
+            and result.outcome != ERROR
+            and (not expected or self.config.getoption("reduce_xfailed"))
         ):  # every unexpected failure gets a bundle
             self._reduce(state, result)
             state.cache.put(key, result)

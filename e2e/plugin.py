@@ -45,25 +45,51 @@ def pytest_addhooks(pluginmanager):
 
 def pytest_addoption(parser):
     group = parser.getgroup("e2e", "PyTorch -> MLIR e2e suite")
-    group.addoption("--e2e-suite", "--suite-dir", dest="e2e_suite", action="append", default=[],
-                    help="a directory (or file) of e2e tests to run; repeatable (default: the e2e_suite ini)")
-    group.addoption("--config", action="append", default=[],
-                    help=f"configs to run, comma separated or repeated: {', '.join(CONFIG_NAMES)}, "
-                    f"{', '.join(OPT_IN_CONFIG_NAMES)} (opt-in), a runtime config "
-                    "(tosa@tosa-ref, stablehlo@xla, linalg@iree, torch@iree), an installed config's name, "
-                    f"or module:attribute (default: {', '.join(CONFIG_NAMES)})")
-    group.addoption("--shapes", choices=SHAPE_MODES, default="annotated",
-                    help="annotated: `-1` dims of annotate_args are dynamic (default); "
-                    "static: the example inputs' shapes, as upstream torch-mlir exports them")
-    group.addoption("--reports-dir", default=None, help="results, saved IR and reproducers (default: <rootdir>/reports)")
+    group.addoption(
+        "--e2e-suite",
+        "--suite-dir",
+        dest="e2e_suite",
+        action="append",
+        default=[],
+        help="a directory (or file) of e2e tests to run; repeatable (default: the e2e_suite ini)",
+    )
+    group.addoption(
+        "--config",
+        action="append",
+        default=[],
+        help=f"configs to run, comma separated or repeated: {', '.join(CONFIG_NAMES)}, "
+        f"{', '.join(OPT_IN_CONFIG_NAMES)} (opt-in), a runtime config "
+        "(tosa@tosa-ref, stablehlo@xla, linalg@iree, torch@iree), an installed config's name, "
+        f"or module:attribute (default: {', '.join(CONFIG_NAMES)})",
+    )
+    group.addoption(
+        "--shapes",
+        choices=SHAPE_MODES,
+        default="annotated",
+        help="annotated: `-1` dims of annotate_args are dynamic (default); "
+        "static: the example inputs' shapes, as upstream torch-mlir exports them",
+    )
+    group.addoption(
+        "--reports-dir", default=None, help="results, saved IR and reproducers (default: <rootdir>/reports)"
+    )
     group.addoption("--xfail-dir", default=None, help="directory of the <config>[.static].txt xfail sets")
-    group.addoption("--memory-cap", type=float, default=DEFAULT_MEMORY_CAP_GIB,
-                    help=f"GiB a pair's child may hold resident before it is killed (default {DEFAULT_MEMORY_CAP_GIB}; 0: none)")
-    group.addoption("--no-result-cache", action="store_true",
-                    help="rerun every pair (by default an unchanged test on an unchanged compiler reuses its result)")
-    group.addoption("--no-isolation", action="store_true",
-                    help="build, compile and run in the pytest process, for pdb; this turns off crash and hang "
-                    "containment (a crash ends the run), the result cache and the reducer")
+    group.addoption(
+        "--memory-cap",
+        type=float,
+        default=DEFAULT_MEMORY_CAP_GIB,
+        help=f"GiB a pair's child may hold resident before it is killed (default {DEFAULT_MEMORY_CAP_GIB}; 0: none)",
+    )
+    group.addoption(
+        "--no-result-cache",
+        action="store_true",
+        help="rerun every pair (by default an unchanged test on an unchanged compiler reuses its result)",
+    )
+    group.addoption(
+        "--no-isolation",
+        action="store_true",
+        help="build, compile and run in the pytest process, for pdb; this turns off crash and hang "
+        "containment (a crash ends the run), the result cache and the reducer",
+    )
     group.addoption("--no-reduce", action="store_true", help="do not write reproducer bundles for failures")
     group.addoption("--reduce-timeout", type=float, default=60.0, help="reducer time box per failure, s (default 60)")
     group.addoption("--reduce-xfailed", action="store_true", help="write bundles for expected failures too")
@@ -249,7 +275,9 @@ def _load_xfail_sets(state: E2EState, files: list[SuiteFile]) -> dict[str, dict]
             for name in state.configs
         }
     except XfailError as error:
-        raise pytest.UsageError(f"{error}\nFix the lines above, or refresh the sets (README: 'Expected failures').") from None
+        raise pytest.UsageError(
+            f"{error}\nFix the lines above, or refresh the sets (README: 'Expected failures')."
+        ) from None
 
 
 def _backstop(config, state: E2EState) -> float | None:

@@ -100,9 +100,12 @@ class E2EState:
         if self.host is None:
             warm_up()  # once per process, before the first fork; never charged to a pair
             warm_up_configs(tuple(self.configs.values()))
-            self.host = TestHost(test, shape_mode=self.shape_mode,
-                                 config_loader=lambda name: load_config(self.configs[name]),
-                                 golden_limits=self.limits(test))
+            self.host = TestHost(
+                test,
+                shape_mode=self.shape_mode,
+                config_loader=lambda name: load_config(self.configs[name]),
+                golden_limits=self.limits(test),
+            )
         return self.host
 
     def close_host(self) -> None:

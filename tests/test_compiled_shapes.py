@@ -32,10 +32,26 @@ def test_dynamic_dims_take_other_sizes(compiled):
 @pytest.mark.parametrize(
     "x, counts, complaint",
     [
-        (torch.rand(5, 3), torch.arange(5), "argument 0 is float32[5, 3] but the program was compiled for tensor<?x4xf32>: dim 1 is static 4"),
-        (torch.rand(5, 4, 1), torch.arange(5), "argument 0 is float32[5, 4, 1] but the program was compiled for tensor<?x4xf32>: rank 2 expected"),
-        (torch.rand(5, 4).double(), torch.arange(5), "argument 0 is float64[5, 4] but the program was compiled for tensor<?x4xf32>: element type f32 expected"),
-        (torch.rand(5, 4), torch.arange(5).int(), "argument 1 is int32[5] but the program was compiled for tensor<?xi64>: element type i64 expected"),
+        (
+            torch.rand(5, 3),
+            torch.arange(5),
+            "argument 0 is float32[5, 3] but the program was compiled for tensor<?x4xf32>: dim 1 is static 4",
+        ),
+        (
+            torch.rand(5, 4, 1),
+            torch.arange(5),
+            "argument 0 is float32[5, 4, 1] but the program was compiled for tensor<?x4xf32>: rank 2 expected",
+        ),
+        (
+            torch.rand(5, 4).double(),
+            torch.arange(5),
+            "argument 0 is float64[5, 4] but the program was compiled for tensor<?x4xf32>: element type f32 expected",
+        ),
+        (
+            torch.rand(5, 4),
+            torch.arange(5).int(),
+            "argument 1 is int32[5] but the program was compiled for tensor<?xi64>: element type i64 expected",
+        ),
     ],
     ids=["static-dim", "rank", "float-dtype", "int-dtype"],
 )

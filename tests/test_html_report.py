@@ -17,7 +17,6 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from e2e.configs.xfails import load_xfails
-
 from e2e.framework.html_report import main, render_html, write_html
 from e2e.framework.report import summarize
 
@@ -78,13 +77,21 @@ def open_in_chromium(page: Path, fragment: str = "") -> tuple[str, list[str]]:
     """The DOM of `page` after its scripts ran, and the console errors Chromium logged."""
     with tempfile.TemporaryDirectory(prefix="e2e-chromium-") as profile:
         done = subprocess.run(
-            [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri() + fragment],
+            [
+                chromium(),
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                "--dump-dom",
+                page.resolve().as_uri() + fragment,
+            ],
             capture_output=True,
             text=True,
             timeout=120,
         )
     assert done.returncode == 0, f"chromium exited with {done.returncode}:\n{done.stderr[-3000:]}"
-    errors = [line for line in done.stderr.splitlines() if ":CONSOLE" in line and re.search(r"error|uncaught", line, re.I)]
+    errors = [
+        line for line in done.stderr.splitlines() if ":CONSOLE" in line and re.search(r"error|uncaught", line, re.I)
+    ]
     return done.stdout, errors
 
 
@@ -116,7 +123,9 @@ def run_dir(tmp_path_factory) -> Path:
         "-k", SELECTION,
     ]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert (base / "reports" / "results.json").exists(), f"the run wrote no results:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
+    assert (base / "reports" / "results.json").exists(), (
+        f"the run wrote no results:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
+    )
     return base
 
 
@@ -163,9 +172,13 @@ def test_report_of_a_real_run_loads_in_chromium_with_the_summary_counts(rows, ru
     assert re.search(r'class="cell f-xfailed"[^>]*>backend<', matrix)
     assert re.search(r'class="cell f-failed"[^>]*>XPASS\(strict\)<', matrix)
     # One section per signature of a pair that did not pass, the largest first.
-    sections = re.findall(r'<details class="sig"[^>]*><summary><span class="count">(\d+)</span> <code>([^<]*)</code>', dom)
+    sections = re.findall(
+        r'<details class="sig"[^>]*><summary><span class="count">(\d+)</span> <code>([^<]*)</code>', dom
+    )
     hits = Counter(r["signature"] for r in rows if r["final"] != "passed" and r["signature"])
-    assert sorted(hits.items(), key=lambda kv: (-kv[1], kv[0])) == [(html.unescape(text), int(n)) for n, text in sections]
+    assert sorted(hits.items(), key=lambda kv: (-kv[1], kv[0])) == [
+        (html.unescape(text), int(n)) for n, text in sections
+    ]
     assert 'id="run"' in dom and "torch-mlir imported from" in dom and "/site-packages/torch_mlir" in dom
 
 
@@ -199,7 +212,7 @@ def test_a_failing_pair_shows_its_error_rerun_command_and_links(rows, run_dir):
     assert "Binary_Atan2SameShape on tosa" in panel.group(2)
     rerun = next(r["rerun"] for r in rows if (r["test"], r["config"]) == ("Binary_Atan2SameShape", "tosa"))
     assert rerun.startswith("python -m pytest e2e/test_suite/elementwise_binary.py::Binary_Atan2SameShape::tosa ")
-    assert f"rerun: <code id=\"rerun\">{rerun}</code>" in html.unescape(panel.group(2))
+    assert f'rerun: <code id="rerun">{rerun}</code>' in html.unescape(panel.group(2))
     assert "failed to legalize operation 'torch.aten.atan2'" in html.unescape(panel.group(2))
     links = dict((text, href) for href, text in re.findall(r'<a href="([^"]+)">([^<]+)</a>', panel.group(2)))
     assert links["bundle README.md"] == "repro/Binary_Atan2SameShape/tosa/README.md"

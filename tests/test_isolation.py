@@ -32,7 +32,7 @@ def allocate_without_bound():
     hoard = []
     while True:  # 16 MiB at a time until the cap stops it (the cap in these tests: 200 MiB)
         hoard.append(bytearray(16 * MIB))
-        hoard[-1][:: 4096] = b"x" * (16 * MIB // 4096)
+        hoard[-1][::4096] = b"x" * (16 * MIB // 4096)
 
 
 def test_forked_value_comes_back():
@@ -159,13 +159,20 @@ class HangsInPython(torch.nn.Module):
     "module, outcome", [(CrashesNatively, CRASH), (HangsNatively, TIMEOUT), (HangsInPython, TIMEOUT)]
 )
 def test_a_golden_run_that_crashes_or_hangs_ends_as_every_configs_result(tmp_path, module, outcome):
-    host = TestHost(simple_test(module=module), shape_mode="annotated", config_loader=lambda n: Config(lambda: None),
-                    golden_limits=Limits(2, 200 * MIB))
+    host = TestHost(
+        simple_test(module=module),
+        shape_mode="annotated",
+        config_loader=lambda n: Config(lambda: None),
+        golden_limits=Limits(2, 200 * MIB),
+    )
     try:
         results = [host.run(name, tmp_path, LIMITS) for name in ("linalg", "tosa")]
     finally:
         host.close()
-    assert [(r.outcome, r.stage, r.config) for r in results] == [(outcome, "golden", "linalg"), (outcome, "golden", "tosa")]
+    assert [(r.outcome, r.stage, r.config) for r in results] == [
+        (outcome, "golden", "linalg"),
+        (outcome, "golden", "tosa"),
+    ]
 
 
 class Sharing(Config):
@@ -208,8 +215,11 @@ def test_configs_of_one_test_share_its_host(tmp_path):
     assert "shared: reused 'frontend' from an earlier config of this test" in second.notes
 
 
-@pytest.mark.parametrize("behaviour, outcome", [(segfault, CRASH), (native_hang, TIMEOUT), (allocate_without_bound, MEMORY)],
-                         ids=["segfault", "hang", "memory"])
+@pytest.mark.parametrize(
+    "behaviour, outcome",
+    [(segfault, CRASH), (native_hang, TIMEOUT), (allocate_without_bound, MEMORY)],
+    ids=["segfault", "hang", "memory"],
+)
 def test_a_pair_that_ends_its_host_is_its_own_result_and_the_next_pair_gets_a_new_host(tmp_path, behaviour, outcome):
     def load(name):
         return Sharing(name, behaviour if name == "bad" else lambda: None)

@@ -8,7 +8,6 @@ import torch
 
 from compiler.stages import module_text, new_context, parse_module
 from e2e.framework import op_test
-from e2e.framework.registry import GLOBAL_TEST_REGISTRY
 from e2e.framework.testutils import TestUtils, boundary_values
 from e2e.mutation import catalogue
 from e2e.mutation.catalogue import Mutation
@@ -60,8 +59,11 @@ def test_integer_rewrites_leave_index_values_alone():
 def test_swap_and_rename_keep_the_module_valid():
     m = module()
     assert swap_operands("arith.subf")(m, True) == 1
-    assert "arith.subf %arg4, %arg3" in module_text(m) or "subf %in_0, %in" in module_text(m) or \
-        module_text(m).count("arith.subf") == 1
+    assert (
+        "arith.subf %arg4, %arg3" in module_text(m)
+        or "subf %in_0, %in" in module_text(m)
+        or module_text(m).count("arith.subf") == 1
+    )
     assert rename("arith.maximumf", "arith.maxnumf")(m, True) == 1
     assert "arith.maxnumf" in module_text(m) and "arith.maximumf" not in module_text(m)
     m.operation.verify()
@@ -98,13 +100,20 @@ op_test("MutationUnit_Relu", torch.relu, lambda tu: [tu.randn(3, 4)])
 @pytest.fixture(scope="module")
 def records():
     names = ("cmpf_ogt_to_oge", "cmpf_ugt_to_uge", "swap_divf")
-    return {name: run_test(Job(name, "linalg", "annotated", False, None, names))
-            for name in ("MutationUnit_GtTies", "MutationUnit_GtRandom", "MutationUnit_Relu")}
+    return {
+        name: run_test(Job(name, "linalg", "annotated", False, None, names))
+        for name in ("MutationUnit_GtTies", "MutationUnit_GtRandom", "MutationUnit_Relu")
+    }
 
 
 def test_a_mutant_is_caught_by_ties_and_survives_random_inputs_with_a_witness(records):
-    rows = {r["name"]: r for r in kill_matrix(list(records.values()), [
-        m for m in catalogue.mutations() if m.name in ("cmpf_ogt_to_oge", "cmpf_ugt_to_uge", "swap_divf")])}
+    rows = {
+        r["name"]: r
+        for r in kill_matrix(
+            list(records.values()),
+            [m for m in catalogue.mutations() if m.name in ("cmpf_ogt_to_oge", "cmpf_ugt_to_uge", "swap_divf")],
+        )
+    }
     ogt = rows["cmpf_ogt_to_oge"]
     assert ogt["reached"] == 2 and [e["test"] for e in ogt["caught"]] == ["MutationUnit_GtTies"]
     assert ogt["caught"][0]["verdict"] in CAUGHT
@@ -140,7 +149,8 @@ def test_property_families_register_the_same_named_cases_on_every_import():
 
 
 def test_an_off_by_one_constant_wraps_like_its_integer_type():
-    m = parse_module("func.func @f() -> i64 {\n  %c = arith.constant 9223372036854775807 : i64\n  return %c : i64\n}",
-                     new_context())
+    m = parse_module(
+        "func.func @f() -> i64 {\n  %c = arith.constant 9223372036854775807 : i64\n  return %c : i64\n}", new_context()
+    )
     assert int_constant(1)(m, True) == 1
     assert "arith.constant -9223372036854775808 : i64" in module_text(m)

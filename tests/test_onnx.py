@@ -26,7 +26,8 @@ from e2e.onnx_backend.register import OnnxModelModule  # noqa: E402
 def one_node_model(op: str, inputs=("x",), domain: str = "", elem=TensorProto.FLOAT, **attributes) -> bytes:
     node = helper.make_node(op, list(inputs), ["y"], domain=domain or None, **attributes)
     graph = helper.make_graph(
-        [node], "g",
+        [node],
+        "g",
         [helper.make_tensor_value_info(name, elem, [2, 3]) for name in inputs],
         [helper.make_tensor_value_info("y", elem, [2, 3])],
     )
@@ -39,8 +40,12 @@ def run(test: registry.Test, tmp_path, config: str = "onnx"):
 
 
 def model_test(model: bytes, x: torch.Tensor, expected: torch.Tensor) -> registry.Test:
-    return registry.Test("onnx/case", lambda: OnnxModelModule(model, [expected]),
-                         lambda module, tu: module.forward(x), model_format="onnx")
+    return registry.Test(
+        "onnx/case",
+        lambda: OnnxModelModule(model, [expected]),
+        lambda module, tu: module.forward(x),
+        model_format="onnx",
+    )
 
 
 class Dynamic(torch.nn.Module):
@@ -70,8 +75,12 @@ def test_the_reused_exporter_registry_exports_the_same_model(monkeypatch):
     cached = onnx_frontend.export(Dynamic(), args, [[-1, 3]])
     original = _registration.ONNXRegistry.from_torchlib.__func__._e2e_original
     monkeypatch.setattr(_registration.ONNXRegistry, "from_torchlib", classmethod(original))
-    assert torch.onnx.export(Dynamic(), tuple(args), dynamic_shapes=({0: torch.export.Dim.AUTO},),
-                             dynamo=True).model_proto.SerializeToString() == cached
+    assert (
+        torch.onnx.export(
+            Dynamic(), tuple(args), dynamic_shapes=({0: torch.export.Dim.AUTO},), dynamo=True
+        ).model_proto.SerializeToString()
+        == cached
+    )
 
 
 def test_a_model_the_lowering_rejects_fails_in_its_pass_and_keeps_the_model(tmp_path):
@@ -79,7 +88,10 @@ def test_a_model_the_lowering_rejects_fails_in_its_pass_and_keeps_the_model(tmp_
     result = run(model_test(model, torch.ones(2, 3), torch.ones(2, 3)), tmp_path)
     assert (result.outcome, result.stage) == (FAIL, "torch-backend"), result.error
     assert "convert-torch-onnx-to-torch" in result.failing_pass
-    assert result.signature == "torch-backend | convert-torch-onnx-to-torch | no conversion of onnx.NoSuchOp to the torch dialect"
+    assert (
+        result.signature
+        == "torch-backend | convert-torch-onnx-to-torch | no conversion of onnx.NoSuchOp to the torch dialect"
+    )
     assert (tmp_path / "ir" / "onnx/case" / "onnx" / "model.onnx").read_bytes() == model
 
 
@@ -112,14 +124,19 @@ def test_without_the_onnx_packages_pairs_are_skipped_with_the_install_line(tmp_p
 def test_backend_cases_that_cannot_be_tensors_are_skipped_with_their_reason():
     def model_with(value_info, node=None):
         node = node or helper.make_node("Identity", ["x"], ["y"])
-        graph = helper.make_graph([node], "g", [value_info], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+        graph = helper.make_graph(
+            [node], "g", [value_info], [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])]
+        )
         return helper.make_model(graph)
 
     sequence = helper.make_tensor_sequence_value_info("x", TensorProto.FLOAT, [2])
     assert cases.make_case("node/seq", "node", model_with(sequence), [[]], [np.ones(2)]).skip_reason == cases.NON_TENSOR
     tensor = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
     adam = helper.make_node("Adam", ["x"], ["y"], domain=cases.TRAINING_DOMAIN)
-    assert cases.make_case("node/adam", "node", model_with(tensor, adam), [np.ones(2)], [np.ones(2)]).skip_reason == cases.TRAINING
+    assert (
+        cases.make_case("node/adam", "node", model_with(tensor, adam), [np.ones(2)], [np.ones(2)]).skip_reason
+        == cases.TRAINING
+    )
     strings = np.array(["a", "b"], dtype=object)
     assert cases.make_case("node/str", "node", model_with(tensor), [strings], [strings]).skip_reason == cases.STRING
     taken = cases.make_case("node/ok", "node", model_with(tensor), [np.ones(2, np.float16)], [np.ones(2, np.float32)])
@@ -133,7 +150,7 @@ def test_the_installed_onnx_gives_every_node_case_a_name_and_a_result_or_a_reaso
     assert all(bool(case.model) != bool(case.skip_reason) for case in node)
 
 
-SUITE = '''
+SUITE = """
 import numpy as np, torch
 from onnx import TensorProto, helper
 from e2e.framework import op_test
@@ -147,19 +164,25 @@ graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", Tenso
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10).SerializeToString()
 x = torch.tensor([1.0, -2.0])
 register_cases([OnnxCase("node/test_neg", "node", model, [x], [-x]), OnnxCase("node/test_str", "node", skip_reason=STRING)], __file__)
-'''
+"""
 
 
 def test_onnx_cases_run_on_onnx_configs_only_and_an_opt_in_config_is_selected_by_node_id(pytester, monkeypatch):
     # The subprocess imports this checkout's plugin, not whichever one is installed.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
+    )
     pytester.mkdir("suite").joinpath("cases.py").write_text(SUITE)
     common = ("-p", "e2e.plugin", "-p", "no:cacheprovider", "--no-reduce", "--e2e-suite", "suite", "-rs")
     result = pytester.runpytest_subprocess(*common, "--config", "linalg,onnx", timeout=600)
     result.assert_outcomes(passed=3, skipped=1)  # Tanh on both; node/test_neg on onnx; test_str skipped
     result.stdout.fnmatch_lines(["*ONNX case not expressible: string tensors*"])
     rows = json.loads((pytester.path / "reports" / "results.json").read_text())
-    assert sorted((r["test"], r["config"]) for r in rows) == [("Tanh", "linalg"), ("Tanh", "onnx"), ("node/test_neg", "onnx")]
+    assert sorted((r["test"], r["config"]) for r in rows) == [
+        ("Tanh", "linalg"),
+        ("Tanh", "onnx"),
+        ("node/test_neg", "onnx"),
+    ]
     again = pytester.runpytest_subprocess(*common, "suite/cases.py::Tanh::onnx", timeout=600)
     again.assert_outcomes(passed=1)  # no --config: the node id names the opt-in config
 
@@ -177,7 +200,9 @@ def test_an_exporter_failure_names_the_op_and_reduces_to_a_torch_script(tmp_path
     config = load_config("onnx")
     result = run_pair(prepared, config, reports_dir=tmp_path, limits=Limits(300, None), isolate=False)
     assert result.stage == "capture"
-    assert result.signature.startswith("capture | - | torch.onnx.export: ConversionError: torch.ops.aten.cummax.default")
+    assert result.signature.startswith(
+        "capture | - | torch.onnx.export: ConversionError: torch.ops.aten.cummax.default"
+    )
     outcome = reduce_result(result, prepared, config, tmp_path, time_box=60)
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert outcome.guilty_op == "aten.cummax.default" and outcome.ops_after == 1

@@ -14,7 +14,13 @@ def _op(name, fn, samples, **kwargs):
         for make in samples:
             yield make(dtype)
 
-    return OpInfo(name, op=fn, sample_inputs_func=sample_inputs, dtypes=kwargs.pop("dtypes", (torch.float32, torch.int64)), **kwargs)
+    return OpInfo(
+        name,
+        op=fn,
+        sample_inputs_func=sample_inputs,
+        dtypes=kwargs.pop("dtypes", (torch.float32, torch.int64)),
+        **kwargs,
+    )
 
 
 def _ones(*shape):
@@ -22,11 +28,27 @@ def _ones(*shape):
 
 
 OPS = [
-    _op("add", torch.add, [lambda d: SampleInput(torch.ones(2, dtype=d), args=(torch.ones(2, dtype=d),), kwargs={"alpha": 2})] * 4),
-    _op("nn.functional.pad", torch.nn.functional.pad,
-        [lambda d: SampleInput(torch.ones(1, 2, 3, dtype=d), args=((1, 1),), kwargs={"mode": "constant", "value": None})],
-        variant_test_name="constant"),
-    _op("rand_like", lambda x: torch.rand_like(x.float()), [lambda d: SampleInput(torch.ones(50, dtype=d))], dtypes=(torch.float32,)),
+    _op(
+        "add",
+        torch.add,
+        [lambda d: SampleInput(torch.ones(2, dtype=d), args=(torch.ones(2, dtype=d),), kwargs={"alpha": 2})] * 4,
+    ),
+    _op(
+        "nn.functional.pad",
+        torch.nn.functional.pad,
+        [
+            lambda d: SampleInput(
+                torch.ones(1, 2, 3, dtype=d), args=((1, 1),), kwargs={"mode": "constant", "value": None}
+            )
+        ],
+        variant_test_name="constant",
+    ),
+    _op(
+        "rand_like",
+        lambda x: torch.rand_like(x.float()),
+        [lambda d: SampleInput(torch.ones(50, dtype=d))],
+        dtypes=(torch.float32,),
+    ),
     _op("raises", lambda x: x.view(7), [lambda d: SampleInput(torch.ones(3, dtype=d))], dtypes=(torch.float32,)),
     _op("item", lambda x: x.item(), [lambda d: SampleInput(torch.ones((), dtype=d))], dtypes=(torch.float32,)),
     _op("int_only", torch.bitwise_not, [lambda d: SampleInput(torch.ones(2, dtype=d))], dtypes=(torch.int64,)),
@@ -36,9 +58,15 @@ OPS = [
 def test_collection_takes_first_samples_and_classifies_the_rest():
     collection = c.collect(OPS)
     names = [case.name for case in collection.cases]
-    assert names == ["OpInfo_add_0", "OpInfo_add_1", "OpInfo_add_2", "OpInfo_add_int64_0",
-                     "OpInfo_nn_functional_pad_constant_0", "OpInfo_nn_functional_pad_constant_int64_0",
-                     "OpInfo_int_only_int64_0"]
+    assert names == [
+        "OpInfo_add_0",
+        "OpInfo_add_1",
+        "OpInfo_add_2",
+        "OpInfo_add_int64_0",
+        "OpInfo_nn_functional_pad_constant_0",
+        "OpInfo_nn_functional_pad_constant_int64_0",
+        "OpInfo_int_only_int64_0",
+    ]
     reasons = {(s.op, s.reason) for s in collection.skips}
     assert ("rand_like", c.RANDOM) in reasons
     assert ("raises", c.NATIVE_RAISES) in reasons

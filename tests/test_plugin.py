@@ -15,8 +15,9 @@ op_test("Mm", torch.mm, lambda tu: [tu.rand(2, 3), tu.rand(3, 4)], dynamic=True)
 
 
 def run(pytester, *args):
-    return pytester.runpytest_subprocess("-p", "e2e.plugin", "-p", "no:cacheprovider", "--no-reduce", *args,
-                                         timeout=600)
+    return pytester.runpytest_subprocess(
+        "-p", "e2e.plugin", "-p", "no:cacheprovider", "--no-reduce", *args, timeout=600
+    )
 
 
 def test_a_directory_of_tests_runs_from_anywhere_and_the_header_names_the_compiler(pytester):
@@ -28,7 +29,10 @@ def test_a_directory_of_tests_runs_from_anywhere_and_the_header_names_the_compil
     result.stdout.fnmatch_lines([f"e2e: torch-mlir * ({next(iter(torch_mlir.__path__))})"])
     rows = json.loads((pytester.path / "reports" / "results.json").read_text())
     assert sorted((r["test"], r["config"], r["final"]) for r in rows) == [
-        ("Mm", "linalg", "passed"), ("Mm", "tosa", "failed"), ("Tanh", "linalg", "passed"), ("Tanh", "tosa", "passed")
+        ("Mm", "linalg", "passed"),
+        ("Mm", "tosa", "failed"),
+        ("Tanh", "linalg", "passed"),
+        ("Tanh", "tosa", "passed"),
     ]
     result.stdout.fnmatch_lines(["rerun: python -m pytest my_suite/ops.py::Mm::tosa --e2e-suite my_suite --no-reduce"])
 
@@ -49,15 +53,31 @@ def test_a_printed_rerun_command_reruns_its_pair_as_pasted(pytester, tmp_path):
     )
     project.joinpath("my_configs.py").write_text("from e2e.configs import load_config\nTOSA = load_config('tosa')\n")
     project.joinpath("xfails").mkdir()
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--no-reduce", "--e2e-suite", "my_e2e",
-               "--config", "my_configs:TOSA", "--shapes", "static", "--xfail-dir", "xfails",
-               "--reports-dir", str(tmp_path / "elsewhere" / "reports")]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--no-reduce",
+        "--e2e-suite",
+        "my_e2e",
+        "--config",
+        "my_configs:TOSA",
+        "--shapes",
+        "static",
+        "--xfail-dir",
+        "xfails",
+        "--reports-dir",
+        str(tmp_path / "elsewhere" / "reports"),
+    ]
     first = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=600)
     (rerun,) = printed_reruns(first.stdout)
     assert rerun.startswith("python -m pytest my_e2e/cases.py::Atan2::tosa ") and "--config my_configs:TOSA" in rerun
     assert "--shapes static" in rerun and "--xfail-dir xfails" in rerun
-    again = subprocess.run(rerun + " -p no:cacheprovider", shell=True, cwd=project, capture_output=True, text=True,
-                           timeout=600)
+    again = subprocess.run(
+        rerun + " -p no:cacheprovider", shell=True, cwd=project, capture_output=True, text=True, timeout=600
+    )
     assert "= 1 failed" in again.stdout.splitlines()[-1], again.stdout + again.stderr
     assert printed_reruns(again.stdout) == [rerun]  # the same pair, failing the same way
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-BROKEN_SUITE = '''
+BROKEN_SUITE = """
 import ctypes, os
 import torch
 from e2e.framework import e2e_test, op_test
@@ -48,7 +48,7 @@ class Uncopyable(torch.nn.Module):
         raise TypeError("cannot be copied")
     def forward(self, x):
         return x
-'''
+"""
 
 BROKEN_FILES = {
     "import_segfault.py": "import ctypes\nctypes.string_at(0)\n",
@@ -84,9 +84,25 @@ def write_suite(directory: Path, files: dict[str, str]) -> Path:
 
 def e2e_command(suite: Path, tmp: Path, *extra: str) -> list[str]:
     return [
-        sys.executable, "-m", "pytest", "-p", "e2e.plugin", "-p", "no:cacheprovider", "--e2e-suite", str(suite),
-        "--config", "linalg", "--no-reduce", "--reports-dir", str(tmp / "reports"),
-        "--junitxml", str(tmp / "junit.xml"), "-q", "-rs", *extra,
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "e2e.plugin",
+        "-p",
+        "no:cacheprovider",
+        "--e2e-suite",
+        str(suite),
+        "--config",
+        "linalg",
+        "--no-reduce",
+        "--reports-dir",
+        str(tmp / "reports"),
+        "--junitxml",
+        str(tmp / "junit.xml"),
+        "-q",
+        "-rs",
+        *extra,
     ]
 
 
@@ -96,7 +112,10 @@ def test_a_suite_of_broken_tests_ends_with_every_result(tmp_path, workers):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     run = subprocess.run(
-        e2e_command(suite, tmp_path, "--timeout", "4", *workers), cwd=elsewhere, capture_output=True, text=True,
+        e2e_command(suite, tmp_path, "--timeout", "4", *workers),
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
         timeout=600,
     )
     out = run.stdout + run.stderr
@@ -116,7 +135,7 @@ def test_a_suite_of_broken_tests_ends_with_every_result(tmp_path, workers):
     assert "in segfault" in segfault["error"]  # the Python stack of the crash is kept
 
 
-SLOW_SUITE = '''
+SLOW_SUITE = """
 import time
 import torch
 from e2e.framework import op_test
@@ -131,7 +150,7 @@ def sleeping_tanh(seconds):
 # before the signal comes, however loaded the machine is.
 for i in range(40):
     op_test(f"Slow{i:02d}", sleeping_tanh(0.3 if i < 4 else 200), lambda tu: [tu.rand(2, 3)])
-'''
+"""
 
 
 def sigint_as_in_a_terminal() -> None:
@@ -159,13 +178,19 @@ def descendants(pid: int) -> set[int]:
 
 
 @pytest.mark.parametrize(
-    "signal_number, workers", [(signal.SIGTERM, []), (signal.SIGINT, ["-n", "2"])], ids=["sigterm-serial", "sigint-xdist"]
+    "signal_number, workers",
+    [(signal.SIGTERM, []), (signal.SIGINT, ["-n", "2"])],
+    ids=["sigterm-serial", "sigint-xdist"],
 )
 def test_a_killed_run_keeps_its_results_and_leaves_no_process(tmp_path, signal_number, workers):
     suite = write_suite(tmp_path, {"slow.py": SLOW_SUITE})
     process = subprocess.Popen(
-        e2e_command(suite, tmp_path, "--config", "tosa", *workers), cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, preexec_fn=sigint_as_in_a_terminal,
+        e2e_command(suite, tmp_path, "--config", "tosa", *workers),
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=sigint_as_in_a_terminal,
     )
     rows_so_far = tmp_path / "reports" / "results.jsonl"
     deadline = time.monotonic() + 300
@@ -186,7 +211,7 @@ def test_a_killed_run_keeps_its_results_and_leaves_no_process(tmp_path, signal_n
     assert all(row["outcome"] == "pass" for row in streamed)
 
 
-SIGNAL_IN_A_FINALIZER_SUITE = '''
+SIGNAL_IN_A_FINALIZER_SUITE = """
 import os, signal, time
 import torch
 from e2e.framework import op_test
@@ -205,7 +230,7 @@ def after_fork(pid=RUN):
 os.register_at_fork(after_in_parent=after_fork)
 for i in range(8):
     op_test(f"Tanh{i}", torch.tanh, lambda tu: [tu.rand(2)])
-'''
+"""
 
 
 def test_a_signal_swallowed_by_a_finalizer_still_stops_the_run(tmp_path):
@@ -250,8 +275,14 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_ends_the_run_interrupted(tmp_path
     suite = write_suite(tmp_path, {"slow.py": SLOW_SUITE})
     (tmp_path / "conftest.py").write_text(SIGNAL_IN_A_CONTROLLER_FINALIZER)
     started = time.monotonic()
-    run = subprocess.run(e2e_command(suite, tmp_path, "--config", "tosa", *workers), cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300, preexec_fn=sigint_as_in_a_terminal)
+    run = subprocess.run(
+        e2e_command(suite, tmp_path, "--config", "tosa", *workers),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=sigint_as_in_a_terminal,
+    )
     out = run.stdout + run.stderr
     assert "Exception ignored" in out and "KeyboardInterrupt" in out  # swallowed where it landed
     assert run.returncode == pytest.ExitCode.INTERRUPTED, out
@@ -262,14 +293,14 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_ends_the_run_interrupted(tmp_path
 
 def test_a_second_run_on_a_busy_reports_dir_is_refused(tmp_path):
     suite = write_suite(tmp_path, {"slow.py": SLOW_SUITE})
-    first = subprocess.Popen(e2e_command(suite, tmp_path), cwd=tmp_path, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
+    first = subprocess.Popen(
+        e2e_command(suite, tmp_path), cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not (tmp_path / "reports" / "run.json").exists():
             time.sleep(0.2)
-        second = subprocess.run(e2e_command(suite, tmp_path), cwd=tmp_path, capture_output=True, text=True,
-                                timeout=120)
+        second = subprocess.run(e2e_command(suite, tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=120)
     finally:
         first.send_signal(signal.SIGTERM)
         first.wait(timeout=120)
@@ -278,13 +309,23 @@ def test_a_second_run_on_a_busy_reports_dir_is_refused(tmp_path):
 
 
 def test_a_bad_xfail_file_under_xdist_names_its_file_and_line(tmp_path):
-    suite = write_suite(tmp_path, {"tests.py": "import torch\nfrom e2e.framework import op_test\n"
-                                   "op_test('Tanh', torch.tanh, lambda tu: [tu.rand(2)])\n"})
+    suite = write_suite(
+        tmp_path,
+        {
+            "tests.py": "import torch\nfrom e2e.framework import op_test\n"
+            "op_test('Tanh', torch.tanh, lambda tu: [tu.rand(2)])\n"
+        },
+    )
     xfails = tmp_path / "xfail"
     xfails.mkdir()
     (xfails / "linalg.txt").write_text("Tanh  # fail: backend | x | y\nRenamedAway  # fail: backend | x | y\n")
-    run = subprocess.run(e2e_command(suite, tmp_path, "--xfail-dir", str(xfails), "-n", "2"), cwd=tmp_path,
-                         capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        e2e_command(suite, tmp_path, "--xfail-dir", str(xfails), "-n", "2"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 4, run.stdout + run.stderr
     assert f"{xfails / 'linalg.txt'}:2: unknown test 'RenamedAway'" in run.stderr
     assert "INTERNALERROR" not in run.stdout + run.stderr

@@ -25,33 +25,124 @@ FLOATS = ("bf16", "f16", "f32", "f64")
 INTEGERS = ("i1", "i8", "i16", "i32", "i64")
 BITS = {"bf16": 16, "f16": 16, "f32": 32, "f64": 64, "i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
 TORCH = {
-    "bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32, "f64": torch.float64,
-    "i1": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
-    "complex<f32>": torch.complex64, "complex<f64>": torch.complex128,
+    "bf16": torch.bfloat16,
+    "f16": torch.float16,
+    "f32": torch.float32,
+    "f64": torch.float64,
+    "i1": torch.bool,
+    "i8": torch.int8,
+    "i16": torch.int16,
+    "i32": torch.int32,
+    "i64": torch.int64,
+    "complex<f32>": torch.complex64,
+    "complex<f64>": torch.complex128,
 }
-FLOAT_BINARY = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.remf", "arith.maximumf",
-                "arith.minimumf", "arith.maxnumf", "arith.minnumf", "math.powf", "math.atan2", "math.copysign")
-FLOAT_UNARY = ("arith.negf", "math.absf", "math.ceil", "math.floor", "math.round", "math.roundeven", "math.trunc",
-               "math.sqrt", "math.rsqrt", "math.exp", "math.exp2", "math.expm1", "math.log", "math.log2",
-               "math.log10", "math.log1p", "math.sin", "math.cos", "math.tan", "math.tanh", "math.atan", "math.erf")
-INT_BINARY = ("arith.addi", "arith.subi", "arith.muli", "arith.divsi", "arith.divui", "arith.remsi", "arith.remui",
-              "arith.ceildivsi", "arith.floordivsi", "arith.maxsi", "arith.minsi", "arith.maxui", "arith.minui",
-              "arith.andi", "arith.ori", "arith.xori", "arith.shli", "arith.shrsi", "arith.shrui")
+FLOAT_BINARY = (
+    "arith.addf",
+    "arith.subf",
+    "arith.mulf",
+    "arith.divf",
+    "arith.remf",
+    "arith.maximumf",
+    "arith.minimumf",
+    "arith.maxnumf",
+    "arith.minnumf",
+    "math.powf",
+    "math.atan2",
+    "math.copysign",
+)
+FLOAT_UNARY = (
+    "arith.negf",
+    "math.absf",
+    "math.ceil",
+    "math.floor",
+    "math.round",
+    "math.roundeven",
+    "math.trunc",
+    "math.sqrt",
+    "math.rsqrt",
+    "math.exp",
+    "math.exp2",
+    "math.expm1",
+    "math.log",
+    "math.log2",
+    "math.log10",
+    "math.log1p",
+    "math.sin",
+    "math.cos",
+    "math.tan",
+    "math.tanh",
+    "math.atan",
+    "math.erf",
+)
+INT_BINARY = (
+    "arith.addi",
+    "arith.subi",
+    "arith.muli",
+    "arith.divsi",
+    "arith.divui",
+    "arith.remsi",
+    "arith.remui",
+    "arith.ceildivsi",
+    "arith.floordivsi",
+    "arith.maxsi",
+    "arith.minsi",
+    "arith.maxui",
+    "arith.minui",
+    "arith.andi",
+    "arith.ori",
+    "arith.xori",
+    "arith.shli",
+    "arith.shrsi",
+    "arith.shrui",
+)
 COMPLEX_BINARY = ("complex.add", "complex.sub", "complex.mul", "complex.div")
 
 # What a lowered program may call: the C library and libm, memrefCopy and the result
 # callback the RefBackend registers, and the RefBackend's own conversions.
 LIBC = {"malloc", "free", "aligned_alloc", "memcpy", "memset", "memmove", "abort", "memrefCopy"}
-LIBM = {f + suffix for f in ("exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan", "tanh",
-                             "atan", "atan2", "erf", "pow", "sqrt", "fmod", "floor", "ceil", "round", "roundeven",
-                             "trunc", "cbrt", "hypot", "fabs", "copysign")
-        for suffix in ("f", "")}
+LIBM = {
+    f + suffix
+    for f in (
+        "exp",
+        "exp2",
+        "expm1",
+        "log",
+        "log2",
+        "log10",
+        "log1p",
+        "sin",
+        "cos",
+        "tan",
+        "tanh",
+        "atan",
+        "atan2",
+        "erf",
+        "pow",
+        "sqrt",
+        "fmod",
+        "floor",
+        "ceil",
+        "round",
+        "roundeven",
+        "trunc",
+        "cbrt",
+        "hypot",
+        "fabs",
+        "copysign",
+    )
+    for suffix in ("f", "")
+}
 ALLOWED_CALLS = LIBC | LIBM | set(softfloat.RUNTIME_SYMBOLS)
 # Float ops on f16 or bf16 values, which LLVM lowers as the host CPU allows...
-_HALF_FLOAT_OPS = re.compile(r"= llvm\.(f[a-z]+|intr\.[a-z0-9.]+|fcmp|sitofp|uitofp|fptosi|fptoui)\b[^\n]*\b(bf16|f16)\b[^\n]*")
+_HALF_FLOAT_OPS = re.compile(
+    r"= llvm\.(f[a-z]+|intr\.[a-z0-9.]+|fcmp|sitofp|uitofp|fptosi|fptoui)\b[^\n]*\b(bf16|f16)\b[^\n]*"
+)
 # ...but these conversions: native (F16C; a shift for bf16) or `compiler.softfloat`, the same bits.
 # (f64 -> bf16 is left by arith-expand{include-bf16}, which expands only f32 -> bf16.)
-_PORTABLE_CONVERSIONS = re.compile(r"= llvm\.(fpext [^\n]*: (f16|bf16) to (f32|f64)|fptrunc [^\n]*: (f32|f64) to f16|fptrunc [^\n]*: f64 to bf16)$")
+_PORTABLE_CONVERSIONS = re.compile(
+    r"= llvm\.(fpext [^\n]*: (f16|bf16) to (f32|f64)|fptrunc [^\n]*: (f32|f64) to f16|fptrunc [^\n]*: f64 to bf16)$"
+)
 
 
 def _program(element: str) -> tuple[str, list[str]]:
@@ -96,14 +187,14 @@ def _program(element: str) -> tuple[str, list[str]]:
             emit(f"arith.sitofp %a : {t} to {tensor(other)}", other)
             emit(f"arith.uitofp %a : {t} to {tensor(other)}", other)
     else:  # complex<f32>, complex<f64>: complex ops take scalars, so each in a linalg.generic
-        part = element[len("complex<"):-1]
+        part = element[len("complex<") : -1]
         for op in COMPLEX_BINARY + ("complex.abs",):
             out = part if op == "complex.abs" else element
             operands = "%x" if op == "complex.abs" else "%x, %y"
             lines.append(f"  %init{len(results)} = tensor.empty() : {tensor(out)}")
             emit(
                 "linalg.generic {indexing_maps = [affine_map<(d) -> (d)>, affine_map<(d) -> (d)>, "
-                "affine_map<(d) -> (d)>], iterator_types = [\"parallel\"]} "
+                'affine_map<(d) -> (d)>], iterator_types = ["parallel"]} '
                 f"ins(%a, %b : {t}, {t}) outs(%init{len(results)} : {tensor(out)}) {{\n"
                 f"  ^bb0(%x: {element}, %y: {element}, %o: {out}):\n"
                 f"    %v = {op} {operands} : {element}\n"
@@ -112,7 +203,11 @@ def _program(element: str) -> tuple[str, list[str]]:
             )
     returns = ", ".join(f"%r{i}" for i in range(len(results)))
     types = ", ".join(tensor(r) for r in results)
-    text = f"func.func @main(%a: {t}, %b: {t}) -> ({types}) {{\n" + "\n".join(lines) + f"\n  return {returns} : {types}\n}}\n"
+    text = (
+        f"func.func @main(%a: {t}, %b: {t}) -> ({types}) {{\n"
+        + "\n".join(lines)
+        + f"\n  return {returns} : {types}\n}}\n"
+    )
     return text, results
 
 
@@ -142,11 +237,17 @@ def test_every_op_of_a_dtype_lowers_portably_and_runs(element, context):
         lowered = parse_module(text, context)
         lower_to_llvm(lowered)
         llvm_text = module_text(lowered)
-    host_dependent = [m.group(0) for m in _HALF_FLOAT_OPS.finditer(llvm_text) if not _PORTABLE_CONVERSIONS.search(m.group(0))]
-    assert not host_dependent, f"{element}: 16-bit float ops left for LLVM to lower by CPU:\n" + "\n".join(host_dependent[:5])
+    host_dependent = [
+        m.group(0) for m in _HALF_FLOAT_OPS.finditer(llvm_text) if not _PORTABLE_CONVERSIONS.search(m.group(0))
+    ]
+    assert not host_dependent, f"{element}: 16-bit float ops left for LLVM to lower by CPU:\n" + "\n".join(
+        host_dependent[:5]
+    )
     external = set(re.findall(r"llvm\.func @([\w.$]+)\([^)]*\)[^{\n]*$", llvm_text, re.M))
     external = {name for name in external if not name.startswith("_mlir_ciface_refbackend_consume_func_return_")}
-    assert external <= ALLOWED_CALLS, f"{element}: calls outside libc/libm and the runtime: {sorted(external - ALLOWED_CALLS)}"
+    assert external <= ALLOWED_CALLS, (
+        f"{element}: calls outside libc/libm and the runtime: {sorted(external - ALLOWED_CALLS)}"
+    )
 
     with context:
         program = compile_linalg(parse_module(text, context), [TORCH[r] for r in result_elements])
@@ -157,9 +258,31 @@ def test_every_op_of_a_dtype_lowers_portably_and_runs(element, context):
 
 
 # Values at the edges of each conversion: halfway cases, subnormals, overflow, inf, NaN, signed zero.
-EDGES = [0.0, -0.0, 1.0, 1 + 2**-11, 1 + 2**-11 + 2**-30, 1 + 3 * 2**-11, 65504.0, 65520.0, 65519.99, 1e10, -1e10,
-         2**-24, 2**-25, 2**-25 + 2**-40, 3 * 2**-26, 6.1e-5, 1 + 2**-8, 1 + 2**-8 + 2**-20, 3.3895e38, 1e-40,
-         float("inf"), float("-inf"), float("nan")]
+EDGES = [
+    0.0,
+    -0.0,
+    1.0,
+    1 + 2**-11,
+    1 + 2**-11 + 2**-30,
+    1 + 3 * 2**-11,
+    65504.0,
+    65520.0,
+    65519.99,
+    1e10,
+    -1e10,
+    2**-24,
+    2**-25,
+    2**-25 + 2**-40,
+    3 * 2**-26,
+    6.1e-5,
+    1 + 2**-8,
+    1 + 2**-8 + 2**-20,
+    3.3895e38,
+    1e-40,
+    float("inf"),
+    float("-inf"),
+    float("nan"),
+]
 
 
 def _correctly_rounded(values: torch.Tensor, target: torch.dtype) -> torch.Tensor:
@@ -187,9 +310,11 @@ def _correctly_rounded(values: torch.Tensor, target: torch.dtype) -> torch.Tenso
 def test_16_bit_conversions_round_to_nearest_even_exactly(source, target, context):
     """Bit-exact IEEE conversions, whichever way this CPU converts (native or the runtime)."""
     op = "extf" if BITS[target] > BITS[source] or source == "bf16" else "truncf"
-    text = (f"func.func @main(%a: tensor<{2 * len(EDGES)}x{source}>) -> tensor<{2 * len(EDGES)}x{target}> {{\n"
-            f"  %r = arith.{op} %a : tensor<{2 * len(EDGES)}x{source}> to tensor<{2 * len(EDGES)}x{target}>\n"
-            f"  return %r : tensor<{2 * len(EDGES)}x{target}>\n}}\n")
+    text = (
+        f"func.func @main(%a: tensor<{2 * len(EDGES)}x{source}>) -> tensor<{2 * len(EDGES)}x{target}> {{\n"
+        f"  %r = arith.{op} %a : tensor<{2 * len(EDGES)}x{source}> to tensor<{2 * len(EDGES)}x{target}>\n"
+        f"  return %r : tensor<{2 * len(EDGES)}x{target}>\n}}\n"
+    )
     values = torch.tensor(EDGES, dtype=torch.float64)
     values = torch.cat([values, -values]).to(TORCH[source])
     with context:

@@ -10,14 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from e2e.framework.isolation import Limits
 import torch
 
 from compiler import fx_to_torch_backend_ir
 from compiler.pipelines import TORCH_BACKEND_TO_LINALG
 from compiler.refbackend import LOWER_PIPELINE
 from e2e.configs import load_config
+from e2e.framework.isolation import Limits
 from e2e.reducer.bundle import with_reproducer_resource
 from e2e.reducer.failure import reduce_jit_mismatch, reduce_mismatch, reduce_mlir
 from e2e.reducer.localize import toolchain_for
@@ -48,14 +47,17 @@ def run_elsewhere(bundle: Path, tmp_path: Path) -> subprocess.CompletedProcess:
     copy = tmp_path / "attached-to-an-issue"
     shutil.copytree(bundle, copy)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, "-I", "repro.py"], cwd=copy, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-I", "repro.py"], cwd=copy, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_pass_failing_on_one_op_kind(tmp_path):
     original = torch_backend_ir()
     pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
-    outcome = reduce_mlir(original, pipeline, "backend", error_pattern="math.exp", test="T", config="c",
-                          reports_dir=tmp_path, time_box=30)
+    outcome = reduce_mlir(
+        original, pipeline, "backend", error_pattern="math.exp", test="T", config="c", reports_dir=tmp_path, time_box=30
+    )
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert outcome.guilty_op == "math.exp"
     repro = (outcome.bundle / "repro.mlir").read_text()
@@ -68,8 +70,9 @@ def test_pass_failing_on_one_op_kind(tmp_path):
 
 def test_bundle_runs_without_the_checkout(tmp_path):
     pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
-    outcome = reduce_mlir(torch_backend_ir(), pipeline, "backend", test="T", config="c",
-                          reports_dir=tmp_path / "reports", time_box=30)
+    outcome = reduce_mlir(
+        torch_backend_ir(), pipeline, "backend", test="T", config="c", reports_dir=tmp_path / "reports", time_box=30
+    )
     script = (outcome.bundle / "repro.py").read_text()
     assert "sys.path" not in script and not re.search(r"^\s*(from|import) (e2e|compiler|tests)\b", script, re.M)
     done = run_elsewhere(outcome.bundle, tmp_path)
@@ -80,8 +83,9 @@ def test_bundle_runs_without_the_checkout(tmp_path):
 
 def test_pass_crashing_the_process(tmp_path):
     pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "abort_on_tanh"]
-    outcome = reduce_mlir(torch_backend_ir(), pipeline, "backend", crash=True, test="T", config="c",
-                          reports_dir=tmp_path, time_box=40)
+    outcome = reduce_mlir(
+        torch_backend_ir(), pipeline, "backend", crash=True, test="T", config="c", reports_dir=tmp_path, time_box=40
+    )
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert "math.tanh" in outcome.guilty_op
     assert op_count((outcome.bundle / "repro.mlir").read_text().split("{-#")[0]) <= 5
@@ -90,34 +94,39 @@ def test_pass_crashing_the_process(tmp_path):
 
 def test_miscompile_found_node_by_node(tmp_path):
     chain = toolchain_for(load_config("linalg"))["backend"]
-    broken = [*chain[:-len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]
-    outcome = reduce_mismatch(Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], broken, test="T", config="c",
-                              reports_dir=tmp_path, time_box=40)
+    broken = [*chain[: -len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]
+    outcome = reduce_mismatch(
+        Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], broken, test="T", config="c", reports_dir=tmp_path, time_box=40
+    )
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert outcome.guilty_op == "aten.mul.Tensor"
     assert (outcome.bundle / "inputs.npz").exists() and (outcome.bundle / "expected.npz").exists()
     assert op_count((outcome.bundle / "repro.mlir").read_text().split("{-#")[0]) <= 5
     assert run_repro(outcome.bundle).returncode == 1
     # The same pipeline without the broken rewrite computes the expected values.
-    outcome_ok = reduce_mismatch(Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], chain, test="T2", config="c",
-                                 reports_dir=tmp_path, time_box=40)
+    outcome_ok = reduce_mismatch(
+        Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], chain, test="T2", config="c", reports_dir=tmp_path, time_box=40
+    )
     assert outcome_ok.bundle is None
 
 
 def test_torchscript_miscompile_found_in_the_torchscript_graph(tmp_path):
     """The search the torchscript config falls back to when the FX re-export agrees."""
     chain = toolchain_for(load_config("torchscript"))["backend"]
-    broken = [*chain[:-len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]
+    broken = [*chain[: -len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]
     inputs = [torch.rand(3, 4), torch.rand(3, 4)]
-    outcome = reduce_jit_mismatch(Mixed(), inputs, broken, test="T", config="torchscript", reports_dir=tmp_path,
-                                  time_box=60)
+    outcome = reduce_jit_mismatch(
+        Mixed(), inputs, broken, test="T", config="torchscript", reports_dir=tmp_path, time_box=60
+    )
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert outcome.guilty_op == "torch.aten.mul"
     repro = (outcome.bundle / "repro.mlir").read_text().split("{-#")[0]
     assert "torch.aten.mul.Tensor" in repro and "torch.aten.exp" not in repro  # the node alone
     assert "localized in the TorchScript graph" in (outcome.bundle / "README.md").read_text()
     assert run_elsewhere(outcome.bundle, tmp_path).returncode == 1
-    fine = reduce_jit_mismatch(Mixed(), inputs, chain, test="T2", config="torchscript", reports_dir=tmp_path, time_box=60)
+    fine = reduce_jit_mismatch(
+        Mixed(), inputs, chain, test="T2", config="torchscript", reports_dir=tmp_path, time_box=60
+    )
     assert fine.bundle is None and "agrees with TorchScript's own run" in fine.note
 
 
@@ -129,22 +138,39 @@ class DynamicMatmul(torch.nn.Module):
 def test_dynamic_view_miscompile_ends_in_five_ops(tmp_path):
     """The linalg xfails Matmul3d2d/Linear3d_DynamicLeadingDims: a dynamic `view` flattening two dims."""
     chain = toolchain_for(load_config("linalg"))["backend"]
-    outcome = reduce_mismatch(DynamicMatmul(), [torch.rand(3, 4, 8), torch.rand(8, 5)], chain, test="T", config="linalg",
-                              reports_dir=tmp_path, arg_shapes=[[-1, -1, 8], [8, 5]], time_box=60)
+    outcome = reduce_mismatch(
+        DynamicMatmul(),
+        [torch.rand(3, 4, 8), torch.rand(8, 5)],
+        chain,
+        test="T",
+        config="linalg",
+        reports_dir=tmp_path,
+        arg_shapes=[[-1, -1, 8], [8, 5]],
+        time_box=60,
+    )
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert outcome.guilty_op == "aten.view.default" and outcome.ops_after <= 5
     repro = (outcome.bundle / "repro.mlir").read_text()
     assert "!torch.vtensor<[?,?,8],f32>" in repro and "torch.aten.view" in repro
     assert "expected [12, 8], got [3, 8]" in (outcome.bundle / "README.md").read_text()
     # Static shapes: no bug to see, and the reducer says why it has no bundle.
-    static = reduce_mismatch(DynamicMatmul(), [torch.rand(3, 4, 8), torch.rand(8, 5)], chain, test="T2", config="linalg",
-                             reports_dir=tmp_path, time_box=30)
+    static = reduce_mismatch(
+        DynamicMatmul(),
+        [torch.rand(3, 4, 8), torch.rand(8, 5)],
+        chain,
+        test="T2",
+        config="linalg",
+        reports_dir=tmp_path,
+        time_box=30,
+    )
     assert static.bundle is None and "agrees" in static.note and "stopped=no-localization" in static.summary()
 
 
 def test_same_signature_shares_one_bundle(tmp_path):
     pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
-    first = reduce_mlir(torch_backend_ir(), pipeline, "backend", test="A", config="c", reports_dir=tmp_path, verify=False)
+    first = reduce_mlir(
+        torch_backend_ir(), pipeline, "backend", test="A", config="c", reports_dir=tmp_path, verify=False
+    )
     second = reduce_mlir(torch_backend_ir(), pipeline, "backend", test="B", config="c", reports_dir=tmp_path)
     assert second.shared and second.bundle == first.bundle
     assert (first.bundle / "tests.txt").read_text().split() == ["A", "[c]", "B", "[c]"]
@@ -153,30 +179,57 @@ def test_same_signature_shares_one_bundle(tmp_path):
 @pytest.mark.parametrize(
     "one, other",
     [
-        ('loc("/a/b.py":3:4): \'tosa.reshape\' op expected [3,4] at 0x7f00aa %12',
-         'loc("/x/y.py":9:1): \'tosa.reshape\' op expected [5,6] at 0x1234 %arg0'),
+        (
+            "loc(\"/a/b.py\":3:4): 'tosa.reshape' op expected [3,4] at 0x7f00aa %12",
+            "loc(\"/x/y.py\":9:1): 'tosa.reshape' op expected [5,6] at 0x1234 %arg0",
+        ),
         ("error: /tmp/e2e-child-abc.stderr:12: failed 4x8xf32", "error: /home/u/q.mlir:3: failed 2x2xf32"),
-        ("LLVM ERROR: SmallVector unable to grow. Requested capacity (94816684595416) is larger than maximum value for size type (4294967295)",
-         "LLVM ERROR: SmallVector unable to grow. Requested capacity (94472229991848) is larger than maximum value for size type (4294967295)"),
+        (
+            "LLVM ERROR: SmallVector unable to grow. Requested capacity (94816684595416) is larger than maximum value for size type (4294967295)",
+            "LLVM ERROR: SmallVector unable to grow. Requested capacity (94472229991848) is larger than maximum value for size type (4294967295)",
+        ),
     ],
 )
 def test_normalization_forgets_what_varies(one, other):
     assert normalize(one) == normalize(other)
-    assert stage_signature("backend", one, "func.func(convert-torch-to-tosa{x=1})").startswith("backend | convert-torch-to-tosa |")
+    assert stage_signature("backend", one, "func.func(convert-torch-to-tosa{x=1})").startswith(
+        "backend | convert-torch-to-tosa |"
+    )
 
 
 def test_signature_helpers():
     assert normalize("'tosa.add' op failed") != normalize("'tosa.sub' op failed")
-    assert crash_signature("lower", "noise\nLLVM ERROR: bad at 0xdead\n", "killed by SIGABRT") == "crash | lower | LLVM ERROR: bad at <addr>"
+    assert (
+        crash_signature("lower", "noise\nLLVM ERROR: bad at 0xdead\n", "killed by SIGABRT")
+        == "crash | lower | LLVM ERROR: bad at <addr>"
+    )
     assert crash_signature("lower", "", "killed by SIGABRT") == "crash | lower | killed by SIGABRT"
-    assert guilty_op(["loc: failed to legalize operation 'torch.aten.asin' that was explicitly marked illegal"]) == "torch.aten.asin"
-    assert guilty_op(["loc: failed to legalize operation 'torch.operator' that was explicitly marked illegal: "
-                      '%v = "torch.operator"(%v) <{name = "aten.vstack"}> : (!torch.list<tensor>) -> !torch.tensor']) == "aten.vstack"
-    assert guilty_op(['loc: op was not bufferized', '  note: loc: see current operation: %28 = "stablehlo.dynamic_broadcast_in_dim"(%0) : () -> ()']) == "stablehlo.dynamic_broadcast_in_dim"
+    assert (
+        guilty_op(["loc: failed to legalize operation 'torch.aten.asin' that was explicitly marked illegal"])
+        == "torch.aten.asin"
+    )
+    assert (
+        guilty_op(
+            [
+                "loc: failed to legalize operation 'torch.operator' that was explicitly marked illegal: "
+                '%v = "torch.operator"(%v) <{name = "aten.vstack"}> : (!torch.list<tensor>) -> !torch.tensor'
+            ]
+        )
+        == "aten.vstack"
+    )
+    assert (
+        guilty_op(
+            [
+                "loc: op was not bufferized",
+                '  note: loc: see current operation: %28 = "stablehlo.dynamic_broadcast_in_dim"(%0) : () -> ()',
+            ]
+        )
+        == "stablehlo.dynamic_broadcast_in_dim"
+    )
 
 
 def test_reproducer_resource_joins_existing_resources():
-    text = 'module {\n}\n\n{-#\n  dialect_resources: {\n    builtin: {}\n  }\n#-}\n'
+    text = "module {\n}\n\n{-#\n  dialect_resources: {\n    builtin: {}\n  }\n#-}\n"
     joined = with_reproducer_resource(text, ["canonicalize"])
     assert joined.count("{-#") == 1 and 'pipeline: "builtin.module(canonicalize)"' in joined
     from compiler.stages import parse_module
@@ -191,8 +244,9 @@ def test_an_empty_shape_is_not_mistaken_for_an_address():
 def test_torch_level_miscompile_blames_the_rewritten_op(tmp_path):
     chain = toolchain_for(load_config("linalg"))["backend"]
     broken = [BROKEN + "aten_sub_to_add", *chain]
-    outcome = reduce_mismatch(Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], broken, test="T", config="c",
-                              reports_dir=tmp_path, time_box=60)
+    outcome = reduce_mismatch(
+        Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], broken, test="T", config="c", reports_dir=tmp_path, time_box=60
+    )
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert outcome.guilty_op == "aten.sub.Tensor" and outcome.ops_after <= 4
 
@@ -212,7 +266,9 @@ def test_execute_crash_reduces_to_the_failing_assert(tmp_path):
         "  %1 = linalg.add ins(%arg0, %arg0 : tensor<3x4xf32>, tensor<3x4xf32>) outs(%0 : tensor<3x4xf32>) -> tensor<3x4xf32>\n"
         "  return %1 : tensor<3x4xf32>\n}\n"
     )
-    result = SimpleNamespace(test="T", outcome="crash", stage="execute", signature="crash | execute | killed by SIGABRT")
+    result = SimpleNamespace(
+        test="T", outcome="crash", stage="execute", signature="crash | execute | killed by SIGABRT"
+    )
     outcome = reduce_result(result, None, load_config("linalg"), tmp_path, time_box=30)
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert outcome.guilty_op == "cf.assert" and outcome.ops_after <= 3
@@ -242,9 +298,13 @@ def test_a_replayed_failure_matches_its_report_behind_the_frontends_prefix_and_t
     from e2e.reducer.failure import _same_failure
 
     stage = "torch-backend | torch-lower-to-backend-contract"
-    replayed = f"{stage} | loc: failed to legalize operation 'torch.operator' that was explicitly marked illegal: %v:2 = rest"
-    reported = (f"{stage} | ops unknown to the torch dialect (imported as torch.operator): aten.gru.input; "
-                "loc: failed to legalize operation 'torch.operator' that was expl")  # cut at 300 characters
+    replayed = (
+        f"{stage} | loc: failed to legalize operation 'torch.operator' that was explicitly marked illegal: %v:2 = rest"
+    )
+    reported = (
+        f"{stage} | ops unknown to the torch dialect (imported as torch.operator): aten.gru.input; "
+        "loc: failed to legalize operation 'torch.operator' that was expl"
+    )  # cut at 300 characters
     assert _same_failure(replayed, reported)
     assert not _same_failure(replayed, f"{stage} | loc: failed to legalize operation 'torch.aten.mm'")
     assert not _same_failure(replayed, f"backend | convert-torch-to-linalg | {replayed.rpartition(' | ')[2]}")
@@ -263,11 +323,14 @@ class ExpThenWrongSub(torch.nn.Module):
 
 
 def test_a_crashing_candidate_answers_its_query_and_the_search_goes_on():
-    from e2e.reducer.graph import GraphSearch, localize_group
+    from e2e.reducer.graph import GraphSearch
 
     # The whole graph crashes (exp), its `sub` alone miscompiles (sub lowered as add).
-    toolchain = [f"{BROKEN}aten_sub_to_add", "python:tests.test_reducer:abort_on_aten_exp",
-                 *toolchain_for(load_config("linalg"))["backend"]]
+    toolchain = [
+        f"{BROKEN}aten_sub_to_add",
+        "python:tests.test_reducer:abort_on_aten_exp",
+        *toolchain_for(load_config("linalg"))["backend"],
+    ]
     search = GraphSearch(ExpThenWrongSub(), [torch.rand(3, 4), torch.rand(3, 4)], toolchain)
     assert search.check(search.units) is None and search.crashed_queries == 1  # answered, not fatal
     found = search.check([u for u in search.units if "sub" in u])

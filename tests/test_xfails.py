@@ -57,9 +57,21 @@ def test_update_xfails_adds_failures_drops_passes_and_keeps_hand_written_reasons
         {"test": "A_basic", "config": "linalg", "outcome": "fail", "signature": "backend | p | x"},
         {"test": "B_basic", "config": "linalg", "outcome": "pass", "signature": None},
         {"test": "C_basic", "config": "linalg", "outcome": "crash", "signature": "crash | lower | boom"},
-        {"test": "D_basic", "config": "linalg", "outcome": "error", "stage": "golden", "signature": "golden | broken test | invoker"},
+        {
+            "test": "D_basic",
+            "config": "linalg",
+            "outcome": "error",
+            "stage": "golden",
+            "signature": "golden | broken test | invoker",
+        },
         *({"test": f"G{i}", "config": "linalg", "outcome": "fail", "signature": "lower | p | same"} for i in range(3)),
-        {"test": "S_basic", "config": "linalg", "outcome": "fail", "signature": "compare | values", "shape_mode": "static"},
+        {
+            "test": "S_basic",
+            "config": "linalg",
+            "outcome": "fail",
+            "signature": "compare | values",
+            "shape_mode": "static",
+        },
     ]
     results = tmp_path / "results.json"
     results.write_text(json.dumps(rows))
@@ -71,9 +83,10 @@ def test_update_xfails_adds_failures_drops_passes_and_keeps_hand_written_reasons
     assert (tmp_path / "linalg.static.txt").read_text() == "S_basic  # fail: compare | values\n"
 
 
-
 def test_an_entry_marked_with_platforms_holds_only_there(tmp_path):
-    write(tmp_path, "A_basic @avx512  # fail: compare | nan\nA_basic @default  # fail: compare | values\nB_basic  # x\n")
+    write(
+        tmp_path, "A_basic @avx512  # fail: compare | nan\nA_basic @default  # fail: compare | values\nB_basic  # x\n"
+    )
     on_avx512 = load_xfails("linalg", None, tmp_path, platform="avx512")
     on_avx2 = load_xfails("linalg", None, tmp_path, platform="avx2")
     assert on_avx512["A_basic"].reason == "fail: compare | nan" and on_avx512["A_basic"].label == "A_basic @avx512"
@@ -90,7 +103,10 @@ def test_an_entry_marked_with_platforms_holds_only_there(tmp_path):
 
 
 def test_update_xfails_judges_only_the_platform_the_results_come_from(tmp_path):
-    write(tmp_path, "A_basic @avx512  # fail: compare | nan\nB_basic  # fail: compare | nan\nC_basic @avx2,avx512  # fail: lower | p | x\n")
+    write(
+        tmp_path,
+        "A_basic @avx512  # fail: compare | nan\nB_basic  # fail: compare | nan\nC_basic @avx2,avx512  # fail: lower | p | x\n",
+    )
     rows = [
         {"test": "A_basic", "config": "linalg", "outcome": "pass", "signature": None},  # holds on avx512 only: kept
         {"test": "B_basic", "config": "linalg", "outcome": "pass", "signature": None},  # everywhere: gone
@@ -105,9 +121,12 @@ def test_update_xfails_judges_only_the_platform_the_results_come_from(tmp_path):
         "A_basic @avx512  # fail: compare | nan\nC_basic @avx512  # fail: lower | p | x\nD_basic  # fail: compare | values\n"
     )
     # The same failure on another platform widens the entry rather than adding one.
-    results.write_text(json.dumps([{"test": "A_basic", "config": "linalg", "outcome": "fail", "signature": "compare | values"}]))
+    results.write_text(
+        json.dumps([{"test": "A_basic", "config": "linalg", "outcome": "fail", "signature": "compare | values"}])
+    )
     update(results, tmp_path, platform="default")
     assert load_xfails("linalg", None, tmp_path, platform="default")["A_basic"].label == "A_basic @avx512,default"
+
 
 CONFIGS = '''
 import torch
@@ -143,11 +162,33 @@ def test_a_listed_backend_failure_that_becomes_a_miscompile_fails_differently(tm
     (tmp_path / "xfail" / "broken.txt").write_text("Tanh  # fail: backend | convert-torch-to-linalg | loc: x\n")
 
     def run(config):
-        command = [sys.executable, "-m", "pytest", "-p", "e2e.plugin", "-p", "no:cacheprovider", "--e2e-suite",
-                   str(tmp_path / "suite"), "--config", f"my_configs:{config}", "--xfail-dir", str(tmp_path / "xfail"),
-                   "--no-reduce", "--reports-dir", str(tmp_path / "reports"), "-q"]
-        return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                              env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)})
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "e2e.plugin",
+            "-p",
+            "no:cacheprovider",
+            "--e2e-suite",
+            str(tmp_path / "suite"),
+            "--config",
+            f"my_configs:{config}",
+            "--xfail-dir",
+            str(tmp_path / "xfail"),
+            "--no-reduce",
+            "--reports-dir",
+            str(tmp_path / "reports"),
+            "-q",
+        ]
+        return subprocess.run(
+            command,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)},
+        )
 
     as_listed = run("ERROR")
     assert as_listed.returncode == 0 and "1 xfailed" in as_listed.stdout, as_listed.stdout + as_listed.stderr

@@ -83,7 +83,9 @@ def from_numpy(array: Any, dtype: ResultType, what: str) -> Any:
     expected = torch.empty((), dtype=dtype).numpy().dtype
     if array.dtype != expected:
         if array.dtype.itemsize != expected.itemsize and array.dtype.kind != expected.kind:
-            raise StageError("execute", f"{what}: the runtime returned {array.dtype}, the program's signature says {dtype}")
+            raise StageError(
+                "execute", f"{what}: the runtime returned {array.dtype}, the program's signature says {dtype}"
+            )
         array = array.astype(expected)  # e.g. bool returned as uint8, or a signless integer
     return torch.from_numpy(np.array(array))  # a writable copy
 

@@ -52,7 +52,8 @@ class Iree:
 
         text = snapshots.record("lower", backend_module)
         vmfb = guarded(
-            "lower", "iree-compile",
+            "lower",
+            "iree-compile",
             lambda: iree.compiler.compile_str(text, input_type=INPUT_TYPE[self.input], extra_args=list(COMPILE_FLAGS)),
         )
         return IreeProgram(vmfb, list(result_dtypes), text, self.compile_flags())
@@ -84,9 +85,14 @@ class IreeProgram:
         (directory / "program.mlir").write_text(self.source)
         for i, tensor in enumerate(tensors):
             np.save(directory / f"input_{i}.npy", to_numpy(tensor))
-        run = ["iree-run-module", "--module=program.vmfb", f"--device={RUNTIME_DRIVER}", "--function=main",
-               *[f"--input=@input_{i}.npy" for i in range(len(tensors))],
-               *[f"--output=@output_{i}.npy" for i in range(len(self.result_dtypes))]]
+        run = [
+            "iree-run-module",
+            "--module=program.vmfb",
+            f"--device={RUNTIME_DRIVER}",
+            "--function=main",
+            *[f"--input=@input_{i}.npy" for i in range(len(tensors))],
+            *[f"--output=@output_{i}.npy" for i in range(len(self.result_dtypes))],
+        ]
         return " ".join(["iree-compile", "program.mlir", *self.flags, "-o", "program.vmfb"]) + "\n" + " ".join(run)
 
     def close(self) -> None:

@@ -22,9 +22,20 @@ PYTHON_PASS = "python:compiler.executors.replay:"
 RUNTIMES = (("tosa-ref", "tosa"), ("xla", "stablehlo"), ("iree", "linalg"), ("iree", "torch"))
 DYNAMIC_DIM = 3
 _ELEMENTS = {
-    "f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16, "i1": torch.bool,
-    "i8": torch.int8, "ui8": torch.uint8, "i16": torch.int16, "i32": torch.int32, "i64": torch.int64,
-    "si64": torch.int64, "si32": torch.int32, "si8": torch.int8, "si16": torch.int16,
+    "f32": torch.float32,
+    "f64": torch.float64,
+    "f16": torch.float16,
+    "bf16": torch.bfloat16,
+    "i1": torch.bool,
+    "i8": torch.int8,
+    "ui8": torch.uint8,
+    "i16": torch.int16,
+    "i32": torch.int32,
+    "i64": torch.int64,
+    "si64": torch.int64,
+    "si32": torch.int32,
+    "si8": torch.int8,
+    "si16": torch.int16,
 }
 
 

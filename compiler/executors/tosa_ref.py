@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from compiler.executors import from_numpy, outputs_as, to_numpy
+from compiler.executors import outputs_as, to_numpy
 from compiler.refbackend import ResultType, argument_types
 from compiler.stages import Snapshots, StageError, module_text
 
@@ -42,8 +42,15 @@ TOOLS = ("tosa-opt", "tosa_reference_model", "tosa.fbs")
 INSTALL = f"python -m compiler.executors.tosa_ref --install   (tosa-tools=={VERSION}, kept out of the Python env)"
 
 NUMPY_OF_ELEMENT = {
-    "f32": np.float32, "f16": np.float16, "f64": np.float32, "i1": np.bool_, "i8": np.int8,
-    "i16": np.int16, "i32": np.int32, "i64": np.int64, "ui8": np.uint8,
+    "f32": np.float32,
+    "f16": np.float16,
+    "f64": np.float32,
+    "i1": np.bool_,
+    "i8": np.int8,
+    "i16": np.int16,
+    "i32": np.int32,
+    "i64": np.int64,
+    "ui8": np.uint8,
 }
 
 
@@ -128,9 +135,18 @@ class TosaReferenceModel:
         try:
             (workdir / "program.mlir").write_text(serializable(module_text(backend_module)))
             tools = tools_dir()
-            _run([str(tools / "tosa-opt"), str(workdir / "program.mlir"), "--tosa-serialize",
-                  f"--tosa-flatbuffer-filename={workdir / 'program.tosa'}", "-o", os.devnull],
-                 "lower", "tosa-opt --tosa-serialize")
+            _run(
+                [
+                    str(tools / "tosa-opt"),
+                    str(workdir / "program.mlir"),
+                    "--tosa-serialize",
+                    f"--tosa-flatbuffer-filename={workdir / 'program.tosa'}",
+                    "-o",
+                    os.devnull,
+                ],
+                "lower",
+                "tosa-opt --tosa-serialize",
+            )
         except BaseException:
             shutil.rmtree(workdir, ignore_errors=True)
             raise
@@ -145,12 +161,20 @@ class TosaProgram:
         """The reference model's command line in its working directory, where it writes desc.json."""
         descriptor = {
             "tosa_file": "program.tosa",
-            "ifm_name": [f"TosaInput_{i}" for i in range(len(inputs))], "ifm_file": list(inputs),
-            "ofm_name": [f"TosaOutput_{i}" for i in range(len(outputs))], "ofm_file": list(outputs),
+            "ifm_name": [f"TosaInput_{i}" for i in range(len(inputs))],
+            "ifm_file": list(inputs),
+            "ofm_name": [f"TosaOutput_{i}" for i in range(len(outputs))],
+            "ofm_file": list(outputs),
         }
         (self.workdir / "desc.json").write_text(json.dumps(descriptor))
         tools = tools_dir()
-        return [str(tools / "tosa_reference_model"), "--test_desc", "desc.json", "--operator_fbs", str(tools / "tosa.fbs")]
+        return [
+            str(tools / "tosa_reference_model"),
+            "--test_desc",
+            "desc.json",
+            "--operator_fbs",
+            str(tools / "tosa.fbs"),
+        ]
 
     def __call__(self, *tensors: torch.Tensor) -> list:
         if len(tensors) != len(self.input_types):
@@ -170,11 +194,15 @@ class TosaProgram:
             lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
             first = next((line for line in lines if _REASON.search(line)), None) or next(
                 (line for line in lines if "ERROR" in line or "error" in line or "assert" in line.lower()),
-                lines[-1] if lines else "no output")
+                lines[-1] if lines else "no output",
+            )
             first = re.sub(r"^.*?(OpFactory could not allocate op.*?\)(?: -> \([^)]*\))?).*$", r"\1", first)
             first = re.sub(r"\s+", " ", first)
-            raise StageError("execute", f"tosa_reference_model failed (exit {done.returncode}): {first.strip()}",
-                             diagnostics=lines[-30:])
+            raise StageError(
+                "execute",
+                f"tosa_reference_model failed (exit {done.returncode}): {first.strip()}",
+                diagnostics=lines[-30:],
+            )
         arrays = [np.load(self.workdir / name) for name in outputs]
         return outputs_as(arrays, self.result_dtypes, "tosa_reference_model")
 
@@ -188,8 +216,9 @@ class TosaProgram:
             np.save(directory / f"input_{i}.npy", array if numpy_type is None else array.astype(numpy_type))
             inputs.append(f"input_{i}.npy")
         tools = tools_dir()
-        serialize = (f"{tools / 'tosa-opt'} program.mlir --tosa-serialize --tosa-flatbuffer-filename=program.tosa "
-                     f"-o /dev/null")
+        serialize = (
+            f"{tools / 'tosa-opt'} program.mlir --tosa-serialize --tosa-flatbuffer-filename=program.tosa -o /dev/null"
+        )
         outputs = [f"output_{i}.npy" for i in range(len(self.result_dtypes))]
         run = " ".join(self.command(inputs, outputs))
         shutil.copy(self.workdir / "desc.json", directory / "desc.json")
@@ -201,7 +230,9 @@ class TosaProgram:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--install", action="store_true", help=f"extract tosa-tools=={VERSION}'s binaries into {tools_dir()}")
+    parser.add_argument(
+        "--install", action="store_true", help=f"extract tosa-tools=={VERSION}'s binaries into {tools_dir()}"
+    )
     args = parser.parse_args(argv)
     if args.install:
         print(f"tosa-tools {VERSION} binaries in {install()}")

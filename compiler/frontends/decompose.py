@@ -25,9 +25,8 @@ and without.
 
 from __future__ import annotations
 
-import functools
-
 import contextlib
+import functools
 
 import torch
 import torch._ops

@@ -107,8 +107,7 @@ class CompiledOp:
             if result.dtype != dtype or result.shape != shape:
                 raise StageError(
                     "compare",
-                    f"result {i} is {type_text(result.shape, result.dtype)}, "
-                    f"PyTorch gives {type_text(shape, dtype)}",
+                    f"result {i} is {type_text(result.shape, result.dtype)}, PyTorch gives {type_text(shape, dtype)}",
                 )
         return results
 

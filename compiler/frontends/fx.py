@@ -20,8 +20,8 @@ from typing import Callable, Sequence
 import torch
 from torch.export import Dim, ExportedProgram
 from torch.export.graph_signature import OutputKind
-from torch_mlir.dialects import func
 from torch_mlir import ir
+from torch_mlir.dialects import func
 from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 

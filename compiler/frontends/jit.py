@@ -22,8 +22,8 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
-from torch_mlir import ir
 import torch_mlir.dialects._torch_ops_gen as _torch_ops
+from torch_mlir import ir
 
 from compiler.frontends.jit_types import (
     builtin_tensor_type,
@@ -229,7 +229,7 @@ class _Emitter:
         signature = f"func.func @{func_name}({', '.join(arguments)}) -> ({', '.join(result_types)})"
         text = f"module {{\n{signature} {{\n{body}\n}}\n}}\n"
         if self.resources:
-            blobs = ",\n".join(f"      {name}: \"{data}\"" for name, data in self.resources.items())
+            blobs = ",\n".join(f'      {name}: "{data}"' for name, data in self.resources.items())
             text += f"\n{{-#\n  dialect_resources: {{\n    builtin: {{\n{blobs}\n    }}\n  }}\n#-}}\n"
         return text
 
@@ -263,7 +263,9 @@ class _Emitter:
         for node in block.nodes():
             self.node(node)
 
-    def region(self, block: torch._C.Block, argument_types: Sequence[str], terminator: str, yield_types: Sequence[str] | None) -> str:
+    def region(
+        self, block: torch._C.Block, argument_types: Sequence[str], terminator: str, yield_types: Sequence[str] | None
+    ) -> str:
         """Emit `block` as a region and return its text; `yield_types` casts what it yields."""
         saved_lines, saved_indent = self.lines, self.indent
         self.lines, self.indent = [], 2
@@ -327,7 +329,9 @@ class _Emitter:
         if python_value is None:
             return self.op("torch.constant.none", [], ["!torch.none"])[0]
         if isinstance(python_value, bool):
-            ssa = self.op("torch.constant.bool", [], ["!torch.bool"], attributes=f"value = {str(python_value).lower()}")[0]
+            ssa = self.op(
+                "torch.constant.bool", [], ["!torch.bool"], attributes=f"value = {str(python_value).lower()}"
+            )[0]
             self.known[ssa] = python_value
             return ssa
         if isinstance(python_value, int):
@@ -339,9 +343,16 @@ class _Emitter:
                 "torch.constant.float", [], ["!torch.float"], attributes=f"value = {float_literal(python_value)} : f64"
             )[0]
         if isinstance(python_value, str):
-            return self.op("torch.constant.str", [], ["!torch.str"], attributes=f"value = {string_literal(python_value)}")[0]
+            return self.op(
+                "torch.constant.str", [], ["!torch.str"], attributes=f"value = {string_literal(python_value)}"
+            )[0]
         if isinstance(python_value, torch.device):
-            return self.op("torch.constant.device", [], ["!torch.Device"], attributes=f"value = {string_literal(str(python_value))}")[0]
+            return self.op(
+                "torch.constant.device",
+                [],
+                ["!torch.Device"],
+                attributes=f"value = {string_literal(str(python_value))}",
+            )[0]
         if isinstance(python_value, torch.dtype):
             return self.python_constant(_DTYPE_CODES[python_value])
         if isinstance(python_value, torch.Tensor):
@@ -369,7 +380,9 @@ class _Emitter:
             else:
                 raise StageError("import", "an empty list constant of unknown element type")
             return self.op("torch.prim.ListConstruct", elements, [list_type])[0]
-        raise StageError("import", f"cannot import a constant of type {type(python_value).__name__}: {python_value!r:.80}")
+        raise StageError(
+            "import", f"cannot import a constant of type {type(python_value).__name__}: {python_value!r:.80}"
+        )
 
     def tensor_literal(self, tensor: torch.Tensor, location: str = "") -> str:
         tensor = tensor.detach()
@@ -393,7 +406,9 @@ class _Emitter:
         else:
             key = id(tensor)
             if key not in self.resource_of_tensor:
-                name = f"jit_tensor_{len(self.resources)}_{'x'.join(map(str, shape))}_{str(dtype).removeprefix('torch.')}"
+                name = (
+                    f"jit_tensor_{len(self.resources)}_{'x'.join(map(str, shape))}_{str(dtype).removeprefix('torch.')}"
+                )
                 alignment = max(array.itemsize, 1)
                 self.resources[name] = "0x" + struct.pack("<I", alignment).hex() + data.hex().upper()
                 self.resource_of_tensor[key] = name
@@ -402,8 +417,11 @@ class _Emitter:
         # A value-semantics literal copied to a tensor: what value-semantics maximization expects.
         dims = ",".join(map(str, shape))
         literal = self.op(
-            "torch.vtensor.literal", [], [f"!torch.vtensor<[{dims}],{element_type(dtype)}>"],
-            attributes=f"value = {attribute}", location=location,
+            "torch.vtensor.literal",
+            [],
+            [f"!torch.vtensor<[{dims}],{element_type(dtype)}>"],
+            attributes=f"value = {attribute}",
+            location=location,
         )[0]
         copied = self.op("torch.copy.to_tensor", [literal], [f"!torch.tensor<[{dims}],{element_type(dtype)}>"])[0]
         return self.cast_to(copied, "!torch.tensor")
@@ -474,9 +492,7 @@ def _get_attr(emitter: _Emitter, node: torch._C.Node) -> None:
 def _if(emitter: _Emitter, node: torch._C.Node) -> None:
     result_types = [mlir_type(v.type()) for v in node.outputs()]
     then_block, else_block = list(node.blocks())
-    regions = ", ".join(
-        emitter.region(b, [], "torch.prim.If.yield", result_types) for b in (then_block, else_block)
-    )
+    regions = ", ".join(emitter.region(b, [], "torch.prim.If.yield", result_types) for b in (then_block, else_block))
     condition = emitter.use(node.input())
     results = emitter.op("torch.prim.If", [condition], result_types, regions=regions, location="prim::If")
     for value, result in zip(node.outputs(), results):
@@ -512,7 +528,9 @@ def _loop(emitter: _Emitter, node: torch._C.Node) -> None:
             emitter.bind(value, emitter.cast_to(ssa, wanted))
         return
     operands = operands[:2] + [emitter.cast_to(o, t) for o, t in zip(operands[2:], carried_types)]
-    region = emitter.region(body, ["!torch.int"] + carried_types, "torch.prim.Loop.condition", ["!torch.bool"] + carried_types)
+    region = emitter.region(
+        body, ["!torch.int"] + carried_types, "torch.prim.Loop.condition", ["!torch.bool"] + carried_types
+    )
     results = emitter.op("torch.prim.Loop", operands, carried_types, regions=region, location="prim::Loop")
     for value, result in zip(node.outputs(), results):
         emitter.bind(value, result)

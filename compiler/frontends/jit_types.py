@@ -84,8 +84,7 @@ def builtin_tensor_type(shape: Sequence[int], dtype: torch.dtype) -> str:
 
 def string_literal(text: str) -> str:
     escaped = "".join(
-        ch if 32 <= ord(ch) < 127 and ch not in '"\\' else "".join(f"\\{b:02X}" for b in ch.encode())
-        for ch in text
+        ch if 32 <= ord(ch) < 127 and ch not in '"\\' else "".join(f"\\{b:02X}" for b in ch.encode()) for ch in text
     )
     return f'"{escaped}"'
 

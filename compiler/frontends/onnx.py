@@ -153,4 +153,3 @@ def import_model(model_bytes: bytes, context: ir.Context | None = None, entry: s
     except Exception as error:
         raise StageError("import", f"onnx_importer: {type(error).__name__}: {first_line(error)}") from error
     return module
-

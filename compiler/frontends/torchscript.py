@@ -56,7 +56,9 @@ def capture(
         # Folds the checks on constant attributes (`if self.padding_idx is not None`).
         torch._C._jit_pass_constant_propagation(graph)
     except Exception as error:
-        raise StageError("capture", f"inlining the {how}d graph: {type(error).__name__}: {first_line(error)}") from error
+        raise StageError(
+            "capture", f"inlining the {how}d graph: {type(error).__name__}: {first_line(error)}"
+        ) from error
 
     graph_values = list(graph.inputs())
     if how == "trace":
@@ -71,7 +73,7 @@ def capture(
     graph_inputs: list[GraphInput] = [ConstantInput(scripted_module)]
     argument_indices: list[int] = []
     tensor_index = 0
-    for position, (value, argument) in enumerate(zip(graph_values[1:], arguments)):
+    for position, (_value, argument) in enumerate(zip(graph_values[1:], arguments)):
         if isinstance(argument, torch.Tensor):
             shape = list(argument.shape)
             wanted = dynamic_dims[position] if dynamic_dims and position < len(dynamic_dims) else None

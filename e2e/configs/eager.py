@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager
 from compiler import compile_torch_backend_ir, pipelines
+from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager
 from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
 from compiler.toolchain import Toolchain, toolchain
 from e2e.framework.trace import Trace, TraceItem, clone_tree

@@ -88,8 +88,11 @@ class FxConfig:
             dynamic = bool(shapes) and any(s and -1 in s for s in shapes)
             if dynamic and static_only:
                 shapes, dynamic = None, False
-                note = f"compiled static shapes: {chain.executor_name} takes no dynamic dims" if not self.static \
+                note = (
+                    f"compiled static shapes: {chain.executor_name} takes no dynamic dims"
+                    if not self.static
                     else "compiled static shapes"
+                )
                 if note not in compiled.notes:
                     compiled.notes.append(note)
             key = (item.method, None if dynamic else call_key(item.inputs))

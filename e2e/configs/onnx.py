@@ -73,7 +73,9 @@ class OnnxConfig:
                 continue
             model, notes = given, []
             if model is None:
-                model = onnx_export(prepared.module, item.inputs, shapes, method=item.method, snapshots=snapshots, notes=notes)
+                model = onnx_export(
+                    prepared.module, item.inputs, shapes, method=item.method, snapshots=snapshots, notes=notes
+                )
                 if any(note.startswith("capture fallback") for note in notes):  # exported static: this shape only
                     key = (item.method, call_key(item.inputs))
             compiled.notes.extend(note for note in notes if note not in compiled.notes)

@@ -89,13 +89,17 @@ def oracle_notes(
     with_torch = compare_traces(golden, ort_trace, tolerance)
     agree_torch = "agrees with torch" if with_torch is None else f"disagrees with torch ({with_torch.kind})"
     if compiled is None:
-        place = "the model is right; the compiled program failed to run" if with_torch is None else (
-            "the exported model itself computes other values than torch"
+        place = (
+            "the model is right; the compiled program failed to run"
+            if with_torch is None
+            else ("the exported model itself computes other values than torch")
         )
         return [PREFIX + f"{agree_torch}; the compiled program did not run; {place}"]
     with_compiled = compare_traces(compiled, ort_trace, tolerance)
-    agree_compiled = "agrees with the compiled result" if with_compiled is None else (
-        f"disagrees with the compiled result ({with_compiled.kind})"
+    agree_compiled = (
+        "agrees with the compiled result"
+        if with_compiled is None
+        else (f"disagrees with the compiled result ({with_compiled.kind})")
     )
     if with_torch is None and with_compiled is not None:
         place = "the failure is in torch-mlir (ONNX importer or lowering)"

@@ -113,9 +113,16 @@ class RuntimeConfig(FxConfig):
         program, _ = compiled.program_for(item.method, item.inputs)
         tolerance = compiled.tolerance or Tolerance(1e-4, 1e-5)
         try:
-            readme = write_native_bundle(compiled.ir_dir, getattr(program, "program", program), item.inputs,
-                                         item.outputs, runtime=self.runtime, failure=failure,
-                                         rtol=tolerance.rtol, atol=tolerance.atol)
+            readme = write_native_bundle(
+                compiled.ir_dir,
+                getattr(program, "program", program),
+                item.inputs,
+                item.outputs,
+                runtime=self.runtime,
+                failure=failure,
+                rtol=tolerance.rtol,
+                atol=tolerance.atol,
+            )
         except Exception as error:  # the failure is recorded either way
             compiled.notes.append(f"native reproducer: not written: {type(error).__name__}: {error}"[:300])
             return
@@ -127,14 +134,20 @@ class RuntimeConfig(FxConfig):
         if runtime is None and twin is None:
             return None
         if twin is None:
-            return (f"verdict: runtime-side ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
-                    f"torch; {self.runtime} {runtime}")
+            return (
+                f"verdict: runtime-side ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
+                f"torch; {self.runtime} {runtime}"
+            )
         if runtime is None:
             below = "linalg -> LLVM" if self.backend in ("linalg", TORCH_INPUT) else f"{self.backend} -> linalg -> LLVM"
-            return (f"verdict: RefBackend-side: {self.runtime} runs {same} and matches torch; the RefBackend twin "
-                    f"`{self.twin}` {twin}: look at {below} or the RefBackend, not at torch -> {self.ir_name}")
-        return (f"verdict: both wrong: {self.runtime} {runtime}, and the RefBackend twin `{self.twin}` {twin}: "
-                f"look at what produced {same} (torch -> {self.ir_name}), or both executors")
+            return (
+                f"verdict: RefBackend-side: {self.runtime} runs {same} and matches torch; the RefBackend twin "
+                f"`{self.twin}` {twin}: look at {below} or the RefBackend, not at torch -> {self.ir_name}"
+            )
+        return (
+            f"verdict: both wrong: {self.runtime} {runtime}, and the RefBackend twin `{self.twin}` {twin}: "
+            f"look at what produced {same} (torch -> {self.ir_name}), or both executors"
+        )
 
 
 CONFIGS: dict[str, RuntimeConfig] = {

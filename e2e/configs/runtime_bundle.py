@@ -16,7 +16,7 @@ import torch.utils._pytree as pytree
 
 from compiler.executors import to_numpy
 
-CHECK = '''python3 - <<'PY'
+CHECK = """python3 - <<'PY'
 import sys
 import numpy as np
 failed = 0
@@ -32,12 +32,19 @@ for i in range({outputs}):
 print("outputs differ from torch's" if failed else "outputs match torch's")
 sys.exit(failed)
 PY
-'''
+"""
 
 
 def write_native_bundle(
-    directory: Path, program: Any, inputs: Sequence[Any], expected: Any, *, runtime: str, failure: str,
-    rtol: float = 1e-4, atol: float = 1e-5,
+    directory: Path,
+    program: Any,
+    inputs: Sequence[Any],
+    expected: Any,
+    *,
+    runtime: str,
+    failure: str,
+    rtol: float = 1e-4,
+    atol: float = 1e-5,
 ) -> Path:
     """Write the bundle into `directory/native`; returns its README."""
     native = Path(directory) / "native"
@@ -46,8 +53,10 @@ def write_native_bundle(
     command = program.write_native(native, tensors)
     outputs = [v for v in pytree.tree_leaves(expected) if isinstance(v, torch.Tensor)]
     for i, value in enumerate(outputs):
-        np.save(native / f"expected_{i}.npy", to_numpy(value).astype(np.float32)
-                if value.dtype == torch.bfloat16 else to_numpy(value))
+        np.save(
+            native / f"expected_{i}.npy",
+            to_numpy(value).astype(np.float32) if value.dtype == torch.bfloat16 else to_numpy(value),
+        )
     check = CHECK.format(outputs=len(outputs), rtol=rtol, atol=atol)
     script = f'#!/bin/sh\n# {runtime}: exits non-zero while the failure is there\nset -e\ncd "$(dirname "$0")"\n{command}\n{check}'
     (native / "run.sh").write_text(script)
@@ -55,9 +64,13 @@ def write_native_bundle(
     readme = native / "README.md"
     readme.write_text(
         f"# {runtime} reproducer\n\n{failure}\n\nRun it with {runtime}'s own tools (nothing of this project):\n\n"
-        f"    sh run.sh\n\nwhich runs\n\n" + "".join(f"    {line}\n" for line in command.splitlines())
+        f"    sh run.sh\n\nwhich runs\n\n"
+        + "".join(f"    {line}\n" for line in command.splitlines())
         + f"\nthen compares output_<i>.npy with expected_<i>.npy (torch's values; rtol={rtol}, atol={atol}).\n"
-        "Inputs: " + ", ".join(f"input_{i}.npy {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}"
-                               for i, t in enumerate(tensors)) + "\n"
+        "Inputs: "
+        + ", ".join(
+            f"input_{i}.npy {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}" for i, t in enumerate(tensors)
+        )
+        + "\n"
     )
     return readme

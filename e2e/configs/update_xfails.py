@@ -23,9 +23,7 @@ from e2e.configs import XFAIL_DIR
 from e2e.configs.xfails import OUTCOMES, XfailEntry, format_xfails, read_xfails, signature_key, xfail_path
 
 
-def update(
-    results_path: Path, directory: Path = XFAIL_DIR, platform: str | None = None
-) -> dict[Path, tuple[int, int]]:
+def update(results_path: Path, directory: Path = XFAIL_DIR, platform: str | None = None) -> dict[Path, tuple[int, int]]:
     """Rewrite the files the results touch; (added, removed) per file.
 
     The results are those of one platform (from `run.json` beside them, else this
@@ -68,7 +66,10 @@ def _judge(entries: list[XfailEntry], row: dict, platform: str) -> list[XfailEnt
         return others + [here if here.expected is None else replace(here, reason=reason)]
     elsewhere = [e for e in entries if e.test == name]
     if elsewhere:  # known to fail on other platforms only: now here too
-        same = next((e for e in elsewhere if signature_key(e.reason.partition(": ")[2]) == signature_key(row["signature"])), None)
+        same = next(
+            (e for e in elsewhere if signature_key(e.reason.partition(": ")[2]) == signature_key(row["signature"])),
+            None,
+        )
         if same is not None:
             return [e for e in entries if e is not same] + [replace(same, platforms=same.platforms | {platform})]
         return entries + [XfailEntry(name, reason, Path(), 0, platforms=frozenset({platform}))]

@@ -140,7 +140,9 @@ def read_xfails(path: Path, known_tests: set[str] | None) -> list[XfailEntry]:
         elif own:
             reason, _, note = (part.strip() for part in own.partition(" -- "))
         else:
-            problems.append(f"{where}: {name} has no reason (write `{name}  # why it fails`, or list it under a [group])")
+            problems.append(
+                f"{where}: {name} has no reason (write `{name}  # why it fails`, or list it under a [group])"
+            )
             continue
         for other in entries:
             if other.test == name and (not other.platforms or not platforms or other.platforms & platforms):

@@ -138,7 +138,11 @@ def compare_values(golden: Any, actual: Any, where: str, override: Tolerance | N
         return compare_tensors(torch.tensor(golden, dtype=dtype), torch.tensor(actual, dtype=dtype), where, override)
     if isinstance(golden, (tuple, list)):
         if not isinstance(actual, (tuple, list)) or len(actual) != len(golden):
-            got = f"{type(actual).__name__} of {len(actual)}" if isinstance(actual, (tuple, list)) else type(actual).__name__
+            got = (
+                f"{type(actual).__name__} of {len(actual)}"
+                if isinstance(actual, (tuple, list))
+                else type(actual).__name__
+            )
             return Mismatch("structure", where, f"expected {type(golden).__name__} of {len(golden)}, got {got}")
         for i, (g, a) in enumerate(zip(golden, actual)):
             if (mismatch := compare_values(g, a, f"{where}[{i}]", override)) is not None:

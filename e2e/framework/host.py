@@ -132,7 +132,11 @@ class TestHost:
             _, error, kind = reply
             if error is not None:
                 self.golden_failure = Result(
-                    test.name, "", ERROR, stage="golden", signature=f"golden | broken test | {kind}",
+                    test.name,
+                    "",
+                    ERROR,
+                    stage="golden",
+                    signature=f"golden | broken test | {kind}",
                     error=f"{error}\n(defined at {test.source})",
                 )
         else:

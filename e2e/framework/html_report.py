@@ -232,7 +232,7 @@ def _counts_table(rows: list[dict]) -> str:
         )
     return (
         f'<table id="counts"><thead><tr><th>config</th><th class="num">run</th>{head}'
-        f'<th>share</th><th>failing stages</th></tr></thead><tbody>{"".join(body)}</tbody></table>'
+        f"<th>share</th><th>failing stages</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
     )
 
 
@@ -252,7 +252,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("results", type=Path, help="results.json of a run")
     parser.add_argument("-o", "--output", type=Path, help="the page to write (default: index.html beside results.json)")
-    parser.add_argument("--run", type=Path, help="a JSON file of run metadata (default: run.json beside results.json, if any)")
+    parser.add_argument(
+        "--run", type=Path, help="a JSON file of run metadata (default: run.json beside results.json, if any)"
+    )
     args = parser.parse_args(argv)
     try:
         rows, run = load_results(args.results)
@@ -261,7 +263,9 @@ def main(argv: list[str] | None = None) -> int:
             run = {**json.loads(run_file.read_text()), **run}
         missing = [i for i, row in enumerate(rows) if not {"test", "config", "final"} <= row.keys()]
         if missing:
-            raise ValueError(f"{args.results}: row {missing[0]} lacks test, config or final; is this an e2e results.json?")
+            raise ValueError(
+                f"{args.results}: row {missing[0]} lacks test, config or final; is this an e2e results.json?"
+            )
     except (OSError, ValueError) as error:
         print(f"html_report: {error}", file=sys.stderr)
         return 2

@@ -21,7 +21,6 @@ import ctypes
 import faulthandler
 import gc
 import os
-from pathlib import Path
 import pickle
 import select
 import signal
@@ -31,6 +30,7 @@ import tempfile
 import time
 import traceback
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 MIB = 1 << 20

@@ -227,10 +227,7 @@ def op_tests(
     tolerance: Tolerance | None = None,
 ) -> list[Test]:
     """One `op_test` per function, named `<base>_<key>`: a sweep in one definition."""
-    return [
-        op_test(f"{base}_{key}", fn, inputs, dynamic=dynamic, tolerance=tolerance)
-        for key, fn in fns.items()
-    ]
+    return [op_test(f"{base}_{key}", fn, inputs, dynamic=dynamic, tolerance=tolerance) for key, fn in fns.items()]
 
 
 class FunctionModule(torch.nn.Module):

@@ -27,9 +27,9 @@ import torch.utils._pytree as pytree
 from compiler.stages import Snapshots, StageError, write_atomic
 from e2e.framework import isolation
 from e2e.framework.compare import compare_traces
+from e2e.framework.isolation import Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import CRASH, ERROR, FAIL, MEMORY, PASS, SKIP, TIMEOUT, NotApplicable, Result
-from e2e.framework.isolation import Limits
 from e2e.framework.testutils import seed_for
 from e2e.framework.trace import Trace, record_trace
 from e2e.reducer.signature import mismatch_signature, normalize, stage_signature
@@ -254,7 +254,9 @@ def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, a
         return result, prepared.new_shared
     finally:  # notes `run` added (the onnx config's oracle explains a failed or wrong run)
         add_notes(getattr(artifact, "notes", ()))
-    notes.extend(f"shared: reused {key} from an earlier config of this test" for key in sorted(map(repr, prepared.reused)))
+    notes.extend(
+        f"shared: reused {key} from an earlier config of this test" for key in sorted(map(repr, prepared.reused))
+    )
     snapshots.enter("compare")
     mismatch = compare_traces(prepared.golden, trace, test.tolerance)
     if mismatch is None:

@@ -164,6 +164,10 @@ def import_suite_file(
 def _import_error(name: str, path: Path, text: str) -> Result:
     first = text.strip().splitlines()[-1] if text.strip() else "error"
     return Result(
-        name, "-", ERROR, stage="import", signature=f"import | broken test file | {first[:200]}",
+        name,
+        "-",
+        ERROR,
+        stage="import",
+        signature=f"import | broken test file | {first[:200]}",
         error=f"{path} could not be imported; its tests did not run:\n{text}",
     )

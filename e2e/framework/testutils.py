@@ -7,13 +7,13 @@ from typing import Sequence
 
 import torch
 
-
 # Floats an off-by-one lowering gets wrong: zero and its sign, units, rounding halfway cases.
 FLOAT_BOUNDARIES = (0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 2.0, -3.0)
 
 
-def boundary_values(dtype: torch.dtype = torch.float32, thresholds: Sequence[float] = (),
-                    nan: bool = False, inf: bool = False) -> torch.Tensor:
+def boundary_values(
+    dtype: torch.dtype = torch.float32, thresholds: Sequence[float] = (), nan: bool = False, inf: bool = False
+) -> torch.Tensor:
     """The pool `TestUtils.boundary` draws from, as a 1-d tensor of `dtype`.
 
     Floats: `FLOAT_BOUNDARIES`, and each threshold with its neighbours in `dtype`;
@@ -25,8 +25,11 @@ def boundary_values(dtype: torch.dtype = torch.float32, thresholds: Sequence[flo
     if dtype.is_floating_point:
         base = torch.tensor([*FLOAT_BOUNDARIES, *thresholds], dtype=dtype)
         edges = torch.tensor(list(thresholds), dtype=dtype)
-        values = [base, torch.nextafter(edges, torch.full_like(edges, float("inf"))),
-                  torch.nextafter(edges, torch.full_like(edges, -float("inf")))]
+        values = [
+            base,
+            torch.nextafter(edges, torch.full_like(edges, float("inf"))),
+            torch.nextafter(edges, torch.full_like(edges, -float("inf"))),
+        ]
         extra = [float("nan")] * nan + [float("inf"), -float("inf")] * inf
         return torch.cat([*values, torch.tensor(extra, dtype=dtype)])
     info = torch.iinfo(dtype)
@@ -57,7 +60,9 @@ class TestUtils:
         # correlated with the inputs (`DropoutTrainModule_basic` mean 0.35, not 0.5).
         torch.manual_seed(seed + 1)
 
-    def rand(self, *shape: int, low: float = 0.0, high: float = 1.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    def rand(
+        self, *shape: int, low: float = 0.0, high: float = 1.0, dtype: torch.dtype = torch.float32
+    ) -> torch.Tensor:
         """Uniform in [low, high)."""
         values = torch.rand(shape, generator=self.generator, dtype=torch.float64)
         return (low + (high - low) * values).to(dtype)
@@ -72,8 +77,14 @@ class TestUtils:
     def nans(self, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
         return torch.full(shape, float("nan"), dtype=dtype)
 
-    def boundary(self, *shape: int, dtype: torch.dtype = torch.float32, thresholds: Sequence[float] = (),
-                 nan: bool = False, inf: bool = False) -> torch.Tensor:
+    def boundary(
+        self,
+        *shape: int,
+        dtype: torch.dtype = torch.float32,
+        thresholds: Sequence[float] = (),
+        nan: bool = False,
+        inf: bool = False,
+    ) -> torch.Tensor:
         """Values drawn from `boundary_values(dtype, thresholds, nan, inf)`: ties (values
         repeat), zeros of both signs, thresholds and their neighbours, halfway cases,
         integer extremes. Opt-in: `rand` and `randint` keep their inputs."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import re
+import resource
 import sys
 import time
 from pathlib import Path
@@ -39,14 +39,19 @@ def parse_args(argv):
     parser.add_argument("-k", dest="select", default=None, help="a regex the test names must match")
     parser.add_argument("--exclude", default=None, help="a regex of test names to leave out")
     parser.add_argument("--only", default=None, help="a regex the mutation names must match")
-    parser.add_argument("--mutations", action="append", default=[], help="`module` or `module:attribute` of more mutations")
+    parser.add_argument(
+        "--mutations", action="append", default=[], help="`module` or `module:attribute` of more mutations"
+    )
     parser.add_argument("-n", dest="workers", type=int, default=1, help="parallel workers")
     parser.add_argument("--shapes", default="annotated", choices=("annotated", "static"))
     parser.add_argument("--reports-dir", default=str(ROOT / "reports"))
     parser.add_argument("--no-cache", action="store_true", help="rerun every (test, mutation)")
     parser.add_argument("--list", action="store_true", help="print the catalogue and exit")
-    parser.add_argument("--fail-on-survivors", action="store_true",
-                        help="exit 1 when a reached mutation survives every test and is not shown equivalent")
+    parser.add_argument(
+        "--fail-on-survivors",
+        action="store_true",
+        help="exit 1 when a reached mutation survives every test and is not shown equivalent",
+    )
     parser.add_argument("--before", default=None, help="an earlier kill matrix (JSON) to compare with")
     parser.add_argument("--out", default=None, help="the JSON path (default: <reports-dir>/mutation/<config>.json)")
     return parser.parse_args(argv)
@@ -76,8 +81,11 @@ def main(argv=None) -> int:
             print(f"{m.name:<34} {m.boundary:<13} {m.family:<12} {m.description}")
         return 0
     tests = discover(args.suite_dir or [str(ROOT / "e2e/test_suite")])
-    tests = [t for t in tests if (not args.select or re.search(args.select, t))
-             and not (args.exclude and re.search(args.exclude, t))]
+    tests = [
+        t
+        for t in tests
+        if (not args.select or re.search(args.select, t)) and not (args.exclude and re.search(args.exclude, t))
+    ]
     # Not validated against the registry: a selection of files (`--suite-dir FILE`) knows only some names.
     xfails = load_xfails(args.config, None, Path(args.xfail_dir), args.shapes)
     cache_dir = None if args.no_cache else str(ROOT / ".pytest_cache" / "e2e-mutation")
@@ -101,14 +109,26 @@ def main(argv=None) -> int:
     rows = kill_matrix(records, chosen)
     print(terminal_table(rows))
     passing = sum(r.baseline == "pass" for r in records)
-    print(f"{len(records)} tests ({passing} pass unmutated), {len(chosen)} mutations, {wall:.0f} s wall, "
-          f"{cpu:.0f} CPU s, "
-          f"-n {args.workers}; load average {load[0]} at the start, {load[1:]} (1/5/15 min) at the end "
-          f"on {os.cpu_count()} CPUs")
-    run = dict(config=args.config, shapes=args.shapes, tests=len(records), passing_unmutated=passing,
-               mutations=len(chosen), wall_seconds=round(wall, 1), workers=args.workers, cpus=os.cpu_count(),
-               load_average_start_and_end_1_5_15min=load, cpu_seconds=round(cpu),
-               selection=args.select, command="python -m e2e.mutation " + " ".join(argv or sys.argv[1:]))
+    print(
+        f"{len(records)} tests ({passing} pass unmutated), {len(chosen)} mutations, {wall:.0f} s wall, "
+        f"{cpu:.0f} CPU s, "
+        f"-n {args.workers}; load average {load[0]} at the start, {load[1:]} (1/5/15 min) at the end "
+        f"on {os.cpu_count()} CPUs"
+    )
+    run = dict(
+        config=args.config,
+        shapes=args.shapes,
+        tests=len(records),
+        passing_unmutated=passing,
+        mutations=len(chosen),
+        wall_seconds=round(wall, 1),
+        workers=args.workers,
+        cpus=os.cpu_count(),
+        load_average_start_and_end_1_5_15min=load,
+        cpu_seconds=round(cpu),
+        selection=args.select,
+        command="python -m e2e.mutation " + " ".join(argv or sys.argv[1:]),
+    )
     json_path = Path(args.out) if args.out else Path(args.reports_dir) / "mutation" / f"{args.config}.json"
     if args.before:
         print(before_after(json.loads(Path(args.before).read_text())["matrix"], rows))

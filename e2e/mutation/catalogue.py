@@ -19,7 +19,16 @@ import importlib
 import inspect
 from dataclasses import dataclass
 
-from e2e.mutation.rewrites import Rewrite, float_constant, highest, int_constant, lowest, predicate, rename, swap_operands
+from e2e.mutation.rewrites import (
+    Rewrite,
+    float_constant,
+    highest,
+    int_constant,
+    lowest,
+    predicate,
+    rename,
+    swap_operands,
+)
 
 BOUNDARIES = ("torch-backend", "backend", "linalg")
 
@@ -34,7 +43,9 @@ class Mutation:
 
     def __post_init__(self):
         if self.boundary not in BOUNDARIES:
-            raise ValueError(f"mutation {self.name}: unknown boundary {self.boundary!r}; known: {', '.join(BOUNDARIES)}")
+            raise ValueError(
+                f"mutation {self.name}: unknown boundary {self.boundary!r}; known: {', '.join(BOUNDARIES)}"
+            )
 
     def fingerprint(self) -> str:
         """What decides this mutation's effect: its name, boundary and the rewrite's source."""
@@ -46,13 +57,23 @@ class Mutation:
 
 
 def _cmpf(old: str, new: str, family: str = "comparisons") -> Mutation:
-    return Mutation(f"cmpf_{old}_to_{new}", "linalg", family,
-                    f"arith.cmpf {old} compiled as {new}", predicate("arith.cmpf", old, new))
+    return Mutation(
+        f"cmpf_{old}_to_{new}",
+        "linalg",
+        family,
+        f"arith.cmpf {old} compiled as {new}",
+        predicate("arith.cmpf", old, new),
+    )
 
 
 def _cmpi(old: str, new: str) -> Mutation:
-    return Mutation(f"cmpi_{old}_to_{new}", "linalg", "comparisons",
-                    f"arith.cmpi {old} compiled as {new} (not on index values)", predicate("arith.cmpi", old, new))
+    return Mutation(
+        f"cmpi_{old}_to_{new}",
+        "linalg",
+        "comparisons",
+        f"arith.cmpi {old} compiled as {new} (not on index values)",
+        predicate("arith.cmpi", old, new),
+    )
 
 
 def _rename(old: str, new: str, family: str, boundary: str = "linalg") -> Mutation:
@@ -61,38 +82,76 @@ def _rename(old: str, new: str, family: str, boundary: str = "linalg") -> Mutati
 
 
 def _swap(op: str, family: str, first: int = 0, second: int = 1) -> Mutation:
-    return Mutation(f"swap_{op.split('.')[1]}", "linalg", family, f"operands {first} and {second} of {op} swapped",
-                    swap_operands(op, first, second))
+    return Mutation(
+        f"swap_{op.split('.')[1]}",
+        "linalg",
+        family,
+        f"operands {first} and {second} of {op} swapped",
+        swap_operands(op, first, second),
+    )
 
 
 CATALOGUE: tuple[Mutation, ...] = (
     # comparison strictness: ties and values at thresholds
-    _cmpf("ogt", "oge"), _cmpf("oge", "ogt"), _cmpf("olt", "ole"), _cmpf("ole", "olt"),
-    _cmpf("ugt", "uge"), _cmpf("ult", "ule"),
-    _cmpf("ogt", "ugt", "nan"), _cmpf("olt", "ult", "nan"), _cmpf("une", "one", "nan"),
-    _cmpi("slt", "sle"), _cmpi("sgt", "sge"), _cmpi("sge", "sgt"), _cmpi("sle", "slt"),
+    _cmpf("ogt", "oge"),
+    _cmpf("oge", "ogt"),
+    _cmpf("olt", "ole"),
+    _cmpf("ole", "olt"),
+    _cmpf("ugt", "uge"),
+    _cmpf("ult", "ule"),
+    _cmpf("ogt", "ugt", "nan"),
+    _cmpf("olt", "ult", "nan"),
+    _cmpf("une", "one", "nan"),
+    _cmpi("slt", "sle"),
+    _cmpi("sgt", "sge"),
+    _cmpi("sge", "sgt"),
+    _cmpi("sle", "slt"),
     _cmpi("eq", "ne"),
     # swapped operands
-    _swap("arith.subf", "arithmetic"), _swap("arith.divf", "arithmetic"), _swap("arith.subi", "integer"),
-    _swap("arith.cmpf", "comparisons"), _swap("arith.cmpi", "comparisons"),
+    _swap("arith.subf", "arithmetic"),
+    _swap("arith.divf", "arithmetic"),
+    _swap("arith.subi", "integer"),
+    _swap("arith.cmpf", "comparisons"),
+    _swap("arith.cmpi", "comparisons"),
     _swap("arith.select", "comparisons", 1, 2),
     # NaN propagation, min/max
-    _rename("arith.maximumf", "arith.maxnumf", "nan"), _rename("arith.minimumf", "arith.minnumf", "nan"),
-    _rename("arith.maxsi", "arith.maxui", "integer"), _rename("arith.minsi", "arith.minui", "integer"),
+    _rename("arith.maximumf", "arith.maxnumf", "nan"),
+    _rename("arith.minimumf", "arith.minnumf", "nan"),
+    _rename("arith.maxsi", "arith.maxui", "integer"),
+    _rename("arith.minsi", "arith.minui", "integer"),
     # rounding and casts
-    _rename("math.roundeven", "math.round", "rounding"), _rename("math.floor", "math.ceil", "rounding"),
-    _rename("arith.extsi", "arith.extui", "casts"), _rename("arith.sitofp", "arith.uitofp", "casts"),
+    _rename("math.roundeven", "math.round", "rounding"),
+    _rename("math.floor", "math.ceil", "rounding"),
+    _rename("arith.extsi", "arith.extui", "casts"),
+    _rename("arith.sitofp", "arith.uitofp", "casts"),
     _rename("arith.fptosi", "arith.fptoui", "casts"),
     # integer division and wrap
-    _rename("arith.divsi", "arith.divui", "integer"), _rename("arith.floordivsi", "arith.divsi", "integer"),
-    _rename("arith.remsi", "arith.remui", "integer"), _rename("arith.shrsi", "arith.shrui", "integer"),
+    _rename("arith.divsi", "arith.divui", "integer"),
+    _rename("arith.floordivsi", "arith.divsi", "integer"),
+    _rename("arith.remsi", "arith.remui", "integer"),
+    _rename("arith.shrsi", "arith.shrui", "integer"),
     # off by one, and wrong reduction init
-    Mutation("int_constant_plus_one", "linalg", "integer", "scalar integer constants (not index) off by one",
-             int_constant(+1)),
-    Mutation("max_init_to_zero", "linalg", "reductions", "a max reduction's init (-inf or lowest) is 0",
-             float_constant(lowest, 0.0)),
-    Mutation("min_init_to_zero", "linalg", "reductions", "a min reduction's init (+inf or highest) is 0",
-             float_constant(highest, 0.0)),
+    Mutation(
+        "int_constant_plus_one",
+        "linalg",
+        "integer",
+        "scalar integer constants (not index) off by one",
+        int_constant(+1),
+    ),
+    Mutation(
+        "max_init_to_zero",
+        "linalg",
+        "reductions",
+        "a max reduction's init (-inf or lowest) is 0",
+        float_constant(lowest, 0.0),
+    ),
+    Mutation(
+        "min_init_to_zero",
+        "linalg",
+        "reductions",
+        "a min reduction's init (+inf or highest) is 0",
+        float_constant(highest, 0.0),
+    ),
     # an aten op lowered as its neighbour
     _rename("torch.aten.gt.Scalar", "torch.aten.ge.Scalar", "comparisons", "torch-backend"),
     _rename("torch.aten.gt.Tensor", "torch.aten.ge.Tensor", "comparisons", "torch-backend"),

@@ -26,8 +26,9 @@ MAX_THRESHOLDS = 12
 
 def program_thresholds(ir_texts: list[str]) -> list[float]:
     """The scalar float constants of the programs (their comparison thresholds, bounds)."""
-    from compiler.stages import new_context, parse_module
     from torch_mlir import ir
+
+    from compiler.stages import new_context, parse_module
 
     found: list[float] = []
     for text in ir_texts:
@@ -53,14 +54,19 @@ def _boundary_inputs(inputs, tu: TestUtils, thresholds, special: bool):
 def boundary_samples(golden, unmutated, thresholds: list[float]) -> list[tuple[list, object]]:
     """(calls, the unmutated program's trace on them) per sample; none when the test has
     no float inputs to vary."""
-    if not any(isinstance(x, torch.Tensor) and x.dtype.is_floating_point
-               for item in golden for x in pytree.tree_leaves(item.inputs)):
+    if not any(
+        isinstance(x, torch.Tensor) and x.dtype.is_floating_point
+        for item in golden
+        for x in pytree.tree_leaves(item.inputs)
+    ):
         return []
     samples = []
     for sample in range(SAMPLES):
         tu = TestUtils(seed=1000 + sample)
-        calls = [TraceItem(item.method, _boundary_inputs(item.inputs, tu, thresholds, sample % 2 == 1), None)
-                 for item in golden]
+        calls = [
+            TraceItem(item.method, _boundary_inputs(item.inputs, tu, thresholds, sample % 2 == 1), None)
+            for item in golden
+        ]
         try:
             samples.append((calls, run_programs(unmutated, calls)))
         except Exception:  # noqa: BLE001 - the unmutated program refuses this input: no evidence

@@ -53,8 +53,9 @@ def survey(prepared, backend: str) -> dict[tuple, ProgramIR]:
         if key in programs:
             continue
         imported = prepared.share(("fx-import", *key), lambda: _import(prepared, item, shapes, snapshots))
-        torch_ir = prepared.share(("fx", *key, legal_ops),
-                                  lambda: torch_backend_ir(imported.raw_ir, legal_ops, snapshots=snapshots))
+        torch_ir = prepared.share(
+            ("fx", *key, legal_ops), lambda: torch_backend_ir(imported.raw_ir, legal_ops, snapshots=snapshots)
+        )
         module = parse_module(torch_ir, new_context())
         run_stage(module, "backend", to_backend, snapshots)
         backend_ir = module_text(module)
@@ -62,7 +63,9 @@ def survey(prepared, backend: str) -> dict[tuple, ProgramIR]:
         bf16_boundary_as_i16(module)
         run_stage(module, "lower", to_linalg, snapshots)
         texts = {"torch-backend": torch_ir, "backend": backend_ir, "linalg": module_text(module)}
-        programs[key] = ProgramIR(texts, result_dtypes(torch_ir), compiled_for, opt_level_for(torch_ir), imported.out_spec)
+        programs[key] = ProgramIR(
+            texts, result_dtypes(torch_ir), compiled_for, opt_level_for(torch_ir), imported.out_spec
+        )
     return programs
 
 
@@ -110,7 +113,9 @@ def finish(program: ProgramIR, backend: str, mutation: Mutation | None) -> RefBa
         run_stage(module, "lower", to_linalg, snapshots)
     run_stage(module, "lower", LOWER_PIPELINE, snapshots)
     try:
-        return RefBackendProgram(module, program.result_dtypes, opt_level=program.opt_level, argument_types=program.argument_types)
+        return RefBackendProgram(
+            module, program.result_dtypes, opt_level=program.opt_level, argument_types=program.argument_types
+        )
     except Exception as error:
         raise StageError("lower", f"ExecutionEngine: {type(error).__name__}: {error}") from error
 

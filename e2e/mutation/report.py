@@ -18,9 +18,19 @@ def kill_matrix(records: list[TestRecord], catalogue: list[Mutation]) -> list[di
     rows = []
     for mutation in catalogue:
         key = mutation_key(mutation)
-        row = dict(name=mutation.name, boundary=mutation.boundary, family=mutation.family,
-                   description=mutation.description, sites=0, reached=0, reached_not_passing=0,
-                   caught_by=Counter(), caught=[], survivors=[], broken=[])
+        row = dict(
+            name=mutation.name,
+            boundary=mutation.boundary,
+            family=mutation.family,
+            description=mutation.description,
+            sites=0,
+            reached=0,
+            reached_not_passing=0,
+            caught_by=Counter(),
+            caught=[],
+            survivors=[],
+            broken=[],
+        )
         for record in records:
             count = record.sites.get(key, 0)
             if not count:
@@ -61,20 +71,27 @@ def terminal_table(rows: list[dict]) -> str:
     lines = [head, "-" * len(head)]
     for row in rows:
         how = ", ".join(f"{k} {v}" for k, v in sorted(row["caught_by"].items()))
-        lines.append(f"{row['name']:<34} {row['boundary']:<13} {row['sites']:>6} {row['reached']:>7} "
-                     f"{len(row['caught']):>6} {len(row['survivors']):>5}  {status(row)}{': ' + how if how else ''}")
+        lines.append(
+            f"{row['name']:<34} {row['boundary']:<13} {row['sites']:>6} {row['reached']:>7} "
+            f"{len(row['caught']):>6} {len(row['survivors']):>5}  {status(row)}{': ' + how if how else ''}"
+        )
     reached = [r for r in rows if r["reached"]]
     killed = [r for r in reached if r["caught"]]
     equivalent = [r for r in reached if status(r) == "equivalent"]
-    lines.append(f"{len(killed)} of {len(reached)} reached mutations killed, {len(equivalent)} equivalent on "
-                 f"boundary inputs, {len(reached) - len(killed) - len(equivalent)} survive; "
-                 f"{len(rows) - len(reached)} reached no passing test")
+    lines.append(
+        f"{len(killed)} of {len(reached)} reached mutations killed, {len(equivalent)} equivalent on "
+        f"boundary inputs, {len(reached) - len(killed) - len(equivalent)} survive; "
+        f"{len(rows) - len(reached)} reached no passing test"
+    )
     return "\n".join(lines)
 
 
 def write_json(rows: list[dict], run: dict, records: list[TestRecord], path: Path) -> None:
-    data = dict(run=run, matrix=rows, tests=[dict(test=r.test, file=r.file, baseline=r.baseline,
-                                                    seconds=r.seconds) for r in records])
+    data = dict(
+        run=run,
+        matrix=rows,
+        tests=[dict(test=r.test, file=r.file, baseline=r.baseline, seconds=r.seconds) for r in records],
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1, default=str) + "\n")
 
@@ -88,9 +105,11 @@ li{margin:1px 0}.muted{color:#6b6b70}"""
 
 
 def _tests_list(entries: list[dict]) -> str:
-    items = "".join(f"<li><code>{html.escape(e['test'])}</code> <span class=muted>({html.escape(e['file'])}, "
-                    f"{e['sites']} sites) {html.escape(e['verdict'])} {html.escape(e['detail'][:200])}</span></li>"
-                    for e in entries)
+    items = "".join(
+        f"<li><code>{html.escape(e['test'])}</code> <span class=muted>({html.escape(e['file'])}, "
+        f"{e['sites']} sites) {html.escape(e['verdict'])} {html.escape(e['detail'][:200])}</span></li>"
+        for e in entries
+    )
     return f"<ul>{items}</ul>" if entries else ""
 
 
@@ -101,19 +120,25 @@ def write_html(rows: list[dict], run: dict, path: Path) -> None:
         caught = ", ".join(f"{k} {v}" for k, v in sorted(row["caught_by"].items()))
         details = ""
         if row["caught"] or row["survivors"]:
-            details = (f"<details><summary>{len(row['caught'])} caught, {len(row['survivors'])} survived</summary>"
-                       f"<b>caught</b>{_tests_list(row['caught'])}<b>survivors</b>{_tests_list(row['survivors'])}</details>")
+            details = (
+                f"<details><summary>{len(row['caught'])} caught, {len(row['survivors'])} survived</summary>"
+                f"<b>caught</b>{_tests_list(row['caught'])}<b>survivors</b>{_tests_list(row['survivors'])}</details>"
+            )
         body.append(
             f"<tr class='{status(row)}'><td><code>{html.escape(row['name'])}</code><br>"
             f"<span class=muted>{html.escape(row['description'])}</span></td><td>{row['boundary']}</td>"
             f"<td>{html.escape(row['family'])}</td><td class=num>{row['sites']}</td><td class=num>{row['reached']}</td>"
             f"<td class=num>{len(row['caught'])}</td><td class=num>{len(row['survivors'])}</td>"
-            f"<td class=st>{status(row)}</td><td>{html.escape(caught)}{details}</td></tr>")
-    page = (f"<!doctype html><meta charset=utf-8><title>kill matrix: {html.escape(str(run.get('config')))}</title>"
-            f"<style>{_STYLE}</style><h1>Mutation kill matrix</h1><table>{meta}</table><h2>Mutations</h2>"
-            "<table><thead><tr><th>mutation</th><th>boundary</th><th>family</th><th>sites</th><th>reached</th>"
-            "<th>caught</th><th>survived</th><th>status</th><th>how caught</th></tr></thead><tbody>"
-            + "".join(body) + "</tbody></table>")
+            f"<td class=st>{status(row)}</td><td>{html.escape(caught)}{details}</td></tr>"
+        )
+    page = (
+        f"<!doctype html><meta charset=utf-8><title>kill matrix: {html.escape(str(run.get('config')))}</title>"
+        f"<style>{_STYLE}</style><h1>Mutation kill matrix</h1><table>{meta}</table><h2>Mutations</h2>"
+        "<table><thead><tr><th>mutation</th><th>boundary</th><th>family</th><th>sites</th><th>reached</th>"
+        "<th>caught</th><th>survived</th><th>status</th><th>how caught</th></tr></thead><tbody>"
+        + "".join(body)
+        + "</tbody></table>"
+    )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page)
 
@@ -127,6 +152,8 @@ def before_after(before: list[dict], after: list[dict]) -> str:
         was = old.get(row["name"])
         if was is None or (not was["reached"] and not row["reached"]):
             continue
-        lines.append(f"{row['name']:<34} {was['reached']:>6} -> {row['reached']:<6} {len(was['caught']):>4} -> "
-                     f"{len(row['caught']):<4}  {status(was)} -> {status(row)}")
+        lines.append(
+            f"{row['name']:<34} {was['reached']:>6} -> {row['reached']:<6} {len(was['caught']):>4} -> "
+            f"{len(row['caught']):<4}  {status(was)} -> {status(row)}"
+        )
     return "\n".join(lines)

@@ -17,8 +17,24 @@ from torch_mlir import ir
 Rewrite = Callable[[ir.Module, bool], int]
 
 # arith's predicate enums (the attribute is their i64 value).
-CMPF = dict(false=0, oeq=1, ogt=2, oge=3, olt=4, ole=5, one=6, ord=7,
-            ueq=8, ugt=9, uge=10, ult=11, ule=12, une=13, uno=14, true=15)
+CMPF = dict(
+    false=0,
+    oeq=1,
+    ogt=2,
+    oge=3,
+    olt=4,
+    ole=5,
+    one=6,
+    ord=7,
+    ueq=8,
+    ugt=9,
+    uge=10,
+    ult=11,
+    ule=12,
+    une=13,
+    uno=14,
+    true=15,
+)
 CMPI = dict(eq=0, ne=1, slt=2, sle=3, sgt=4, sge=5, ult=6, ule=7, ugt=8, uge=9)
 
 
@@ -73,8 +89,9 @@ def ops_named(module: ir.Module, names: tuple[str, ...], fresh: bool) -> list[ir
     return [op for name in names for op in by_name.get(name, ())]
 
 
-def _rewrite_ops(names: tuple[str, ...], match: Callable[[ir.Operation], bool],
-                 change: Callable[[ir.Operation], None]) -> Rewrite:
+def _rewrite_ops(
+    names: tuple[str, ...], match: Callable[[ir.Operation], bool], change: Callable[[ir.Operation], None]
+) -> Rewrite:
     def rewrite(module: ir.Module, apply: bool) -> int:
         sites = 0
         with module.context, ir.Location.unknown():
@@ -93,8 +110,9 @@ def predicate(op_name: str, old: str, new: str) -> Rewrite:
     table = CMPF if op_name == "arith.cmpf" else CMPI
 
     def match(op):
-        return (op.name == op_name and not _on_index(op)
-                and ir.IntegerAttr(op.attributes["predicate"]).value == table[old])
+        return (
+            op.name == op_name and not _on_index(op) and ir.IntegerAttr(op.attributes["predicate"]).value == table[old]
+        )
 
     def change(op):
         op.attributes["predicate"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), table[new])
@@ -111,8 +129,12 @@ def swap_operands(op_name: str, first: int = 0, second: int = 1) -> Rewrite:
     """`op_name`'s operands `first` and `second` exchanged (`a - b` as `b - a`)."""
 
     def match(op):
-        return (op.name == op_name and not _on_index(op) and len(op.operands) > max(first, second)
-                and op.operands[first] != op.operands[second])
+        return (
+            op.name == op_name
+            and not _on_index(op)
+            and len(op.operands) > max(first, second)
+            and op.operands[first] != op.operands[second]
+        )
 
     def change(op):
         operands = list(op.operands)
@@ -123,16 +145,18 @@ def swap_operands(op_name: str, first: int = 0, second: int = 1) -> Rewrite:
 
 
 def _scalar_constant(op: ir.Operation, kind) -> bool:
-    return (op.name == "arith.constant" and len(op.results) == 1
-            and isinstance(op.results[0].type, kind))
+    return op.name == "arith.constant" and len(op.results) == 1 and isinstance(op.results[0].type, kind)
 
 
 def int_constant(delta: int) -> Rewrite:
     """Scalar integer constants (not index, not i1) off by `delta`."""
 
     def match(op):
-        return (_scalar_constant(op, ir.IntegerType) and op.results[0].type.width > 1
-                and isinstance(op.attributes["value"], ir.IntegerAttr))
+        return (
+            _scalar_constant(op, ir.IntegerType)
+            and op.results[0].type.width > 1
+            and isinstance(op.attributes["value"], ir.IntegerAttr)
+        )
 
     def change(op):
         value = ir.IntegerAttr(op.attributes["value"])
@@ -146,8 +170,11 @@ def float_constant(select: Callable[[float], bool], new: float) -> Rewrite:
     """Scalar float constants whose value `select`s, replaced by `new`."""
 
     def match(op):
-        return (_scalar_constant(op, ir.FloatType) and isinstance(op.attributes["value"], ir.FloatAttr)
-                and select(op.attributes["value"].value))
+        return (
+            _scalar_constant(op, ir.FloatType)
+            and isinstance(op.attributes["value"], ir.FloatAttr)
+            and select(op.attributes["value"].value)
+        )
 
     def change(op):
         value = ir.FloatAttr(op.attributes["value"])
@@ -158,7 +185,12 @@ def float_constant(select: Callable[[float], bool], new: float) -> Rewrite:
 
 def lowest(value: float) -> bool:
     """-inf or the most negative finite value of some float type: a max reduction's init."""
-    return value == -math.inf or value in (-3.4028234663852886e38, -1.7976931348623157e308, -65504.0, -3.3895313892515355e38)
+    return value == -math.inf or value in (
+        -3.4028234663852886e38,
+        -1.7976931348623157e308,
+        -65504.0,
+        -3.3895313892515355e38,
+    )
 
 
 def highest(value: float) -> bool:

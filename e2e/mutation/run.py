@@ -56,8 +56,14 @@ def mutation_key(mutation: Mutation) -> str:
 
 
 def _record_key(test: str, config: str, shape_mode: str) -> str:
-    parts = [toolchain_fingerprint(), test, _file_digest(GLOBAL_TEST_REGISTRY[test].source.rsplit(":", 1)[0]),
-             config, shape_mode, _SOURCES]
+    parts = [
+        toolchain_fingerprint(),
+        test,
+        _file_digest(GLOBAL_TEST_REGISTRY[test].source.rsplit(":", 1)[0]),
+        config,
+        shape_mode,
+        _SOURCES,
+    ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -79,8 +85,9 @@ class RecordCache:
         if self.directory is None:
             return
         # Timeouts depend on the machine's load: not cached.
-        kept = TestRecord(**{**asdict(record), "verdicts": {
-            k: v for k, v in record.verdicts.items() if v[0] != TIMEOUT}})
+        kept = TestRecord(
+            **{**asdict(record), "verdicts": {k: v for k, v in record.verdicts.items() if v[0] != TIMEOUT}}
+        )
         kept.sites = {k: v for k, v in record.sites.items() if v == 0 or k in kept.verdicts}
         path = self.directory / f"{key}.json"
         tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
@@ -158,14 +165,18 @@ def _serve_host(test_name: str, backend: str, shape_mode: str, by_key: dict[str,
             if baseline is None and any(counts.values()):
                 # What the unmutated program computes on boundary inputs: shared by every mutant.
                 thresholds = program_thresholds([p.texts["linalg"] for p in programs.values()])
-                found = isolation.run_forked(lambda: boundary_samples(prepared.golden, unmutated, thresholds),
-                                             max(20.0, 20 * seconds), 2 * isolation.GIB)
+                found = isolation.run_forked(
+                    lambda: boundary_samples(prepared.golden, unmutated, thresholds),
+                    max(20.0, 20 * seconds),
+                    2 * isolation.GIB,
+                )
                 samples = found if isinstance(found, list) else []  # a crash on odd inputs: no samples
             channel.send(("pass" if baseline is None else f"fail: {baseline[1]}", counts, seconds))
         else:  # ("mutate", (key, seconds))
             key, limit = payload
-            outcome = isolation.run_forked(lambda: _run_mutant(prepared, programs, backend, by_key[key], samples),
-                                           limit, 2 * isolation.GIB)
+            outcome = isolation.run_forked(
+                lambda: _run_mutant(prepared, programs, backend, by_key[key], samples), limit, 2 * isolation.GIB
+            )
             channel.send(_verdict(outcome, limit))
 
 
@@ -206,8 +217,9 @@ def run_test(job: Job) -> TestRecord:
     if record.baseline and not missing:
         return record
     backend = job.config
-    host = isolation.Child(lambda channel: _serve_host(job.test, backend, job.shape_mode, wanted, channel),
-                           name="mutation-host")
+    host = isolation.Child(
+        lambda channel: _serve_host(job.test, backend, job.shape_mode, wanted, channel), name="mutation-host"
+    )
     budget = test.timeout_seconds or 300.0
     try:
         reply = host.request(("survey", missing), Limits(budget, 6 * isolation.GIB))

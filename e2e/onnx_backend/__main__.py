@@ -1,7 +1,7 @@
 """The ONNX backend suite's numbers: cases taken and skipped, and a run's results.
 
-    python -m e2e.onnx_backend --report                        # cases by kind, skips by reason
-    python -m e2e.onnx_backend --summary reports/results.json  # a run: passed, failed by stage and signature
+python -m e2e.onnx_backend --report                        # cases by kind, skips by reason
+python -m e2e.onnx_backend --summary reports/results.json  # a run: passed, failed by stage and signature
 """
 
 from __future__ import annotations
@@ -34,7 +34,9 @@ def run_summary(results: Path, top: int = 15) -> list[str]:
         by_kind.setdefault(row["test"].split("/")[0], Counter())[row["outcome"]] += 1
     lines = [f"ran {len(rows)} pairs: " + ", ".join(f"{outcome} {n}" for outcome, n in outcomes.most_common())]
     lines += [f"  {kind}: " + ", ".join(f"{o} {n}" for o, n in c.most_common()) for kind, c in sorted(by_kind.items())]
-    lines.append("failed by stage: " + ", ".join(f"{s} {n}" for s, n in Counter(r["stage"] for r in failed).most_common()))
+    lines.append(
+        "failed by stage: " + ", ".join(f"{s} {n}" for s, n in Counter(r["stage"] for r in failed).most_common())
+    )
     lines.append(f"top {top} failure signatures:")
     signatures = Counter((row["signature"] or "")[:150] for row in failed)
     lines += [f"  {n:5d}  {signature}" for signature, n in signatures.most_common(top)]

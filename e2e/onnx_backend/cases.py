@@ -71,7 +71,9 @@ def to_torch(value: Any) -> torch.Tensor:
         raise NotExpressible(STRING)
     if array.dtype.name in _TORCH_OF_NUMPY_NAME:
         storage = np.int16 if array.dtype.itemsize == 2 else np.uint8
-        return torch.from_numpy(np.ascontiguousarray(array).view(storage).copy()).view(_TORCH_OF_NUMPY_NAME[array.dtype.name])
+        return torch.from_numpy(np.ascontiguousarray(array).view(storage).copy()).view(
+            _TORCH_OF_NUMPY_NAME[array.dtype.name]
+        )
     try:
         return torch.from_numpy(np.ascontiguousarray(array).copy())
     except TypeError:

@@ -22,14 +22,25 @@ XFAIL_DIRS = {"ci": Path(__file__).parent / "xfail" / "ci", "full": Path(__file_
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m e2e.opinfo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m e2e.opinfo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--report", action="store_true", help="print the collection summary")
     parser.add_argument("--json", type=Path, help="also write every test and skip as JSON")
-    parser.add_argument("--update-xfails", type=Path, nargs="?", const=Path("reports/results.json"), metavar="RESULTS",
-                        help="rewrite the sweep's xfail sets from a run's results.json")
-    parser.add_argument("--slice", choices=sorted(XFAIL_DIRS), default="full",
-                        help="which xfail sets --update-xfails rewrites (default: full)")
+    parser.add_argument(
+        "--update-xfails",
+        type=Path,
+        nargs="?",
+        const=Path("reports/results.json"),
+        metavar="RESULTS",
+        help="rewrite the sweep's xfail sets from a run's results.json",
+    )
+    parser.add_argument(
+        "--slice",
+        choices=sorted(XFAIL_DIRS),
+        default="full",
+        help="which xfail sets --update-xfails rewrites (default: full)",
+    )
     args = parser.parse_args(argv)
     if args.update_xfails:
         from e2e.configs.update_xfails import update
@@ -48,10 +59,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"opinfo_ci slice: {sum(in_ci_slice(c) for c in collection.cases)} tests")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({
-            "tests": [{"name": c.name, "op": c.op, "dtype": c.dtype, "sample": c.index} for c in collection.cases],
-            "skips": [asdict(s) for s in collection.skips],
-        }, indent=1) + "\n")
+        args.json.write_text(
+            json.dumps(
+                {
+                    "tests": [
+                        {"name": c.name, "op": c.op, "dtype": c.dtype, "sample": c.index} for c in collection.cases
+                    ],
+                    "skips": [asdict(s) for s in collection.skips],
+                },
+                indent=1,
+            )
+            + "\n"
+        )
         print(f"written: {args.json}")
     return 0
 

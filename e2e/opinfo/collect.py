@@ -41,6 +41,7 @@ UNINITIALIZED = "output is uninitialized memory"
 TOO_LARGE = f"sample has more than {MAX_SAMPLE_ELEMENTS} elements"
 INPLACE = "in-place variant (the functional form is swept)"
 
+
 class _TensorSlot:
     """One instance, kept by copies (the golden trace deep-copies the module)."""
 
@@ -103,7 +104,8 @@ class Collection:
         lines = [
             f"OpInfo entries: {self.ops}; with at least one test: {len(taken_ops)}",
             f"tests (samples taken): {len(self.cases)} ("
-            + ", ".join(f"{d} {n}" for d, n in sorted(by_dtype.items())) + ")",
+            + ", ".join(f"{d} {n}" for d, n in sorted(by_dtype.items()))
+            + ")",
             "not taken, by reason (entries / samples):",
         ]
         entries, samples = Counter(), Counter()
@@ -113,7 +115,16 @@ class Collection:
         for reason, count in entries.most_common():
             lines.append(f"  {count:5d} / {samples[reason]:5d}  {reason}")
         untaken = sorted({s.op for s in self.skips} - taken_ops)
-        lines.append(f"entries with no test at all: {len(untaken)}" + (f" ({', '.join(untaken[:12])}, ...)" if len(untaken) > 12 else f" ({', '.join(untaken)})" if untaken else ""))
+        lines.append(
+            f"entries with no test at all: {len(untaken)}"
+            + (
+                f" ({', '.join(untaken[:12])}, ...)"
+                if len(untaken) > 12
+                else f" ({', '.join(untaken)})"
+                if untaken
+                else ""
+            )
+        )
         return "\n".join(lines)
 
 
@@ -236,8 +247,14 @@ def _collect_dtype(op, key: str, dtype: torch.dtype, count: int, collection: Col
         leaves, spec = tree_flatten((sample.input, tuple(sample.args), dict(sample.kwargs)))
         tensors = [_dense(leaf) for leaf in leaves if isinstance(leaf, torch.Tensor)]
         case = OpInfoCase(
-            f"{base}_{index}", key, _dtype_name(dtype), index, op.op, tensors,
-            [TENSOR if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves], spec,
+            f"{base}_{index}",
+            key,
+            _dtype_name(dtype),
+            index,
+            op.op,
+            tensors,
+            [TENSOR if isinstance(leaf, torch.Tensor) else leaf for leaf in leaves],
+            spec,
         )
         reason = _classify(op, case)
         if reason is None:
@@ -270,8 +287,12 @@ def as_test(case: OpInfoCase) -> Test:
 
     marks = ("opinfo", "opinfo_ci") if in_ci_slice(case) else ("opinfo",)
     return Test(
-        case.name, lambda: OpInfoModule(case), invoke, source=f"op_db: {case.op} ({case.dtype} sample {case.index})",
-        timeout_seconds=TIMEOUT_SECONDS, marks=marks,
+        case.name,
+        lambda: OpInfoModule(case),
+        invoke,
+        source=f"op_db: {case.op} ({case.dtype} sample {case.index})",
+        timeout_seconds=TIMEOUT_SECONDS,
+        marks=marks,
     )
 
 

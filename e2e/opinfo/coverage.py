@@ -44,7 +44,10 @@ def coverage(rows: list[dict]) -> dict:
     passing = {c: sum(1 for op in cells if _passes(cells[op].get(c))) for c in ordered}
     return {
         "configs": ordered,
-        "ops": {op: {c: {**cell, "stages": dict(cell["stages"])} for c, cell in sorted(cells[op].items())} for op in sorted(cells)},
+        "ops": {
+            op: {c: {**cell, "stages": dict(cell["stages"])} for c, cell in sorted(cells[op].items())}
+            for op in sorted(cells)
+        },
         "ops_passing_everywhere": passing,
         "ops_total": len(cells),
     }
@@ -66,8 +69,10 @@ def cell_text(cell: dict | None) -> str:
 def table(report: dict) -> str:
     configs = report["configs"]
     width = max([len(op) for op in report["ops"]] + [2])
-    lines = [f"| {'op':<{width}} | " + " | ".join(f"{c:<18}" for c in configs) + " |",
-             f"|{'-' * (width + 2)}|" + "|".join("-" * 20 for _ in configs) + "|"]
+    lines = [
+        f"| {'op':<{width}} | " + " | ".join(f"{c:<18}" for c in configs) + " |",
+        f"|{'-' * (width + 2)}|" + "|".join("-" * 20 for _ in configs) + "|",
+    ]
     for op, row in report["ops"].items():
         lines.append(f"| {op:<{width}} | " + " | ".join(f"{cell_text(row.get(c)):<18}" for c in configs) + " |")
     return "\n".join(lines)
@@ -79,8 +84,9 @@ def summary(report: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m e2e.opinfo.coverage", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m e2e.opinfo.coverage", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("results", type=Path, nargs="?", default=Path("reports/results.json"))
     parser.add_argument("--out", type=Path, default=Path("reports/opinfo_coverage"), help="writes OUT.json and OUT.md")
     parser.add_argument("--print", action="store_true", help="print the whole table")

@@ -78,7 +78,9 @@ def check_compiles_like_native(
 
 
 def _fail(name, config, what, module, inputs, torch_ir, pipeline, reports_dir, *, error: bool) -> None:
-    shapes = ", ".join(f"{tuple(x.shape)} {str(x.dtype).removeprefix('torch.')}" for x in inputs if isinstance(x, torch.Tensor))
+    shapes = ", ".join(
+        f"{tuple(x.shape)} {str(x.dtype).removeprefix('torch.')}" for x in inputs if isinstance(x, torch.Tensor)
+    )
     message = f"{name} on {config}: {what}\n  example inputs: {shapes}"
     if _is_final_replay():
         outcome = reproduce(name, config, module, inputs, torch_ir, pipeline, reports_dir, error=error)
@@ -95,9 +97,11 @@ def reproduce(name, config, module, inputs, torch_ir, pipeline, reports_dir: Pat
     from e2e.reducer.failure import ReduceOutcome, reduce_mismatch, reduce_mlir
 
     if error and torch_ir is not None:
-        return reduce_mlir(torch_ir, pipeline, "backend", test=name, config=config,
-                           reports_dir=reports_dir, time_box=REDUCE_TIME_BOX)
+        return reduce_mlir(
+            torch_ir, pipeline, "backend", test=name, config=config, reports_dir=reports_dir, time_box=REDUCE_TIME_BOX
+        )
     if not error:
-        return reduce_mismatch(module, list(inputs), pipeline, test=name, config=config,
-                               reports_dir=reports_dir, time_box=REDUCE_TIME_BOX)
+        return reduce_mismatch(
+            module, list(inputs), pipeline, test=name, config=config, reports_dir=reports_dir, time_box=REDUCE_TIME_BOX
+        )
     return ReduceOutcome(note="the failure is before the torch backend IR (capture or import): no MLIR to reduce")

@@ -39,14 +39,20 @@ def _binary(args) -> Built:
 
 def _reduction(args) -> Built:
     op, (shape, dim, keepdim), boundary, dynamic = args
-    return (lambda t: op.fn(t, dim, keepdim=keepdim),
-            lambda tu: [s.make_input(tu, shape, torch.float32, op, boundary)], dynamic)
+    return (
+        lambda t: op.fn(t, dim, keepdim=keepdim),
+        lambda tu: [s.make_input(tu, shape, torch.float32, op, boundary)],
+        dynamic,
+    )
 
 
 def _pool2d(args) -> Built:
     case, boundary = args
-    return (lambda t: s.pool2d(t, case),
-            lambda tu: [s.make_input(tu, (1, 2, *case["size"]), torch.float32, None, boundary)], False)
+    return (
+        lambda t: s.pool2d(t, case),
+        lambda tu: [s.make_input(tu, (1, 2, *case["size"]), torch.float32, None, boundary)],
+        False,
+    )
 
 
 def _compare(args) -> Built:
@@ -57,10 +63,14 @@ def _compare(args) -> Built:
 
 FAMILIES = (
     Family("unary", st.tuples(s.op_and_dtype(s.UNARY), s.shapes(), s.boundary_inputs, st.booleans()), _unary),
-    Family("binary", st.tuples(s.op_and_dtype(s.BINARY), s.broadcast_pair(), s.boundary_inputs, st.booleans()),
-           _binary),
-    Family("reduction", st.tuples(st.sampled_from(s.REDUCTIONS), s.reduction_case(), s.boundary_inputs,
-                                  st.booleans()), _reduction),
+    Family(
+        "binary", st.tuples(s.op_and_dtype(s.BINARY), s.broadcast_pair(), s.boundary_inputs, st.booleans()), _binary
+    ),
+    Family(
+        "reduction",
+        st.tuples(st.sampled_from(s.REDUCTIONS), s.reduction_case(), s.boundary_inputs, st.booleans()),
+        _reduction,
+    ),
     Family("pool2d", st.tuples(s.pool2d_case(), s.boundary_inputs), _pool2d),
     Family("compare", st.tuples(s.op_and_dtype(s.COMPARISONS), s.broadcast_pair(), st.booleans()), _compare),
 )
@@ -70,8 +80,9 @@ def examples(family: Family, count: int) -> list[Any]:
     """The first `count` examples a derandomized run of the family draws."""
     found: list[Any] = []
 
-    @settings(max_examples=count, derandomize=True, database=None, deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=count, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+    )
     @given(family.strategy)
     def collect(args):
         found.append(args)

@@ -70,16 +70,23 @@ REDUCTIONS = [
     Op("logsumexp", torch.logsumexp, ints=False),
 ]
 COMPARISONS = [
-    Op("gt", torch.gt), Op("ge", torch.ge), Op("lt", torch.lt), Op("le", torch.le), Op("eq", torch.eq),
-    Op("ne", torch.ne), Op("maximum", torch.maximum), Op("minimum", torch.minimum),
+    Op("gt", torch.gt),
+    Op("ge", torch.ge),
+    Op("lt", torch.lt),
+    Op("le", torch.le),
+    Op("eq", torch.eq),
+    Op("ne", torch.ne),
+    Op("maximum", torch.maximum),
+    Op("minimum", torch.minimum),
     Op("clamp_half", lambda x, y: torch.clamp(x, -0.5, 0.5) + y),
     Op("where_gt", lambda x, y: torch.where(x > y, x, y)),
 ]
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "int64": torch.int64}
 
 
-def make_input(tu: TestUtils, shape: tuple[int, ...], dtype: torch.dtype, op: Op | None = None,
-               boundary: bool = False) -> torch.Tensor:
+def make_input(
+    tu: TestUtils, shape: tuple[int, ...], dtype: torch.dtype, op: Op | None = None, boundary: bool = False
+) -> torch.Tensor:
     """Uniform values in the op's range, or (`boundary`) `tu.boundary` values clamped to it:
     ties, signed zeros, halfway cases, and the integer dtype's extremes."""
     low, high = (op.low, op.high) if op else (-2.0, 2.0)
@@ -97,7 +104,9 @@ boundary_inputs = st.booleans()
 
 def op_and_dtype(ops: list[Op]) -> st.SearchStrategy[tuple[Op, torch.dtype]]:
     return st.sampled_from(ops).flatmap(
-        lambda op: st.tuples(st.just(op), st.sampled_from([d for n, d in DTYPES.items() if op.ints or d.is_floating_point]))
+        lambda op: st.tuples(
+            st.just(op), st.sampled_from([d for n, d in DTYPES.items() if op.ints or d.is_floating_point])
+        )
     )
 
 
@@ -114,8 +123,11 @@ def broadcast_pair(draw) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def reduction_case(draw) -> tuple[tuple[int, ...], int | tuple[int, ...], bool]:
     shape = draw(shapes(min_rank=1))
     rank = len(shape)
-    picked = draw(st.lists(st.integers(min_value=-rank, max_value=rank - 1), min_size=1, max_size=rank,
-                           unique_by=lambda d: d % rank))
+    picked = draw(
+        st.lists(
+            st.integers(min_value=-rank, max_value=rank - 1), min_size=1, max_size=rank, unique_by=lambda d: d % rank
+        )
+    )
     dim = picked[0] if len(picked) == 1 else tuple(picked)
     return shape, dim, draw(st.booleans())
 
@@ -142,7 +154,11 @@ def conv2d_case(draw) -> dict:
         in_channels=groups * draw(st.integers(1, 2)),
         out_channels=groups * draw(st.integers(1, 2)),
         size=(draw(st.integers(max(1, reach - 2 * padding), 6)), draw(st.integers(max(1, reach - 2 * padding), 6))),
-        kernel=kernel, stride=draw(st.integers(1, 2)), padding=padding, dilation=dilation, groups=groups,
+        kernel=kernel,
+        stride=draw(st.integers(1, 2)),
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
         bias=draw(st.booleans()),
     )
 
@@ -152,8 +168,12 @@ def pool2d_case(draw) -> dict:
     kernel = draw(st.integers(1, 3))
     padding = draw(st.integers(0, kernel // 2))
     return dict(
-        kind=draw(st.sampled_from(["max", "avg"])), kernel=kernel, stride=draw(st.integers(1, 3)), padding=padding,
-        size=(draw(st.integers(kernel, 6)), draw(st.integers(kernel, 6))), ceil_mode=draw(st.booleans()),
+        kind=draw(st.sampled_from(["max", "avg"])),
+        kernel=kernel,
+        stride=draw(st.integers(1, 3)),
+        padding=padding,
+        size=(draw(st.integers(kernel, 6)), draw(st.integers(kernel, 6))),
+        ceil_mode=draw(st.booleans()),
     )
 
 

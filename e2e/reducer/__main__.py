@@ -1,8 +1,8 @@
 """The reducer's command line.
 
-    python -m e2e.reducer mlir FILE --pipeline "builtin.module(...)" [--stage S] (--error REGEX | --crash)
-    python -m e2e.reducer replay BUNDLE_DIR
-    python -m e2e.reducer test TEST_NAME --config CONFIG
+python -m e2e.reducer mlir FILE --pipeline "builtin.module(...)" [--stage S] (--error REGEX | --crash)
+python -m e2e.reducer replay BUNDLE_DIR
+python -m e2e.reducer test TEST_NAME --config CONFIG
 """
 
 from __future__ import annotations
@@ -33,11 +33,15 @@ def _report(outcome) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m e2e.reducer", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m e2e.reducer", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     mlir = sub.add_parser("mlir", help="reduce a .mlir file that fails or crashes in a pipeline")
     mlir.add_argument("file", type=Path)
-    mlir.add_argument("--pipeline", required=True, help='"builtin.module(a,b)" or "a,b"; python:<module>:<fn> entries allowed')
+    mlir.add_argument(
+        "--pipeline", required=True, help='"builtin.module(a,b)" or "a,b"; python:<module>:<fn> entries allowed'
+    )
     mlir.add_argument("--stage", default="lower")
     kind = mlir.add_mutually_exclusive_group(required=True)
     kind.add_argument("--error", metavar="REGEX", help="the diagnostics must match this")
@@ -61,16 +65,22 @@ def main(argv: list[str] | None = None) -> int:
         from e2e.reducer.failure import reduce_mlir
 
         outcome = reduce_mlir(
-            args.file.read_text(), _pipeline(args.pipeline), args.stage, crash=args.crash,
-            error_pattern=args.error, test=args.name or args.file.stem, config="cli",
-            reports_dir=args.reports_dir, time_box=args.timeout,
+            args.file.read_text(),
+            _pipeline(args.pipeline),
+            args.stage,
+            crash=args.crash,
+            error_pattern=args.error,
+            test=args.name or args.file.stem,
+            config="cli",
+            reports_dir=args.reports_dir,
+            time_box=args.timeout,
         )
         return _report(outcome)
     import importlib
 
     from e2e.configs import load_config
-    from e2e.framework.registry import GLOBAL_TEST_REGISTRY
     from e2e.framework.isolation import Limits
+    from e2e.framework.registry import GLOBAL_TEST_REGISTRY
     from e2e.framework.runner import prepare, run_pair
     from e2e.reducer.failure import reduce_result
 

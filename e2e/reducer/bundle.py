@@ -195,7 +195,11 @@ def _opt_command(bundle_dir: Path, case: Case, timeout: float = 60) -> str | Non
         return "torch-mlir-opt --run-reproducer repro.mlir" if done.returncode < 0 else None
     # The tool fails too, and for the same reason (not an unknown pass or option).
     first = next((line for line in done.stderr.splitlines() if "error:" in line), "")
-    same = case.guilty_op is None or case.guilty_op in done.stderr or normalize(first.partition("error:")[2]) in case.signature
+    same = (
+        case.guilty_op is None
+        or case.guilty_op in done.stderr
+        or normalize(first.partition("error:")[2]) in case.signature
+    )
     return "torch-mlir-opt --run-reproducer repro.mlir" if done.returncode != 0 and same else None
 
 
@@ -219,7 +223,11 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         if case.stage == "execute"
         else "the pipeline finishes (or reports an error) without taking the process down.",
         "mismatch": "the compiled module returns `expected.npz` (native PyTorch) for `inputs.npz`"
-        + (f" within rtol={case.tolerance[0]}, atol={case.tolerance[1]}." if case.tolerance else " (the suite's default tolerance)."),
+        + (
+            f" within rtol={case.tolerance[0]}, atol={case.tolerance[1]}."
+            if case.tolerance
+            else " (the suite's default tolerance)."
+        ),
     }[case.kind]
     title = f"{case.guilty_op or pass_name(case.pipeline[-1])}: {case.signature}"
     lines = [
@@ -236,15 +244,25 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
     ]
     if verification.opt_command:
         lines.append(f"{verification.opt_command}   # the same with the wheel's tool")
-    lines += ["```", "", "Pipeline (also stored in `repro.mlir` as MLIR's `mlir_reproducer` resource):", "", "```",
-              as_text(case.pipeline), "```"]
+    lines += [
+        "```",
+        "",
+        "Pipeline (also stored in `repro.mlir` as MLIR's `mlir_reproducer` resource):",
+        "",
+        "```",
+        as_text(case.pipeline),
+        "```",
+    ]
     if "python:" in as_text(case.pipeline):
         lines += ["", "`python:<module>:<function>` entries are Python passes over the module; repro.py carries them."]
     body = _body(with_reproducer_resource(info.repro_ir, []))
     if body:
         lines += ["", "## repro.mlir", "", "```mlir", body, "```"]
     if case.kind == MISMATCH:
-        lines += ["", "`inputs.npz` and `expected.npz` hold `arg0`, `arg1`, ... in the order of @main's arguments and results."]
+        lines += [
+            "",
+            "`inputs.npz` and `expected.npz` hold `arg0`, `arg1`, ... in the order of @main's arguments and results.",
+        ]
     lines += ["", "## Expected", "", expected, "", "## Actual", "", "```", verification.output or "(no output)", "```"]
     lines += [
         "",

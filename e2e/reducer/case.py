@@ -93,7 +93,9 @@ def run_entries(module, pipeline: Sequence[str]) -> None:
             run.append(entry)
 
 
-def compile_signature(text: str, stage: str, pipeline: Sequence[str], blame: str | None) -> tuple[str | None, list[str]]:
+def compile_signature(
+    text: str, stage: str, pipeline: Sequence[str], blame: str | None
+) -> tuple[str | None, list[str]]:
     """Run `pipeline` on `text` in this process: (signature, diagnostics), signature None when it passes."""
     from torch_mlir import ir
 

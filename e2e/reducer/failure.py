@@ -1,8 +1,8 @@
 """From a failure to a verified bundle: localize, reduce, bundle (the reducer's entry points).
 
-    reduce_result(result, prepared, config, reports_dir)     # a failing (test, config) pair
-    reduce_mlir(text, pipeline, stage, error_pattern=...)     # a .mlir file and a pipeline
-    reduce_mismatch(module, inputs, toolchain, ...)           # wrong results: the smallest miscompiled FX group
+reduce_result(result, prepared, config, reports_dir)     # a failing (test, config) pair
+reduce_mlir(text, pipeline, stage, error_pattern=...)     # a .mlir file and a pipeline
+reduce_mismatch(module, inputs, toolchain, ...)           # wrong results: the smallest miscompiled FX group
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from e2e.reducer.reduce import behavioural_ops, op_count, reduce_ops
 from e2e.reducer.signature import guilty_op
 
 DEFAULT_TIME_BOX = 60.0
+
+
 def bundle_dir_for(reports_dir: Path, test: str, config: str) -> Path:
     return Path(reports_dir) / "repro" / test / config
 
@@ -59,7 +61,9 @@ def reduce_localized(
     owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
     if owner is not None:
         add_test(owner, test, config)
-        return ReduceOutcome(owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared")
+        return ReduceOutcome(
+            owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared"
+        )
 
     # A candidate may make a pass loop forever: allow a few times what the original takes.
     began = time.monotonic()
@@ -87,8 +91,16 @@ def reduce_localized(
     written = time.monotonic()
     verified, detail = write_bundle(info, target, check=verify)
     return ReduceOutcome(
-        target, verified, False, info.ops_before, info.ops_after, reduction.queries,
-        time.monotonic() - start, case.guilty_op, detail, stopped="1-minimal" if reduction.minimal else TIME_BOX,
+        target,
+        verified,
+        False,
+        info.ops_before,
+        info.ops_after,
+        reduction.queries,
+        time.monotonic() - start,
+        case.guilty_op,
+        detail,
+        stopped="1-minimal" if reduction.minimal else TIME_BOX,
         verify_seconds=time.monotonic() - written,
     )
 
@@ -109,9 +121,13 @@ def reduce_mlir(
     """Reduce a module that fails (or crashes in) `pipeline`; bundle under reports_dir/repro."""
     localized = localize_crash(text, pipeline, stage) if crash else localize_error(text, pipeline, stage)
     if localized is None:
-        return ReduceOutcome(note="the pipeline does not " + ("crash" if crash else "fail") + " on this module", stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note="the pipeline does not " + ("crash" if crash else "fail") + " on this module", stopped=NO_LOCALIZATION
+        )
     if error_pattern and not re.search(error_pattern, "\n".join(localized.diagnostics)):
-        return ReduceOutcome(note=f"the failure does not match {error_pattern!r}: {localized.case.signature}", stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note=f"the failure does not match {error_pattern!r}: {localized.case.signature}", stopped=NO_LOCALIZATION
+        )
     return reduce_localized(
         localized, test=test, config=config, reports_dir=reports_dir, original_ir=text, time_box=time_box, verify=verify
     )
@@ -141,50 +157,123 @@ def reduce_mismatch(
     try:
         search = GraphSearch(module, inputs, toolchain, arg_shapes=arg_shapes, tolerance=tolerance, method=method)
     except Exception as error:
-        return ReduceOutcome(note=f"the module does not export again: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note=f"the module does not export again: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION
+        )
     found = localize_group(search, start + time_box)
     if isinstance(found, str):
-        return ReduceOutcome(note=found, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
-    notes = [f"localized to {len(found.nodes)} FX node(s) of {len(search.units)}, given golden inputs: "
-             + "; ".join(f"`{n}`" for n in found.nodes), f"compiled vs native: {found.detail}"]
+        return ReduceOutcome(
+            note=found, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION
+        )
+    notes = [
+        f"localized to {len(found.nodes)} FX node(s) of {len(search.units)}, given golden inputs: "
+        + "; ".join(f"`{n}`" for n in found.nodes),
+        f"compiled vs native: {found.detail}",
+    ]
     if search.crashed_queries:
-        notes.append(f"{search.crashed_queries} candidate group(s) crashed, hung or outgrew the cap when compiled "
-                     "and run; each was taken as not showing the mismatch, and the search went on")
+        notes.append(
+            f"{search.crashed_queries} candidate group(s) crashed, hung or outgrew the cap when compiled "
+            "and run; each was taken as not showing the mismatch, and the search went on"
+        )
     if found.literals:
-        notes.append("sizes computed in the graph replaced by literals: "
-                     + ", ".join(f"{k} -> {v}" for k, v in found.literals.items()))
-    return _mismatch_bundle(found, found.guilty_op, toolchain, tolerance, notes, original_ir, found.stopped,
-                            start=start, test=test, config=config, reports_dir=reports_dir, verify=verify)
+        notes.append(
+            "sizes computed in the graph replaced by literals: "
+            + ", ".join(f"{k} -> {v}" for k, v in found.literals.items())
+        )
+    return _mismatch_bundle(
+        found,
+        found.guilty_op,
+        toolchain,
+        tolerance,
+        notes,
+        original_ir,
+        found.stopped,
+        start=start,
+        test=test,
+        config=config,
+        reports_dir=reports_dir,
+        verify=verify,
+    )
 
 
-def _mismatch_bundle(found, guilty: str, toolchain, tolerance, notes: list[str], original_ir: str, stopped: str, *,
-                     start: float, test: str, config: str, reports_dir, verify: bool) -> ReduceOutcome:
+def _mismatch_bundle(
+    found,
+    guilty: str,
+    toolchain,
+    tolerance,
+    notes: list[str],
+    original_ir: str,
+    stopped: str,
+    *,
+    start: float,
+    test: str,
+    config: str,
+    reports_dir,
+    verify: bool,
+) -> ReduceOutcome:
     """A localized mismatch (`found`: its torch backend IR, inputs, expected values, dtypes,
     signature, queries) as a bundle, or a share of the bundle of the same bug."""
-    case = Case(MISMATCH, "compare", list(toolchain), found.signature, guilty_op=guilty,
-                result_dtypes=found.result_dtypes, tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None)
+    case = Case(
+        MISMATCH,
+        "compare",
+        list(toolchain),
+        found.signature,
+        guilty_op=guilty,
+        result_dtypes=found.result_dtypes,
+        tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None,
+    )
     target = bundle_dir_for(reports_dir, test, config)
     owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
     if owner is not None:
         add_test(owner, test, config)
-        return ReduceOutcome(owner, True, True, guilty_op=guilty, note=f"shares the bundle of {owner}", stopped="shared")
+        return ReduceOutcome(
+            owner, True, True, guilty_op=guilty, note=f"shares the bundle of {owner}", stopped="shared"
+        )
     ops_after = op_count(found.torch_backend_ir)
     info = BundleInfo(
-        test, config, case, found.torch_backend_ir, original_ir or found.torch_backend_ir,
-        op_count(original_ir) if original_ir else ops_after, ops_after,
-        queries=found.queries, seconds=time.monotonic() - start, minimal=stopped == ONE_MINIMAL,
-        inputs=found.inputs, expected=found.expected, notes=notes,
+        test,
+        config,
+        case,
+        found.torch_backend_ir,
+        original_ir or found.torch_backend_ir,
+        op_count(original_ir) if original_ir else ops_after,
+        ops_after,
+        queries=found.queries,
+        seconds=time.monotonic() - start,
+        minimal=stopped == ONE_MINIMAL,
+        inputs=found.inputs,
+        expected=found.expected,
+        notes=notes,
     )
     written = time.monotonic()
     verified, detail = write_bundle(info, target, check=verify)
     return ReduceOutcome(
-        target, verified, False, info.ops_before, ops_after, found.queries,
-        time.monotonic() - start, guilty, detail, stopped=stopped, verify_seconds=time.monotonic() - written,
+        target,
+        verified,
+        False,
+        info.ops_before,
+        ops_after,
+        found.queries,
+        time.monotonic() - start,
+        guilty,
+        detail,
+        stopped=stopped,
+        verify_seconds=time.monotonic() - written,
     )
 
 
-def reduce_jit_mismatch(module, inputs, toolchain, *, test, config, reports_dir, tolerance=None,
-                        time_box: float = DEFAULT_TIME_BOX, verify: bool = True) -> ReduceOutcome:
+def reduce_jit_mismatch(
+    module,
+    inputs,
+    toolchain,
+    *,
+    test,
+    config,
+    reports_dir,
+    tolerance=None,
+    time_box: float = DEFAULT_TIME_BOX,
+    verify: bool = True,
+) -> ReduceOutcome:
     """Wrong results only the JIT path gives: the first differing node of the TorchScript graph, alone."""
     from e2e.reducer.jit_graph import localize_jit
 
@@ -192,16 +281,31 @@ def reduce_jit_mismatch(module, inputs, toolchain, *, test, config, reports_dir,
     try:
         found = localize_jit(module, inputs, toolchain, tolerance=tolerance, deadline=start + time_box)
     except Exception as error:
-        return ReduceOutcome(note=f"the TorchScript graph search failed: {type(error).__name__}: {error}"[:300],
-                             stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note=f"the TorchScript graph search failed: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION
+        )
     if isinstance(found, str):
         return ReduceOutcome(note=found, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
-    notes = [f"localized in the TorchScript graph ({found.nodes_searched} tensor-producing nodes, "
-             f"{found.queries} queries): the first node whose compiled value differs from TorchScript's "
-             f"own run, here alone with the native values of its inputs: `{found.node}`",
-             f"compiled vs native: {found.detail}"]
-    return _mismatch_bundle(found, "torch." + found.kind.replace("::", "."), toolchain, tolerance, notes, "",
-                            ONE_MINIMAL, start=start, test=test, config=config, reports_dir=reports_dir, verify=verify)
+    notes = [
+        f"localized in the TorchScript graph ({found.nodes_searched} tensor-producing nodes, "
+        f"{found.queries} queries): the first node whose compiled value differs from TorchScript's "
+        f"own run, here alone with the native values of its inputs: `{found.node}`",
+        f"compiled vs native: {found.detail}",
+    ]
+    return _mismatch_bundle(
+        found,
+        "torch." + found.kind.replace("::", "."),
+        toolchain,
+        tolerance,
+        notes,
+        "",
+        ONE_MINIMAL,
+        start=start,
+        test=test,
+        config=config,
+        reports_dir=reports_dir,
+        verify=verify,
+    )
 
 
 def _same_failure(replayed: str, reported: str) -> bool:
@@ -236,8 +340,11 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     if result.outcome == "timeout":
         return ReduceOutcome(note="timeouts are not reduced (each query could take as long)", stopped=NO_LOCALIZATION)
     if result.stage == "compare" and config.toolchain().frontend == "onnx":
-        return ReduceOutcome(note="wrong results of the onnx frontend are not reduced (the FX graph search does not "
-                             "see the ONNX model); the onnxruntime oracle's note places them", stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note="wrong results of the onnx frontend are not reduced (the FX graph search does not "
+            "see the ONNX model); the onnxruntime oracle's note places them",
+            stopped=NO_LOCALIZATION,
+        )
     if result.stage == "compare":
         # A dynamic test is called at several shapes: reduce the call that mismatched.
         method, call = prepared.failing_call(result.error)
@@ -260,7 +367,9 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
                 break
         if outcome.bundle is None and config.toolchain().frontend == "torchscript":
             jit = reduce_jit_mismatch(
-                prepared.module, call, toolchain_for(config)["backend"],
+                prepared.module,
+                call,
+                toolchain_for(config)["backend"],
                 tolerance=prepared.test.tolerance,
                 **{**common, "time_box": max(time_box - (time.monotonic() - start), 10.0)},
             )
@@ -269,24 +378,36 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
             outcome.note = f"{outcome.note}; in the TorchScript graph: {jit.note}"
         return outcome
     if result.stage in ("capture", "import") and getattr(prepared.module, "onnx_model", None) is not None:
-        return ReduceOutcome(note=f"the ONNX model is the test's own: {ir_dir / 'model.onnx'} is what the importer "
-                             "was given", stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note=f"the ONNX model is the test's own: {ir_dir / 'model.onnx'} is what the importer was given",
+            stopped=NO_LOCALIZATION,
+        )
     if result.stage in ("capture", "import") and result.outcome != "crash":
         from e2e.reducer.frontend import reduce_frontend
 
-        return reduce_frontend(result, prepared, config, reports_dir, time_box, bundle_dir_for(reports_dir, result.test, config.name))
+        return reduce_frontend(
+            result, prepared, config, reports_dir, time_box, bundle_dir_for(reports_dir, result.test, config.name)
+        )
     stage_input = _stage_input(result, ir_dir)
     if result.outcome == "crash" and result.stage == "execute":
         return _reduce_execute_crash(result, config, ir_dir, common)
     if result.outcome == "crash":
         if stage_input is None or result.stage not in ("torch-backend", "backend", "lower"):
-            return ReduceOutcome(note=f"a crash in stage {result.stage} is not reduced (no pass pipeline to replay)", stopped=NO_LOCALIZATION)
+            return ReduceOutcome(
+                note=f"a crash in stage {result.stage} is not reduced (no pass pipeline to replay)",
+                stopped=NO_LOCALIZATION,
+            )
         localized = localize_crash(stage_input, stage_pipeline(config, result.stage, stage_input), result.stage)
         if localized is None:
-            return ReduceOutcome(note="the crash did not recur when the stage was replayed pass by pass", stopped=NO_LOCALIZATION)
+            return ReduceOutcome(
+                note="the crash did not recur when the stage was replayed pass by pass", stopped=NO_LOCALIZATION
+            )
         return reduce_localized(localized, original_ir=stage_input, **common)
     if not result.failing_pass:
-        return ReduceOutcome(note=f"no MLIR pass failed (stage {result.stage}); nothing to reduce at the IR level", stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note=f"no MLIR pass failed (stage {result.stage}); nothing to reduce at the IR level",
+            stopped=NO_LOCALIZATION,
+        )
     localized = None
     if result.ir_path and parses(Path(result.ir_path).read_text()):
         text = Path(result.ir_path).read_text()
@@ -301,7 +422,9 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     if localized is None:
         return ReduceOutcome(note="the failure did not recur when its stage was replayed", stopped=NO_LOCALIZATION)
     if not _same_failure(localized.case.signature, result.signature):
-        return ReduceOutcome(note=f"replaying shows another signature: {localized.case.signature}", stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note=f"replaying shows another signature: {localized.case.signature}", stopped=NO_LOCALIZATION
+        )
     return reduce_localized(localized, original_ir=stage_input or localized.ir, **common)
 
 
@@ -311,13 +434,16 @@ def _reduce_execute_crash(result, config, ir_dir: Path, common: dict) -> ReduceO
 
     saved = sorted(ir_dir.glob("*-lower.mlir"))
     if not saved:
-        return ReduceOutcome(note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION
+        )
     text = saved[0].read_text()
     pipeline = [execute.RECORD, *toolchain_for(config)["lower"], execute.INVOKE]
     observed = observe(Case(CRASH, "execute", pipeline, ""), text)
     if not (observed or "").startswith("crash |"):
-        return ReduceOutcome(note=f"the module did not crash when lowered and run on made-up inputs: {observed}",
-                             stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note=f"the module did not crash when lowered and run on made-up inputs: {observed}", stopped=NO_LOCALIZATION
+        )
     case = Case(CRASH, "execute", pipeline, observed)
     return reduce_localized(Localized(case, text, []), original_ir=text, **common)
 

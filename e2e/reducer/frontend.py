@@ -109,8 +109,17 @@ def run(module, args, dynamic_shapes):
 LTC_PIECES = (
     Piece(
         "compiler.frontends.lazy",
-        ("_INITIALIZED", "_DECOMPOSITIONS", "LAZY_DECOMPOSED_OPS", "LAZY_CPU_FACTORIES", "_var_mean",
-         "LAZY_OWN_DECOMPOSITIONS", "_on_cpu", "_aten_op", "_init_ts_backend"),
+        (
+            "_INITIALIZED",
+            "_DECOMPOSITIONS",
+            "LAZY_DECOMPOSED_OPS",
+            "LAZY_CPU_FACTORIES",
+            "_var_mean",
+            "LAZY_OWN_DECOMPOSITIONS",
+            "_on_cpu",
+            "_aten_op",
+            "_init_ts_backend",
+        ),
     ),
 )
 # The ONNX exporter's message as the suite words it.
@@ -171,13 +180,15 @@ def _dynamic_shapes(built: GroupModule) -> str:
 
 def repro_script(built: GroupModule, frontend: str, signature: str) -> str:
     """A standalone script: the group as an nn.Module, the frontend step, the expected failure."""
-    wanted = ["e2e.reducer.signature"] + {"ltc": ["compiler.frontends.lazy"], "onnx": ["compiler.frontends.onnx"]}.get(frontend, [])
+    wanted = ["e2e.reducer.signature"] + {"ltc": ["compiler.frontends.lazy"], "onnx": ["compiler.frontends.onnx"]}.get(
+        frontend, []
+    )
     imports, inlined_code = inlined_pieces([p for p in PIECES + LTC_PIECES + ONNX_PIECES if p.module in wanted])
     code = built.module.code.strip("\n")
     forward = "\n".join("    " + line if line.strip() else "" for line in code.splitlines())
     expected = signature.split(" | ", 2)[-1]
     return f'''#!/usr/bin/env python3
-"""Reproducer: {signature.replace(chr(92), '/')}
+"""Reproducer: {signature.replace(chr(92), "/")}
 
 Needs torch, torch-mlir and numpy only. The module below is the smallest part of the
 test's FX graph that still fails this frontend; inputs.npz holds its inputs. Exits 1
@@ -241,15 +252,26 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
     start = time.monotonic()
     frontend = FRONTEND_OF.get(config.toolchain().frontend)
     if frontend is None:
-        return ReduceOutcome(note=f"{result.stage} failures of the {config.toolchain().frontend} frontend are not reduced",
-                             stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note=f"{result.stage} failures of the {config.toolchain().frontend} frontend are not reduced",
+            stopped=NO_LOCALIZATION,
+        )
     method = prepared.methods()[0]
     try:
-        search = GraphSearch(prepared.module, prepared.first_call(method), [], arg_shapes=prepared.arg_shapes(method),
-                             method=method, decompose=False, blame_unreproducible=True)
+        search = GraphSearch(
+            prepared.module,
+            prepared.first_call(method),
+            [],
+            arg_shapes=prepared.arg_shapes(method),
+            method=method,
+            decompose=False,
+            blame_unreproducible=True,
+        )
     except Exception as error:  # torch.export itself fails: no graph to reduce
-        return ReduceOutcome(note=f"no FX graph to reduce: torch.export fails: {type(error).__name__}: "
-                             f"{first_line(error)}"[:300], stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note=f"no FX graph to reduce: torch.export fails: {type(error).__name__}: {first_line(error)}"[:300],
+            stopped=NO_LOCALIZATION,
+        )
     check = frontend_check(config.toolchain().frontend, result.stage)
     queries = 0
 
@@ -266,8 +288,11 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
             return False
 
     if not search.units or not fails(search.units):
-        return ReduceOutcome(note="the failure does not recur on the exported graph's nodes "
-                             f"({len(search.units)} nodes) run through the frontend", stopped=NO_LOCALIZATION)
+        return ReduceOutcome(
+            note="the failure does not recur on the exported graph's nodes "
+            f"({len(search.units)} nodes) run through the frontend",
+            stopped=NO_LOCALIZATION,
+        )
     group, completed = ddmin(search.units, fails, start + time_box)
     built = build(group)
     targets = ", ".join(dict.fromkeys(str(search.by_name[n].target) for n in group))
@@ -275,7 +300,9 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
     owner = claim(Path(reports_dir) / "repro", signature_key(config.name, case), bundle_dir)
     if owner is not None:
         add_test(owner, result.test, config.name)
-        return ReduceOutcome(owner, True, True, guilty_op=targets, note=f"shares the bundle of {owner}", stopped="shared")
+        return ReduceOutcome(
+            owner, True, True, guilty_op=targets, note=f"shares the bundle of {owner}", stopped="shared"
+        )
     bundle_dir.mkdir(parents=True, exist_ok=True)
     (bundle_dir / "repro.py").write_text(repro_script(built, frontend, result.signature))
     (bundle_dir / "case.json").write_text(case.to_json())
@@ -286,19 +313,43 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
     tests = add_test(bundle_dir, result.test, config.name)
     stopped = ONE_MINIMAL if completed else TIME_BOX
     (bundle_dir / "README.md").write_text(
-        readme(result, config.name, case, built, tests, verification, len(search.units), queries, reduced - start, stopped)
+        readme(
+            result, config.name, case, built, tests, verification, len(search.units), queries, reduced - start, stopped
+        )
     )
-    return ReduceOutcome(bundle_dir, verification.ok, False, len(search.units), len(group), queries,
-                         time.monotonic() - start, targets, verification.detail, stopped=stopped,
-                         verify_seconds=time.monotonic() - reduced)
+    return ReduceOutcome(
+        bundle_dir,
+        verification.ok,
+        False,
+        len(search.units),
+        len(group),
+        queries,
+        time.monotonic() - start,
+        targets,
+        verification.detail,
+        stopped=stopped,
+        verify_seconds=time.monotonic() - reduced,
+    )
 
 
-def readme(result, config: str, case: Case, built: GroupModule, tests: list[str], verification: Verification,
-           nodes_before: int, queries: int, seconds: float, stopped: str) -> str:
+def readme(
+    result,
+    config: str,
+    case: Case,
+    built: GroupModule,
+    tests: list[str],
+    verification: Verification,
+    nodes_before: int,
+    queries: int,
+    seconds: float,
+    stopped: str,
+) -> str:
     v = versions()
-    step = {"ltc": "tracing on the lazy device (TorchScript LTC backend)",
-            "fx": "`torch.export` + torch-mlir's decompositions + `FxImporter`",
-            "onnx": "`torch.onnx.export` (dynamo) + torch-mlir's ONNX importer"}[case.pipeline[0]]
+    step = {
+        "ltc": "tracing on the lazy device (TorchScript LTC backend)",
+        "fx": "`torch.export` + torch-mlir's decompositions + `FxImporter`",
+        "onnx": "`torch.onnx.export` (dynamo) + torch-mlir's ONNX importer",
+    }[case.pipeline[0]]
     lines = [
         f"# {case.guilty_op}: {case.signature}",
         "",
@@ -309,7 +360,8 @@ def readme(result, config: str, case: Case, built: GroupModule, tests: list[str]
         built.module.code.strip(),
         "```",
         "",
-        "with inputs of shapes " + ", ".join(str(list(x.shape)) + f" {str(x.dtype).removeprefix('torch.')}" for x in built.inputs)
+        "with inputs of shapes "
+        + ", ".join(str(list(x.shape)) + f" {str(x.dtype).removeprefix('torch.')}" for x in built.inputs)
         + " (`inputs.npz`).",
         "",
         "## Reproduce",

@@ -34,9 +34,26 @@ import torch.utils._pytree as pytree
 # Ops whose values say nothing about a compiler (uninitialized memory, randomness).
 UNREPRODUCIBLE = frozenset(
     {
-        "empty", "empty_strided", "empty_like", "empty_permuted", "new_empty", "new_empty_strided",
-        "rand", "rand_like", "randn", "randn_like", "randint", "randint_like", "randperm",
-        "bernoulli", "normal", "uniform", "native_dropout", "dropout", "multinomial", "exponential",
+        "empty",
+        "empty_strided",
+        "empty_like",
+        "empty_permuted",
+        "new_empty",
+        "new_empty_strided",
+        "rand",
+        "rand_like",
+        "randn",
+        "randn_like",
+        "randint",
+        "randint_like",
+        "randperm",
+        "bernoulli",
+        "normal",
+        "uniform",
+        "native_dropout",
+        "dropout",
+        "multinomial",
+        "exponential",
     }
 )
 TIME_BOX, NO_MISMATCH, ONE_MINIMAL = "time box", "no group disagrees", "1-minimal"
@@ -120,8 +137,11 @@ def run_torch_backend_ir(torch_ir: str, toolchain: Sequence[str], inputs: Sequen
     compiled = parse_module(torch_ir, new_context())
     passes, runtime = split_executor(toolchain)
     run_entries(compiled, passes)
-    program = RefBackendProgram(compiled, dtypes) if runtime is None else executor_for(*runtime).compile(
-        compiled, dtypes, Snapshots())
+    program = (
+        RefBackendProgram(compiled, dtypes)
+        if runtime is None
+        else executor_for(*runtime).compile(compiled, dtypes, Snapshots())
+    )
     try:
         actual = program(*inputs)
     finally:
@@ -248,7 +268,6 @@ class GraphSearch:
     def _compiled(self, built: GroupModule) -> tuple[str, list[torch.Tensor], list[torch.dtype]] | None:
         """(torch backend IR, compiled outputs, result dtypes), None when it does not compile or run."""
         from compiler import fx_to_torch_backend_ir
-
         from e2e.framework import isolation
 
         try:
@@ -257,8 +276,9 @@ class GraphSearch:
             return None
         # Compiled and run in a child: a candidate that crashes or hangs answers this query
         # (it does not show the mismatch) instead of ending the search.
-        outcome = isolation.run_forked(lambda: run_torch_backend_ir(torch_ir, self.toolchain, built.inputs),
-                                       QUERY_SECONDS, QUERY_MEMORY)
+        outcome = isolation.run_forked(
+            lambda: run_torch_backend_ir(torch_ir, self.toolchain, built.inputs), QUERY_SECONDS, QUERY_MEMORY
+        )
         if not isinstance(outcome, tuple):
             if not isinstance(outcome, isolation.Raised):
                 self.crashed_queries += 1
@@ -285,7 +305,9 @@ class GraphSearch:
                 return mismatch_signature(mismatch.kind), str(mismatch)
         return None
 
-    def result(self, group: Sequence[str], literals: dict[str, int], found: tuple[str, str], stopped: str) -> GroupMismatch:
+    def result(
+        self, group: Sequence[str], literals: dict[str, int], found: tuple[str, str], stopped: str
+    ) -> GroupMismatch:
         built = self.build(group, literals)
         with torch.no_grad():
             expected = _tensors(built.module(*[x.clone() for x in built.inputs]))
@@ -313,7 +335,9 @@ def ddmin(items: list[str], fails: Callable[[list[str]], bool], deadline: float)
         chunks = [items[i * size // granularity : (i + 1) * size // granularity] for i in range(granularity)]
         chunks = [c for c in chunks if c]
         complements = [[x for x in items if x not in c] for c in chunks] if granularity > 2 else []
-        for candidate, next_granularity in [(c, 2) for c in chunks] + [(c, max(granularity - 1, 2)) for c in complements]:
+        for candidate, next_granularity in [(c, 2) for c in chunks] + [
+            (c, max(granularity - 1, 2)) for c in complements
+        ]:
             if time.monotonic() > deadline:
                 return items, False
             if fails(candidate):

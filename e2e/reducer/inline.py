@@ -40,33 +40,89 @@ PIECES = (
     Piece(
         "compiler.refbackend",
         (
-            "DType", "DTYPES", "UnsupportedDType", "dtype_spec", "UnrankedMemRef", "_RANKED_CACHE",
-            "ranked_memref_type", "to_storage_array", "from_storage_array", "memref_argument", "memref_view",
-            "read_memref", "_memref_copy", "bf16_boundary_as_i16", "_return_callback_name", "SCALAR_RESULTS",
-            "_signless", "_builtin_element", "ArgumentType", "ResultType", "argument_types", "check_arguments", "RefBackendProgram",
+            "DType",
+            "DTYPES",
+            "UnsupportedDType",
+            "dtype_spec",
+            "UnrankedMemRef",
+            "_RANKED_CACHE",
+            "ranked_memref_type",
+            "to_storage_array",
+            "from_storage_array",
+            "memref_argument",
+            "memref_view",
+            "read_memref",
+            "_memref_copy",
+            "bf16_boundary_as_i16",
+            "_return_callback_name",
+            "SCALAR_RESULTS",
+            "_signless",
+            "_builtin_element",
+            "ArgumentType",
+            "ResultType",
+            "argument_types",
+            "check_arguments",
+            "RefBackendProgram",
         ),
     ),
     # the JIT frontends' torch-backend stage ends with this Python pass (compiler.toolchain)
     Piece("compiler.jit_compile", ("_DEAD_ALLOCATIONS", "erase_dead_allocations")),
     Piece(
         "e2e.reducer.execute",
-        ("SIGNATURE_ATTR", "DYNAMIC_DIM", "ELEMENT_DTYPES", "_main", "record_main_signature", "_tensor_types",
-         "_input", "invoke_main"),
+        (
+            "SIGNATURE_ATTR",
+            "DYNAMIC_DIM",
+            "ELEMENT_DTYPES",
+            "_main",
+            "record_main_signature",
+            "_tensor_types",
+            "_input",
+            "invoke_main",
+        ),
     ),
     Piece("e2e.framework.registry", ("Tolerance",)),
     Piece(
         "e2e.framework.compare",
-        ("TOLERANCES", "EXACT", "Mismatch", "tolerance_for", "CHUNK", "_flat_index", "_chunks", "_working_dtype", "compare_tensors"),
+        (
+            "TOLERANCES",
+            "EXACT",
+            "Mismatch",
+            "tolerance_for",
+            "CHUNK",
+            "_flat_index",
+            "_chunks",
+            "_working_dtype",
+            "compare_tensors",
+        ),
     ),
     Piece(
         "e2e.reducer.signature",
-        ("_RULES", "normalize", "pass_name", "stage_signature", "mismatch_signature", "first_native_error", "crash_signature"),
+        (
+            "_RULES",
+            "normalize",
+            "pass_name",
+            "stage_signature",
+            "mismatch_signature",
+            "first_native_error",
+            "crash_signature",
+        ),
     ),
     Piece(
         "e2e.reducer.case",
         (
-            "ERROR", "PYTHON_PASS", "RUNTIME_PASS", "INLINED", "Case", "python_pass", "run_entries", "compile_signature",
-            "observe", "single_threaded", "load_arrays", "arity", "_observe_mismatch",
+            "ERROR",
+            "PYTHON_PASS",
+            "RUNTIME_PASS",
+            "INLINED",
+            "Case",
+            "python_pass",
+            "run_entries",
+            "compile_signature",
+            "observe",
+            "single_threaded",
+            "load_arrays",
+            "arity",
+            "_observe_mismatch",
         ),
     ),
     Piece("e2e.reducer.replay", ("strip_reproducer_resource", "replay", "main")),
@@ -130,7 +186,9 @@ def _piece_code(piece: Piece) -> tuple[list[str], str]:
         elif piece.module_calls and isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             parts.append(_segment(lines, node))
     if wanted:
-        raise NotInlinable(f"{piece.module} no longer defines {', '.join(sorted(wanted))} (update e2e.reducer.inline.PIECES)")
+        raise NotInlinable(
+            f"{piece.module} no longer defines {', '.join(sorted(wanted))} (update e2e.reducer.inline.PIECES)"
+        )
     return _imports(tree, lines), f"# --- from {piece.module} ---\n\n" + "\n\n\n".join(parts)
 
 

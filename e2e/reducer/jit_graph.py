@@ -125,8 +125,9 @@ class JitSearch:
         self.queries += 1
         probe = _returning(self.graph, self.picks_upto(k))
         expected = _run_native(probe, self.native_arguments)
-        compiled = self.compile_and_run(probe, self.capture.graph_inputs,
-                                        [self.tensors[i] for i in self.capture.argument_indices])
+        compiled = self.compile_and_run(
+            probe, self.capture.graph_inputs, [self.tensors[i] for i in self.capture.argument_indices]
+        )
         if compiled is None:
             return None
         return self.differs(expected, compiled[1]) is not None
@@ -184,8 +185,11 @@ def localize_jit(module, inputs, toolchain, *, tolerance=None, deadline: float) 
     last = len(search.candidates) - 1
     whole = search.prefix_differs(last)
     if not whole:
-        return ("the captured graph's tensors do not compile together" if whole is None
-                else "every tensor of the captured graph agrees with TorchScript's own run")
+        return (
+            "the captured graph's tensors do not compile together"
+            if whole is None
+            else "every tensor of the captured graph agrees with TorchScript's own run"
+        )
     low, high = 0, last
     while low < high:
         if time.monotonic() > deadline:
@@ -206,8 +210,14 @@ def localize_jit(module, inputs, toolchain, *, tolerance=None, deadline: float) 
         return f"the first differing node does not miscompile alone: {text[:200]}"
     torch_ir, _, dtypes = compiled
     return JitMismatch(
-        node=text, kind=node.kind(), torch_backend_ir=torch_ir,
-        inputs=[t.numpy() for t in arguments], expected=[torch.as_tensor(e).numpy() for e in expected],
-        result_dtypes=[str(d).removeprefix("torch.") for d in dtypes], signature=found[0], detail=found[1],
-        queries=search.queries, nodes_searched=len(search.candidates),
+        node=text,
+        kind=node.kind(),
+        torch_backend_ir=torch_ir,
+        inputs=[t.numpy() for t in arguments],
+        expected=[torch.as_tensor(e).numpy() for e in expected],
+        result_dtypes=[str(d).removeprefix("torch.") for d in dtypes],
+        signature=found[0],
+        detail=found[1],
+        queries=search.queries,
+        nodes_searched=len(search.candidates),
     )

@@ -61,7 +61,6 @@ def parses(text: str) -> bool:
 def localize_error(text: str, pipeline: Sequence[str], stage: str, signature: str | None = None) -> Localized | None:
     """Run `pipeline` pass by pass in this process; the first failing pass and its input."""
     from compiler.stages import module_text, parse_module
-
     from e2e.reducer.case import run_entries
 
     context = new_context()
@@ -90,7 +89,6 @@ def localize_crash(text: str, pipeline: Sequence[str], stage: str, timeout: floa
         def child() -> None:
             single_threaded()
             from compiler.stages import module_text, parse_module, write_atomic
-
             from e2e.reducer.case import run_entries
 
             context = new_context()

@@ -102,8 +102,19 @@ def op_count(text: str) -> int:
 
 # Ops that hold others: named only when nothing inside them is.
 CONTAINER_OPS = frozenset(
-    {"linalg.generic", "linalg.map", "linalg.reduce", "scf.for", "scf.if", "scf.while", "scf.forall",
-     "torch.prim.If", "torch.prim.Loop", "tm_tensor.scatter", "tm_tensor.sort"}
+    {
+        "linalg.generic",
+        "linalg.map",
+        "linalg.reduce",
+        "scf.for",
+        "scf.if",
+        "scf.while",
+        "scf.forall",
+        "torch.prim.If",
+        "torch.prim.Loop",
+        "tm_tensor.scatter",
+        "tm_tensor.sort",
+    }
 )
 
 
@@ -178,7 +189,9 @@ def remove_ops(text: str, indices: Iterable[int]) -> str | None:
             entry = function.regions[0].blocks[0]
             for result in op.results:
                 if list(result.uses):
-                    result.replace_all_uses_with(_bypass(op, result) or entry.add_argument(result.type, ir.Location.unknown()))
+                    result.replace_all_uses_with(
+                        _bypass(op, result) or entry.add_argument(result.type, ir.Location.unknown())
+                    )
             op.operation.erase()
             touched.add(owner)
         for owner in touched:

@@ -22,21 +22,37 @@ def padding_float(tu):
 
 
 sdpa = F.scaled_dot_product_attention
-op_tests("Sdpa", {
-    "Plain": lambda q, k, v: sdpa(q, k, v),
-    "Causal": lambda q, k, v: sdpa(q, k, v, is_causal=True),
-    # The scale models pass when they scale the query themselves (OPT, T5: 1.0).
-    "ScaleOne": lambda q, k, v: sdpa(q, k, v, scale=1.0),
-    "ScaleQuarter": lambda q, k, v: sdpa(q, k, v, scale=0.25),
-}, inputs=qkv)
-op_tests("SdpaMask", {
-    "Bool": lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
-    "BoolScaled": lambda q, k, v, m: sdpa(q, k, v, attn_mask=m, scale=0.5),
-    "Expanded": lambda q, k, v, m: sdpa(q, k, v, attn_mask=m.expand(2, 4, 6, 6)),
-}, inputs=causal_bool)
-op_tests("SdpaPadding", {
-    "Float": lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
-}, inputs=padding_float)
-op_tests("SdpaGqa", {
-    "Plain": lambda q, k, v: sdpa(q, k, v, enable_gqa=True),
-}, inputs=lambda tu: qkv(tu, heads=4, kv_heads=2))
+op_tests(
+    "Sdpa",
+    {
+        "Plain": lambda q, k, v: sdpa(q, k, v),
+        "Causal": lambda q, k, v: sdpa(q, k, v, is_causal=True),
+        # The scale models pass when they scale the query themselves (OPT, T5: 1.0).
+        "ScaleOne": lambda q, k, v: sdpa(q, k, v, scale=1.0),
+        "ScaleQuarter": lambda q, k, v: sdpa(q, k, v, scale=0.25),
+    },
+    inputs=qkv,
+)
+op_tests(
+    "SdpaMask",
+    {
+        "Bool": lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
+        "BoolScaled": lambda q, k, v, m: sdpa(q, k, v, attn_mask=m, scale=0.5),
+        "Expanded": lambda q, k, v, m: sdpa(q, k, v, attn_mask=m.expand(2, 4, 6, 6)),
+    },
+    inputs=causal_bool,
+)
+op_tests(
+    "SdpaPadding",
+    {
+        "Float": lambda q, k, v, m: sdpa(q, k, v, attn_mask=m),
+    },
+    inputs=padding_float,
+)
+op_tests(
+    "SdpaGqa",
+    {
+        "Plain": lambda q, k, v: sdpa(q, k, v, enable_gqa=True),
+    },
+    inputs=lambda tu: qkv(tu, heads=4, kv_heads=2),
+)

@@ -34,13 +34,28 @@ op_tests(
     "BackwardOpNd",
     inputs=lambda tu: [tu.randn(1, 2, 4, 4), tu.randn(1, 2, 4, 4)],
     fns={
-        "AvgPool2d": lambda g, x: aten.avg_pool2d_backward(g[:, :, :2, :2], x, [2, 2], [2, 2], [0, 0], False, True, None),
+        "AvgPool2d": lambda g, x: aten.avg_pool2d_backward(
+            g[:, :, :2, :2], x, [2, 2], [2, 2], [0, 0], False, True, None
+        ),
         "MaxPool2dWithIndices": lambda g, x: aten.max_pool2d_with_indices_backward(
-            g[:, :, :2, :2], x, [2, 2], [2, 2], [0, 0], [1, 1], False, F.max_pool2d(x, 2, return_indices=True)[1]),
+            g[:, :, :2, :2], x, [2, 2], [2, 2], [0, 0], [1, 1], False, F.max_pool2d(x, 2, return_indices=True)[1]
+        ),
         "NativeLayerNorm": lambda g, x: aten.native_layer_norm_backward(
-            g, x, [4], *aten.native_layer_norm(x, [4], None, None, 1e-5)[1:], None, None, [True, False, False])[0],
+            g, x, [4], *aten.native_layer_norm(x, [4], None, None, 1e-5)[1:], None, None, [True, False, False]
+        )[0],
         "Convolution": lambda g, x: aten.convolution_backward(
-            g[:, :, 1:3, 1:3], x, torch.ones(2, 2, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, False])[:2],
+            g[:, :, 1:3, 1:3],
+            x,
+            torch.ones(2, 2, 3, 3),
+            None,
+            [1, 1],
+            [0, 0],
+            [1, 1],
+            False,
+            [0, 0],
+            1,
+            [True, True, False],
+        )[:2],
         "UpsampleNearest": lambda g, x: aten.upsample_nearest2d_backward(g, [4, 4], [1, 2, 2, 2], None, None),
     },
 )

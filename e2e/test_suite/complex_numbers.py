@@ -39,7 +39,10 @@ op_tests(
     "ComplexDynamic",
     inputs=lambda tu: [tu.randn(3, 5, 2)],
     dynamic=[[-1, -1, 2]],
-    fns={"Abs": lambda x: _as_complex(x).abs(), "MulConj": lambda x: torch.view_as_real(_as_complex(x) * _as_complex(x).conj())},
+    fns={
+        "Abs": lambda x: _as_complex(x).abs(),
+        "MulConj": lambda x: torch.view_as_real(_as_complex(x) * _as_complex(x).conj()),
+    },
 )
 op_tests(
     "ComplexFft",

@@ -2,8 +2,16 @@
 
 import torch
 
-from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, op_tests, register_test_case
-
+from e2e.framework import (
+    FunctionModule,
+    TestUtils,
+    annotate_args,
+    e2e_test,
+    export,
+    op_test,
+    op_tests,
+    register_test_case,
+)
 
 e2e_test(
     inputs=lambda tu, shapes, dtype=torch.float32: [tu.randn(*s).to(dtype) for s in shapes],
@@ -44,7 +52,14 @@ op_test("SplitThenCatSwapped", lambda x: torch.cat(torch.split(x, 2, dim=0)[::-1
 
 class TensorsConcatModule(torch.nn.Module):
     @export
-    @annotate_args([None, ([-1, -1, -1], torch.float32, True), ([-1, -1, -1], torch.float32, True), ([-1, -1, -1], torch.float32, True)])
+    @annotate_args(
+        [
+            None,
+            ([-1, -1, -1], torch.float32, True),
+            ([-1, -1, -1], torch.float32, True),
+            ([-1, -1, -1], torch.float32, True),
+        ]
+    )
     def forward(self, x, y, z):
         return torch.cat([x, y, z], 1)
 

@@ -4,7 +4,6 @@ import torch
 
 from e2e.framework import TestUtils, annotate_args, export, op_test, op_tests, register_test_case
 
-
 # Constructors whose result is combined with the input, so every test has an argument.
 op_tests(
     "Construct",
@@ -48,9 +47,17 @@ op_tests(
 
 
 op_test("ArangeInt64Output", lambda x: torch.arange(x.shape[0]) * 2, lambda tu: [tu.randn(5)])
-op_test("ArangeInt32Dtype", lambda x: torch.arange(2, 8, dtype=torch.int32) + x, lambda tu: [tu.randint(6, dtype=torch.int32)])
+op_test(
+    "ArangeInt32Dtype",
+    lambda x: torch.arange(2, 8, dtype=torch.int32) + x,
+    lambda tu: [tu.randint(6, dtype=torch.int32)],
+)
 op_test("ZerosBool", lambda x: torch.zeros(3, 4, dtype=torch.bool) | x, lambda tu: [tu.bools(3, 4)])
-op_test("FullFloat64", lambda x: torch.full((2, 3), 0.1, dtype=torch.float64) + x, lambda tu: [tu.randn(2, 3, dtype=torch.float64)])
+op_test(
+    "FullFloat64",
+    lambda x: torch.full((2, 3), 0.1, dtype=torch.float64) + x,
+    lambda tu: [tu.randn(2, 3, dtype=torch.float64)],
+)
 op_test("OnesLikeFloat16", torch.ones_like, lambda tu: [tu.randn(2, 3, dtype=torch.float16)])
 op_test("ConstantOnly_NoInputs", lambda: torch.arange(6).reshape(2, 3), lambda tu: [])
 

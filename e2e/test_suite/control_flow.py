@@ -19,13 +19,19 @@ op_tests(
         "ConstantPredicate": _cond(lambda x: torch.tensor(True), lambda x: x.relu(), lambda x: -x),
         "MatmulBranches": _cond(lambda x: x.mean() > 0, lambda x: x @ x.t(), lambda x: x @ x.t() * 0),
         "ReductionBranches": _cond(lambda x: x.max() > 1.0, lambda x: x.sum(0), lambda x: x.mean(0)),
-        "NestedCond": _cond(lambda x: x.sum() > 0,
-                            lambda x: torch.cond(x.max() > 1, lambda y: y * 3, lambda y: y * 4, (x,)),
-                            lambda x: x.abs()),
+        "NestedCond": _cond(
+            lambda x: x.sum() > 0,
+            lambda x: torch.cond(x.max() > 1, lambda y: y * 3, lambda y: y * 4, (x,)),
+            lambda x: x.abs(),
+        ),
     },
 )
-op_tests("CondDynamic", {"SumPositive": _cond(lambda x: x.sum() > 0, lambda x: x.exp(), lambda x: x.tanh())},
-         inputs=lambda tu: [tu.randn(3, 5)], dynamic=True)
+op_tests(
+    "CondDynamic",
+    {"SumPositive": _cond(lambda x: x.sum() > 0, lambda x: x.exp(), lambda x: x.tanh())},
+    inputs=lambda tu: [tu.randn(3, 5)],
+    dynamic=True,
+)
 
 
 class CondTwoOperands(torch.nn.Module):
@@ -61,8 +67,12 @@ e2e_test(
         "Zero": dict(steps=0, body=torch.sigmoid),
     },
 )(Loop)
-e2e_test(inputs=lambda tu: [tu.rand(3, 4)], name="LoopDynamic", dynamic=True,
-         params={"Scale6": dict(steps=6, body=lambda x: x * 0.9 + 0.1)})(Loop)
+e2e_test(
+    inputs=lambda tu: [tu.rand(3, 4)],
+    name="LoopDynamic",
+    dynamic=True,
+    params={"Scale6": dict(steps=6, body=lambda x: x * 0.9 + 0.1)},
+)(Loop)
 
 op_tests(
     "DataDependentSelect",

@@ -53,7 +53,11 @@ class Conv2dFloat64(torch.nn.Module):
 
 @e2e_test(
     inputs=lambda tu: [tu.randn(1, 4, 5, 5)],
-    params={"Basic": dict(), "Stride2Padding1": dict(stride=2, padding=1), "OutputPadding": dict(stride=2, output_padding=1)},
+    params={
+        "Basic": dict(),
+        "Stride2Padding1": dict(stride=2, padding=1),
+        "OutputPadding": dict(stride=2, output_padding=1),
+    },
 )
 class ConvTranspose2d(torch.nn.Module):
     def __init__(self, **kwargs):
@@ -64,8 +68,16 @@ class ConvTranspose2d(torch.nn.Module):
         return self.conv(x)
 
 
-op_test("Conv1d_Padding1", lambda x, w, b: F.conv1d(x, w, b, padding=1), lambda tu: [tu.randn(2, 3, 10), tu.randn(4, 3, 3), tu.randn(4)])
-op_test("Conv2dFunctional_WeightInput", lambda x, w: F.conv2d(x, w, stride=1), lambda tu: [tu.randn(1, 2, 6, 6), tu.randn(3, 2, 3, 3)])
+op_test(
+    "Conv1d_Padding1",
+    lambda x, w, b: F.conv1d(x, w, b, padding=1),
+    lambda tu: [tu.randn(2, 3, 10), tu.randn(4, 3, 3), tu.randn(4)],
+)
+op_test(
+    "Conv2dFunctional_WeightInput",
+    lambda x, w: F.conv2d(x, w, stride=1),
+    lambda tu: [tu.randn(1, 2, 6, 6), tu.randn(3, 2, 3, 3)],
+)
 
 
 class Conv2dNoPaddingModule(torch.nn.Module):

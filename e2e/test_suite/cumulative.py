@@ -14,10 +14,17 @@ SCANS = {
 
 for dim in (0, 1, -1):
     suffix = f"DimNeg{-dim}" if dim < 0 else f"Dim{dim}"
-    op_tests(f"Scan{suffix}", {k: (lambda x, f=f, d=dim: f(x, d)) for k, f in SCANS.items()},
-             inputs=lambda tu: [tu.rand(3, 4, 5, low=0.5, high=1.5)])
-op_tests("ScanDynamic", {k: (lambda x, f=f: f(x, 1)) for k, f in SCANS.items()},
-         inputs=lambda tu: [tu.rand(3, 6, low=0.5, high=1.5)], dynamic=True)
+    op_tests(
+        f"Scan{suffix}",
+        {k: (lambda x, f=f, d=dim: f(x, d)) for k, f in SCANS.items()},
+        inputs=lambda tu: [tu.rand(3, 4, 5, low=0.5, high=1.5)],
+    )
+op_tests(
+    "ScanDynamic",
+    {k: (lambda x, f=f: f(x, 1)) for k, f in SCANS.items()},
+    inputs=lambda tu: [tu.rand(3, 6, low=0.5, high=1.5)],
+    dynamic=True,
+)
 op_tests("Scan1d", {k: (lambda x, f=f: f(x, 0)) for k, f in SCANS.items()}, inputs=lambda tu: [tu.randn(7)])
 op_tests(
     "ScanTyped",

@@ -2,7 +2,16 @@
 
 import torch
 
-from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, op_tests, register_test_case
+from e2e.framework import (
+    FunctionModule,
+    TestUtils,
+    annotate_args,
+    e2e_test,
+    export,
+    op_test,
+    op_tests,
+    register_test_case,
+)
 
 BINARY_OPS = {
     "Add": torch.add,
@@ -45,7 +54,10 @@ op_tests(
 
 
 e2e_test(
-    inputs=lambda tu, dtype: [tu.randint(3, 4, low=-8, high=8, dtype=dtype), tu.randint(3, 4, low=1, high=5, dtype=dtype)],
+    inputs=lambda tu, dtype: [
+        tu.randint(3, 4, low=-8, high=8, dtype=dtype),
+        tu.randint(3, 4, low=1, high=5, dtype=dtype),
+    ],
     name="BinaryInt",
     params={
         "AddInt64": dict(fn=torch.add, dtype=torch.int64),
@@ -64,8 +76,12 @@ e2e_test(
 op_tests(
     "BinaryBool",
     inputs=lambda tu: [tu.bools(3, 4), tu.bools(3, 4)],
-    fns={"LogicalAnd": torch.logical_and, "LogicalOr": torch.logical_or,
-         "BitwiseOrBool": torch.bitwise_or, "LogicalXor": torch.logical_xor},
+    fns={
+        "LogicalAnd": torch.logical_and,
+        "LogicalOr": torch.logical_or,
+        "BitwiseOrBool": torch.bitwise_or,
+        "LogicalXor": torch.logical_xor,
+    },
 )
 
 
@@ -77,12 +93,29 @@ op_test("RsubScalar", lambda a: 2.0 - a, lambda tu: [tu.randn(3, 4)])
 op_test("MulScalarInt64", lambda a: a * 3, lambda tu: [tu.randint(3, 4, low=-5, high=5)])
 op_test("PowTensorScalar", lambda a: torch.pow(a, 3.0), lambda tu: [tu.randn(3, 4)])
 op_test("PowTensorTensor", lambda a, b: torch.pow(a, b), lambda tu: [tu.rand(3, 4, low=0.5, high=2.0), tu.randn(3, 4)])
-op_test("DivRoundingFloor", lambda a, b: torch.div(a, b, rounding_mode="floor"), lambda tu: [tu.randn(3, 4) * 5, tu.rand(3, 4, low=0.5, high=2.0)])
-op_test("DivRoundingTrunc", lambda a, b: torch.div(a, b, rounding_mode="trunc"), lambda tu: [tu.randn(3, 4) * 5, tu.rand(3, 4, low=0.5, high=2.0)])
+op_test(
+    "DivRoundingFloor",
+    lambda a, b: torch.div(a, b, rounding_mode="floor"),
+    lambda tu: [tu.randn(3, 4) * 5, tu.rand(3, 4, low=0.5, high=2.0)],
+)
+op_test(
+    "DivRoundingTrunc",
+    lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+    lambda tu: [tu.randn(3, 4) * 5, tu.rand(3, 4, low=0.5, high=2.0)],
+)
 op_test("FmodFloat", lambda a, b: torch.fmod(a, b), lambda tu: [tu.randn(3, 4) * 5, tu.rand(3, 4, low=0.5, high=2.0)])
-op_test("WhereSelect", lambda c, a, b: torch.where(c, a, b), lambda tu: [tu.bools(3, 4), tu.randn(3, 4), tu.randn(3, 4)], dynamic=True)
+op_test(
+    "WhereSelect",
+    lambda c, a, b: torch.where(c, a, b),
+    lambda tu: [tu.bools(3, 4), tu.randn(3, 4), tu.randn(3, 4)],
+    dynamic=True,
+)
 op_test("WhereBroadcastScalar", lambda c, a: torch.where(c, a, 0.0), lambda tu: [tu.bools(3, 1), tu.randn(3, 4)])
-op_test("Addcmul", lambda x, a, b: torch.addcmul(x, a, b, value=0.5), lambda tu: [tu.randn(3, 4), tu.randn(3, 4), tu.randn(4)])
+op_test(
+    "Addcmul",
+    lambda x, a, b: torch.addcmul(x, a, b, value=0.5),
+    lambda tu: [tu.randn(3, 4), tu.randn(3, 4), tu.randn(4)],
+)
 op_test("Lerp", lambda a, b, w: torch.lerp(a, b, w), lambda tu: [tu.randn(3, 4), tu.randn(3, 4), tu.rand(3, 4)])
 
 

@@ -5,7 +5,6 @@ import torch.nn.functional as F
 
 from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_tests, register_test_case
 
-
 # `fn` goes to FunctionModule; `low`/`high` only set the input range.
 e2e_test(
     inputs=lambda tu, low=-2.0, high=2.0: [tu.rand(3, 4, low=low, high=high)],

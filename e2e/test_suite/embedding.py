@@ -49,10 +49,21 @@ class EmbeddingPlusPosition(torch.nn.Module):
 
 
 op_test("EmbeddingFunctional_WeightInput", F.embedding, lambda tu: [tu.randint(2, 3, high=5), tu.randn(5, 4)])
-op_test("EmbeddingFunctional_Float64Weight", F.embedding, lambda tu: [tu.randint(4, high=5), tu.randn(5, 3, dtype=torch.float64)])
-op_test("EmbeddingThenMeanPool", lambda i, w: F.embedding(i, w).mean(1), lambda tu: [tu.randint(2, 6, high=8), tu.randn(8, 4)])
-op_test("EmbeddingBagSum", lambda i, o, w: F.embedding_bag(i, w, o, mode="sum"),
-        lambda tu: [tu.randint(6, high=8), torch.tensor([0, 2, 5]), tu.randn(8, 4)])
+op_test(
+    "EmbeddingFunctional_Float64Weight",
+    F.embedding,
+    lambda tu: [tu.randint(4, high=5), tu.randn(5, 3, dtype=torch.float64)],
+)
+op_test(
+    "EmbeddingThenMeanPool",
+    lambda i, w: F.embedding(i, w).mean(1),
+    lambda tu: [tu.randint(2, 6, high=8), tu.randn(8, 4)],
+)
+op_test(
+    "EmbeddingBagSum",
+    lambda i, o, w: F.embedding_bag(i, w, o, mode="sum"),
+    lambda tu: [tu.randint(6, high=8), torch.tensor([0, 2, 5]), tu.randn(8, 4)],
+)
 op_test("OneHot", lambda i: F.one_hot(i, 5), lambda tu: [tu.randint(2, 3, high=5)])
 
 

@@ -67,7 +67,12 @@ EMPTY_OPS = {
     "Expand": lambda x: x.unsqueeze(0).expand(2, -1, -1),
 }
 op_tests("EmptyRows", EMPTY_OPS, inputs=lambda tu: [tu.randn(0, 3)])
-op_tests("EmptyRowsDynamic", {k: EMPTY_OPS[k] for k in ("Add", "SumDim", "Cat", "Matmul")}, inputs=lambda tu: [tu.randn(0, 3)], dynamic=True)
+op_tests(
+    "EmptyRowsDynamic",
+    {k: EMPTY_OPS[k] for k in ("Add", "SumDim", "Cat", "Matmul")},
+    inputs=lambda tu: [tu.randn(0, 3)],
+    dynamic=True,
+)
 op_tests(
     "EmptyResult",
     inputs=lambda tu: [tu.randn(3, 4)],
@@ -100,5 +105,9 @@ op_tests(
         "MaxOverOne": lambda x, y: y.max(1),
     },
 )
-op_tests("SizeOneDynamic", {"BroadcastBoth": lambda x, y: x + y, "MatmulOuter": lambda x, y: x[0] @ y[0]},
-         inputs=lambda tu: [tu.randn(1, 4, 1), tu.randn(3, 1, 5)], dynamic=True)
+op_tests(
+    "SizeOneDynamic",
+    {"BroadcastBoth": lambda x, y: x + y, "MatmulOuter": lambda x, y: x[0] @ y[0]},
+    inputs=lambda tu: [tu.randn(1, 4, 1), tu.randn(3, 1, 5)],
+    dynamic=True,
+)

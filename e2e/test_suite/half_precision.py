@@ -64,4 +64,9 @@ for dtype_name, dtype in HALF_DTYPES.items():
     op_tests(f"{dtype_name}Unary", UNARY, inputs=make)
     op_tests(f"{dtype_name}Binary", BINARY, inputs=make2)
     op_tests(f"{dtype_name}Op", COMPOUND, inputs=make2)
-    op_tests(f"{dtype_name}Dynamic", {k: COMPOUND[k] for k in ("Mm", "Sum", "Softmax", "ToFloat32")}, inputs=make2, dynamic=True)
+    op_tests(
+        f"{dtype_name}Dynamic",
+        {k: COMPOUND[k] for k in ("Mm", "Sum", "Softmax", "ToFloat32")},
+        inputs=make2,
+        dynamic=True,
+    )

@@ -2,8 +2,16 @@
 
 import torch
 
-from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, op_tests, register_test_case
-
+from e2e.framework import (
+    FunctionModule,
+    TestUtils,
+    annotate_args,
+    e2e_test,
+    export,
+    op_test,
+    op_tests,
+    register_test_case,
+)
 
 op_tests(
     "Slice",
@@ -42,7 +50,9 @@ e2e_test(
     name="IndexWithTensor",
     params={
         "IndexSelectDim0": dict(fn=lambda x, i: torch.index_select(x, 0, i), index=lambda tu: tu.randint(3, high=5)),
-        "IndexSelectDim1Int32": dict(fn=lambda x, i: torch.index_select(x, 1, i), index=lambda tu: tu.randint(4, high=6, dtype=torch.int32)),
+        "IndexSelectDim1Int32": dict(
+            fn=lambda x, i: torch.index_select(x, 1, i), index=lambda tu: tu.randint(4, high=6, dtype=torch.int32)
+        ),
         "GatherDim1": dict(fn=lambda x, i: torch.gather(x, 1, i), index=lambda tu: tu.randint(5, 3, high=6)),
         "GatherDim0": dict(fn=lambda x, i: torch.gather(x, 0, i), index=lambda tu: tu.randint(2, 6, high=5)),
         "TakeAlongDim": dict(fn=lambda x, i: torch.take_along_dim(x, i, 1), index=lambda tu: tu.randint(5, 2, high=6)),
@@ -53,17 +63,46 @@ e2e_test(
 )(FunctionModule)
 
 
-op_test("AdvancedIndexTwoTensors", lambda x, i, j: x[i, j], lambda tu: [tu.randn(5, 6), tu.randint(4, high=5), tu.randint(4, high=6)])
-op_test("IndexSelectDynamic", lambda x, i: torch.index_select(x, 1, i), lambda tu: [tu.randn(4, 7), tu.randint(3, high=7)], dynamic=True)
-op_test("GatherDynamic", lambda x, i: torch.gather(x, 1, i), lambda tu: [tu.randn(4, 7), tu.randint(4, 3, high=7)], dynamic=True)
+op_test(
+    "AdvancedIndexTwoTensors",
+    lambda x, i, j: x[i, j],
+    lambda tu: [tu.randn(5, 6), tu.randint(4, high=5), tu.randint(4, high=6)],
+)
+op_test(
+    "IndexSelectDynamic",
+    lambda x, i: torch.index_select(x, 1, i),
+    lambda tu: [tu.randn(4, 7), tu.randint(3, high=7)],
+    dynamic=True,
+)
+op_test(
+    "GatherDynamic",
+    lambda x, i: torch.gather(x, 1, i),
+    lambda tu: [tu.randn(4, 7), tu.randint(4, 3, high=7)],
+    dynamic=True,
+)
 op_test("MaskedFill", lambda x, m: x.masked_fill(m, -1.0), lambda tu: [tu.randn(3, 4), tu.bools(3, 4)])
 op_test("MaskedFillBroadcastMask", lambda x, m: x.masked_fill(m, 0.0), lambda tu: [tu.randn(3, 4), tu.bools(4)])
-op_test("ScatterSrcDim1", lambda x, i, s: torch.scatter(x, 1, i, s),
-        # Distinct indices per row, so the result does not depend on write order.
-        lambda tu: [tu.randn(3, 5), torch.tensor([[0, 2], [4, 1], [3, 0]]), tu.randn(3, 2)])
-op_test("ScatterAddDim0", lambda x, i, s: torch.scatter_add(x, 0, i, s), lambda tu: [tu.randn(3, 4), tu.randint(2, 4, high=3), tu.randn(2, 4)])
-op_test("IndexPutRows", lambda x, i, v: x.index_put((i,), v), lambda tu: [tu.randn(5, 3), torch.tensor([0, 3]), tu.randn(2, 3)])
-op_test("IndexPutAccumulate", lambda x, i, v: x.index_put((i,), v, accumulate=True), lambda tu: [tu.randn(5, 3), tu.randint(4, high=5), tu.randn(4, 3)])
+op_test(
+    "ScatterSrcDim1",
+    lambda x, i, s: torch.scatter(x, 1, i, s),
+    # Distinct indices per row, so the result does not depend on write order.
+    lambda tu: [tu.randn(3, 5), torch.tensor([[0, 2], [4, 1], [3, 0]]), tu.randn(3, 2)],
+)
+op_test(
+    "ScatterAddDim0",
+    lambda x, i, s: torch.scatter_add(x, 0, i, s),
+    lambda tu: [tu.randn(3, 4), tu.randint(2, 4, high=3), tu.randn(2, 4)],
+)
+op_test(
+    "IndexPutRows",
+    lambda x, i, v: x.index_put((i,), v),
+    lambda tu: [tu.randn(5, 3), torch.tensor([0, 3]), tu.randn(2, 3)],
+)
+op_test(
+    "IndexPutAccumulate",
+    lambda x, i, v: x.index_put((i,), v, accumulate=True),
+    lambda tu: [tu.randn(5, 3), tu.randint(4, high=5), tu.randn(4, 3)],
+)
 op_test("SliceAssignClone", lambda x, v: _assign_slice(x, v), lambda tu: [tu.randn(4, 5), tu.randn(4, 2)])
 op_test("IndexSelectInt64Source", lambda x, i: x[i], lambda tu: [tu.randint(5, 3, high=100), tu.randint(2, high=5)])
 

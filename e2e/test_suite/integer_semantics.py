@@ -4,7 +4,13 @@ import torch
 
 from e2e.framework import op_tests
 
-INT_DTYPES = {"Int8": torch.int8, "Int16": torch.int16, "Int32": torch.int32, "Int64": torch.int64, "UInt8": torch.uint8}
+INT_DTYPES = {
+    "Int8": torch.int8,
+    "Int16": torch.int16,
+    "Int32": torch.int32,
+    "Int64": torch.int64,
+    "UInt8": torch.uint8,
+}
 
 
 def _near_limits(tu, dtype, *shape):
@@ -50,8 +56,12 @@ def _signed_pair(tu, dtype):
 for name in ("Int8", "Int32", "Int64"):
     op_tests(f"Division{name}", DIVISION, inputs=lambda tu, d=INT_DTYPES[name]: _signed_pair(tu, d))
 op_tests("DivisionFloat32", DIVISION, inputs=lambda tu: [t.float() * 1.5 for t in _signed_pair(tu, torch.int64)])
-op_tests("DivisionInt64Dynamic", {k: DIVISION[k] for k in ("FloorDivide", "DivTrunc", "Remainder", "Fmod")},
-         inputs=lambda tu: _signed_pair(tu, torch.int64), dynamic=True)
+op_tests(
+    "DivisionInt64Dynamic",
+    {k: DIVISION[k] for k in ("FloorDivide", "DivTrunc", "Remainder", "Fmod")},
+    inputs=lambda tu: _signed_pair(tu, torch.int64),
+    dynamic=True,
+)
 
 BITS = {
     "ShiftLeft": lambda x, y: torch.bitwise_left_shift(x, y.abs() % 4),
@@ -68,7 +78,10 @@ for name in ("Int8", "Int32", "Int64"):
 
 op_tests(
     "IntPromotion",
-    inputs=lambda tu: [tu.randint(3, 4, low=-50, high=50, dtype=torch.int8), tu.randint(3, 4, low=-50, high=50, dtype=torch.int32)],
+    inputs=lambda tu: [
+        tu.randint(3, 4, low=-50, high=50, dtype=torch.int8),
+        tu.randint(3, 4, low=-50, high=50, dtype=torch.int32),
+    ],
     fns={
         "Int8PlusInt32": torch.add,
         "Int8TimesFloat": lambda x, y: x * 0.5,

@@ -32,7 +32,11 @@ CASES = {
 }
 
 for name, (rank, kwargs) in CASES.items():
-    op_tests("Interpolate", {name: lambda x, k=kwargs: F.interpolate(x, **k)}, inputs=lambda tu, r=rank: [tu.rand(*SHAPES[r])])
+    op_tests(
+        "Interpolate",
+        {name: lambda x, k=kwargs: F.interpolate(x, **k)},
+        inputs=lambda tu, r=rank: [tu.rand(*SHAPES[r])],
+    )
 
 op_tests(
     "InterpolateDynamic",

@@ -5,7 +5,6 @@ import torch.nn.functional as F
 
 from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, register_test_case
 
-
 e2e_test(
     inputs=lambda tu, lhs, rhs: [tu.randn(*lhs), tu.randn(*rhs)],
     name="MatmulOp",
@@ -25,9 +24,13 @@ e2e_test(
 
 @e2e_test(
     inputs=lambda tu, dtype: [tu.randint(3, 4, low=-4, high=4).to(dtype), tu.randint(4, 5, low=-4, high=4).to(dtype)],
-    params={"Int64": dict(dtype=torch.int64), "Int32": dict(dtype=torch.int32),
-            "Float64": dict(dtype=torch.float64), "Float16": dict(dtype=torch.float16),
-            "BFloat16": dict(dtype=torch.bfloat16)},
+    params={
+        "Int64": dict(dtype=torch.int64),
+        "Int32": dict(dtype=torch.int32),
+        "Float64": dict(dtype=torch.float64),
+        "Float16": dict(dtype=torch.float16),
+        "BFloat16": dict(dtype=torch.bfloat16),
+    },
 )
 class MmTyped(torch.nn.Module):
     def __init__(self, dtype):
@@ -65,15 +68,38 @@ class LinearDynamicBatch(torch.nn.Module):
 
 
 # Only the leading (batch, row) dims dynamic; the contraction dim and rhs static.
-op_test("Matmul3d2d_DynamicLeadingDims", torch.matmul, lambda tu: [tu.randn(3, 4, 8), tu.randn(8, 5)], dynamic=[[-1, -1, 8], [8, 5]])
-op_test("Linear3d_DynamicLeadingDims", F.linear, lambda tu: [tu.randn(2, 5, 8), tu.randn(4, 8), tu.randn(4)], dynamic=[[-1, -1, 8], None, None])
+op_test(
+    "Matmul3d2d_DynamicLeadingDims",
+    torch.matmul,
+    lambda tu: [tu.randn(3, 4, 8), tu.randn(8, 5)],
+    dynamic=[[-1, -1, 8], [8, 5]],
+)
+op_test(
+    "Linear3d_DynamicLeadingDims",
+    F.linear,
+    lambda tu: [tu.randn(2, 5, 8), tu.randn(4, 8), tu.randn(4)],
+    dynamic=[[-1, -1, 8], None, None],
+)
 op_test("FunctionalLinear", F.linear, lambda tu: [tu.randn(3, 4), tu.randn(5, 4), tu.randn(5)])
-op_test("Addmm", lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2.0), lambda tu: [tu.randn(3, 5), tu.randn(3, 4), tu.randn(4, 5)])
+op_test(
+    "Addmm",
+    lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2.0),
+    lambda tu: [tu.randn(3, 5), tu.randn(3, 4), tu.randn(4, 5)],
+)
 op_test("AddmmBroadcastBias", torch.addmm, lambda tu: [tu.randn(5), tu.randn(3, 4), tu.randn(4, 5)], dynamic=True)
 op_test("Baddbmm", torch.baddbmm, lambda tu: [tu.randn(2, 3, 5), tu.randn(2, 3, 4), tu.randn(2, 4, 5)])
-op_test("EinsumBatchedMatmul", lambda a, b: torch.einsum("bij,bjk->bik", a, b), lambda tu: [tu.randn(2, 3, 4), tu.randn(2, 4, 5)])
+op_test(
+    "EinsumBatchedMatmul",
+    lambda a, b: torch.einsum("bij,bjk->bik", a, b),
+    lambda tu: [tu.randn(2, 3, 4), tu.randn(2, 4, 5)],
+)
 op_test("EinsumOuter", lambda a, b: torch.einsum("i,j->ij", a, b), lambda tu: [tu.randn(3), tu.randn(4)])
-op_test("MatmulTransposedRhs", lambda a, b: a @ b.transpose(-1, -2), lambda tu: [tu.randn(2, 3, 4), tu.randn(2, 5, 4)], dynamic=True)
+op_test(
+    "MatmulTransposedRhs",
+    lambda a, b: a @ b.transpose(-1, -2),
+    lambda tu: [tu.randn(2, 3, 4), tu.randn(2, 5, 4)],
+    dynamic=True,
+)
 
 
 class MmModule(torch.nn.Module):

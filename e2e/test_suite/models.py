@@ -25,8 +25,11 @@ class Mlp(torch.nn.Module):
 e2e_test(
     inputs=lambda tu: [tu.randn(5, 8)],
     name="Mlp",
-    params={"Relu": dict(), "GeluWithDropoutEval": dict(activation=torch.nn.GELU, dropout=0.5),
-            "Tanh": dict(activation=torch.nn.Tanh)},
+    params={
+        "Relu": dict(),
+        "GeluWithDropoutEval": dict(activation=torch.nn.GELU, dropout=0.5),
+        "Tanh": dict(activation=torch.nn.Tanh),
+    },
 )(Mlp)
 e2e_test(inputs=lambda tu: [tu.randn(6, 8)], name="Mlp_DynamicBatch", dynamic=[[-1, 8]])(Mlp)
 
@@ -65,8 +68,9 @@ e2e_test(
     name="MultiHeadSelfAttention",
     params={"Basic": dict(), "Causal": dict(causal=True), "SingleHead": dict(num_heads=1)},
 )(MultiHeadSelfAttention)
-e2e_test(inputs=lambda tu: [tu.randn(2, 5, 16)], name="MultiHeadSelfAttention_DynamicBatchSeq",
-         dynamic=[[-1, -1, 16]])(MultiHeadSelfAttention)
+e2e_test(inputs=lambda tu: [tu.randn(2, 5, 16)], name="MultiHeadSelfAttention_DynamicBatchSeq", dynamic=[[-1, -1, 16]])(
+    MultiHeadSelfAttention
+)
 
 
 @e2e_test(
@@ -139,7 +143,9 @@ class SmallConvNet(torch.nn.Module):
 
 
 e2e_test(inputs=lambda tu: [tu.randn(1, 3, 8, 8)], name="SmallConvNet")(SmallConvNet)
-e2e_test(inputs=lambda tu: [tu.randn(2, 3, 8, 8)], name="SmallConvNet_DynamicBatch", dynamic=[[-1, 3, 8, 8]])(SmallConvNet)
+e2e_test(inputs=lambda tu: [tu.randn(2, 3, 8, 8)], name="SmallConvNet_DynamicBatch", dynamic=[[-1, 3, 8, 8]])(
+    SmallConvNet
+)
 
 
 @e2e_test(inputs=lambda tu: [tu.randint(2, 6, high=20)])
@@ -175,7 +181,14 @@ def MlpLayerModule_basic(module, tu: TestUtils):
 
 class AttentionScoresModule(torch.nn.Module):
     @export
-    @annotate_args([None, ([-1, -1, -1], torch.float32, True), ([-1, -1, -1], torch.float32, True), ([-1, -1, -1], torch.float32, True)])
+    @annotate_args(
+        [
+            None,
+            ([-1, -1, -1], torch.float32, True),
+            ([-1, -1, -1], torch.float32, True),
+            ([-1, -1, -1], torch.float32, True),
+        ]
+    )
     def forward(self, q, k, v):
         weights = torch.softmax(torch.bmm(q, k.transpose(1, 2)) * 0.5, dim=-1)
         return torch.bmm(weights, v)

@@ -71,8 +71,12 @@ PROPAGATION = {
     "Matmul": lambda x: x @ torch.ones(4, 2),
 }
 op_tests("NanInf", PROPAGATION, inputs=lambda tu: [_special(tu, 3, 4)])
-op_tests("NanInfDynamic", {k: PROPAGATION[k] for k in ("Exp", "Sum", "Amax", "Softmax", "Isnan", "NanToNum")},
-         inputs=lambda tu: [_special(tu, 3, 4)], dynamic=True)
+op_tests(
+    "NanInfDynamic",
+    {k: PROPAGATION[k] for k in ("Exp", "Sum", "Amax", "Softmax", "Isnan", "NanToNum")},
+    inputs=lambda tu: [_special(tu, 3, 4)],
+    dynamic=True,
+)
 
 PAIRWISE = {
     "Maximum": torch.maximum,
@@ -102,6 +106,8 @@ op_tests(
         "ExpOverflow": lambda x: torch.exp(torch.full_like(x, 100.0)),
         "Float16Overflow": lambda x: (torch.full_like(x, 300.0) * 300).half(),
         "SoftmaxAllNegInf": lambda x: torch.softmax(torch.full_like(x, -math.inf), 1),
-        "MaskedFillNegInfSoftmax": lambda x: torch.softmax(torch.ones_like(x).masked_fill(torch.eye(2, 4).bool(), -math.inf), 1),
+        "MaskedFillNegInfSoftmax": lambda x: torch.softmax(
+            torch.ones_like(x).masked_fill(torch.eye(2, 4).bool(), -math.inf), 1
+        ),
     },
 )

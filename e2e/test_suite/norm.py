@@ -18,7 +18,9 @@ def _with_running_stats(bn: torch.nn.modules.batchnorm._BatchNorm) -> torch.nn.M
     inputs=lambda tu, shape: [tu.randn(*shape)],
     params={
         "BatchNorm2d": dict(make=lambda: _with_running_stats(torch.nn.BatchNorm2d(3)), shape=(2, 3, 4, 4)),
-        "BatchNorm2dNoAffine": dict(make=lambda: _with_running_stats(torch.nn.BatchNorm2d(3, affine=False)), shape=(2, 3, 4, 4)),
+        "BatchNorm2dNoAffine": dict(
+            make=lambda: _with_running_stats(torch.nn.BatchNorm2d(3, affine=False)), shape=(2, 3, 4, 4)
+        ),
         "BatchNorm1d": dict(make=lambda: _with_running_stats(torch.nn.BatchNorm1d(5)), shape=(4, 5)),
         "LayerNormLastDim": dict(make=lambda: torch.nn.LayerNorm(8), shape=(2, 3, 8)),
         "LayerNormLastTwoDims": dict(make=lambda: torch.nn.LayerNorm((3, 8)), shape=(2, 3, 8)),
@@ -52,8 +54,20 @@ e2e_test(
 
 
 op_test("Normalize_Dim1", lambda x: F.normalize(x, dim=1), lambda tu: [tu.randn(3, 6)])
-op_test("LayerNormFloat64", lambda x, w, b: F.layer_norm(x, (6,), w, b), lambda tu: [tu.randn(4, 6, dtype=torch.float64), tu.randn(6, dtype=torch.float64), tu.randn(6, dtype=torch.float64)])
-op_test("NativeLayerNorm_MeanRstd", lambda x: torch.ops.aten.native_layer_norm(x, [6], None, None, 1e-5), lambda tu: [tu.randn(3, 6)])
+op_test(
+    "LayerNormFloat64",
+    lambda x, w, b: F.layer_norm(x, (6,), w, b),
+    lambda tu: [
+        tu.randn(4, 6, dtype=torch.float64),
+        tu.randn(6, dtype=torch.float64),
+        tu.randn(6, dtype=torch.float64),
+    ],
+)
+op_test(
+    "NativeLayerNorm_MeanRstd",
+    lambda x: torch.ops.aten.native_layer_norm(x, [6], None, None, 1e-5),
+    lambda tu: [tu.randn(3, 6)],
+)
 
 
 class BatchNorm2dEvalModule(torch.nn.Module):

@@ -52,7 +52,6 @@ def _transformers_installed() -> bool:
 
 
 if _transformers_installed():
-
     # Attention as explicit matmul + softmax.
     @register_test_case(module_factory=lambda: OptLastHiddenState("eager"))
     def OptModel_basic(module, tu: TestUtils):

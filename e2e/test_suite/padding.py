@@ -20,8 +20,12 @@ for mode in ("constant", "reflect", "replicate", "circular"):
             {case: lambda x, p=pads, m=mode: F.pad(x, p, mode=m) for case, pads in cases.items()},
             inputs=lambda tu, r=rank: [tu.randn(*SHAPES[r])],
         )
-    op_tests(f"Pad{mode.capitalize()}Dynamic", {"2d": lambda x, m=mode: F.pad(x, (1, 2, 2, 1), mode=m)},
-             inputs=lambda tu: [tu.randn(1, 2, 5, 6)], dynamic=[[-1, 2, -1, -1]])
+    op_tests(
+        f"Pad{mode.capitalize()}Dynamic",
+        {"2d": lambda x, m=mode: F.pad(x, (1, 2, 2, 1), mode=m)},
+        inputs=lambda tu: [tu.randn(1, 2, 5, 6)],
+        dynamic=[[-1, 2, -1, -1]],
+    )
 
 op_tests(
     "PadConstant",

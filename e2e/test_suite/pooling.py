@@ -5,7 +5,6 @@ import torch.nn.functional as F
 
 from e2e.framework import TestUtils, annotate_args, export, op_test, op_tests, register_test_case
 
-
 op_tests(
     "Pool",
     inputs=lambda tu: [tu.randn(1, 3, 8, 8)],

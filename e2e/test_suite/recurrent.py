@@ -31,8 +31,12 @@ e2e_test(
         "LSTMNoBias": dict(kind="LSTMCell", bias=False),
     },
 )(Cell)
-e2e_test(inputs=lambda tu: [tu.randn(3, 4), tu.randn(3, 3)], name="CellDynamicBatch", dynamic=[[-1, 4], [-1, 3]],
-         params={k: dict(kind=k) for k in ("RNNCell", "GRUCell", "LSTMCell")})(Cell)
+e2e_test(
+    inputs=lambda tu: [tu.randn(3, 4), tu.randn(3, 3)],
+    name="CellDynamicBatch",
+    dynamic=[[-1, 4], [-1, 3]],
+    params={k: dict(kind=k) for k in ("RNNCell", "GRUCell", "LSTMCell")},
+)(Cell)
 
 
 class Layer(torch.nn.Module):
@@ -57,9 +61,17 @@ LAYER_VARIANTS = {
 e2e_test(
     inputs=lambda tu: [tu.randn(5, 2, 4)],
     name="RecurrentLayer",
-    params={kind + variant: dict(kind=kind, **kwargs) for kind in ("RNN", "GRU", "LSTM") for variant, kwargs in LAYER_VARIANTS.items()},
+    params={
+        kind + variant: dict(kind=kind, **kwargs)
+        for kind in ("RNN", "GRU", "LSTM")
+        for variant, kwargs in LAYER_VARIANTS.items()
+    },
 )(Layer)
-e2e_test(inputs=lambda tu: [tu.randn(4, 2, 4)], name="RecurrentLayerProjected", params={"LSTM": dict(kind="LSTM", proj_size=2)})(Layer)
+e2e_test(
+    inputs=lambda tu: [tu.randn(4, 2, 4)],
+    name="RecurrentLayerProjected",
+    params={"LSTM": dict(kind="LSTM", proj_size=2)},
+)(Layer)
 
 
 class UnrolledCell(torch.nn.Module):

@@ -2,8 +2,16 @@
 
 import torch
 
-from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, op_tests, register_test_case
-
+from e2e.framework import (
+    FunctionModule,
+    TestUtils,
+    annotate_args,
+    e2e_test,
+    export,
+    op_test,
+    op_tests,
+    register_test_case,
+)
 
 op_tests(
     "Reduce",
@@ -65,7 +73,9 @@ e2e_test(
 
 
 # Reducing dynamic dims down to nothing keeps the static ones.
-op_test("ReduceSum_DynamicBatchKeepdim", lambda x: x.sum(0, keepdim=True), lambda tu: [tu.randn(5, 3)], dynamic=[[-1, 3]])
+op_test(
+    "ReduceSum_DynamicBatchKeepdim", lambda x: x.sum(0, keepdim=True), lambda tu: [tu.randn(5, 3)], dynamic=[[-1, 3]]
+)
 
 
 class ReduceSumDimIntListKeepDimModule(torch.nn.Module):

@@ -4,7 +4,6 @@ import torch
 
 from e2e.framework import TestUtils, annotate_args, export, op_test, op_tests, register_test_case
 
-
 op_tests(
     "Shape",
     inputs=lambda tu: [tu.randn(2, 3, 4)],
@@ -64,7 +63,9 @@ op_test("BroadcastTo", lambda x: torch.broadcast_to(x, (2, 3, 4)), lambda tu: [t
 op_test("ReshapeInt64", lambda x: x.reshape(4, 3), lambda tu: [tu.randint(3, 4)])
 op_test("PermuteBool", lambda x: x.permute(1, 0), lambda tu: [tu.bools(3, 4)])
 op_test("NumelAsScale", lambda x: x * x.numel(), lambda tu: [tu.randn(3, 4)], dynamic=True)
-op_test("ViewAsRowsFromSize", lambda x, y: x.view(y.size(0), -1), lambda tu: [tu.randn(4, 6), tu.randn(2)], dynamic=True)
+op_test(
+    "ViewAsRowsFromSize", lambda x, y: x.view(y.size(0), -1), lambda tu: [tu.randn(4, 6), tu.randn(2)], dynamic=True
+)
 
 
 class ViewExpandModule(torch.nn.Module):

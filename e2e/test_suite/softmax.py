@@ -3,8 +3,16 @@
 import torch
 import torch.nn.functional as F
 
-from e2e.framework import FunctionModule, TestUtils, annotate_args, e2e_test, export, op_test, op_tests, register_test_case
-
+from e2e.framework import (
+    FunctionModule,
+    TestUtils,
+    annotate_args,
+    e2e_test,
+    export,
+    op_test,
+    op_tests,
+    register_test_case,
+)
 
 e2e_test(
     inputs=lambda tu, scale=1.0: [tu.randn(2, 3, 5) * scale],
@@ -27,16 +35,22 @@ op_tests(
     "SoftmaxDynamic",
     inputs=lambda tu: [tu.randn(3, 7)],
     dynamic=True,
-    fns={"Softmax": lambda x: F.softmax(x, -1), "LogSoftmax": lambda x: F.log_softmax(x, -1),
-         "SoftmaxDim0": lambda x: F.softmax(x, 0)},
+    fns={
+        "Softmax": lambda x: F.softmax(x, -1),
+        "LogSoftmax": lambda x: F.log_softmax(x, -1),
+        "SoftmaxDim0": lambda x: F.softmax(x, 0),
+    },
 )
 
 
 op_test("SoftmaxFloat16", lambda x: F.softmax(x, -1), lambda tu: [tu.randn(3, 5, dtype=torch.float16)])
 op_test("SoftmaxFloat64", lambda x: F.softmax(x, -1), lambda tu: [tu.randn(3, 5, dtype=torch.float64)])
 op_test("LogSoftmaxBFloat16", lambda x: F.log_softmax(x, -1), lambda tu: [tu.randn(3, 5, dtype=torch.bfloat16)])
-op_test("SoftmaxWithMaskedMinusInf", lambda x, m: F.softmax(x.masked_fill(m, float("-inf")), -1),
-        lambda tu: [tu.randn(3, 5), torch.tensor([[False, True, False, True, False]] * 3)])
+op_test(
+    "SoftmaxWithMaskedMinusInf",
+    lambda x, m: F.softmax(x.masked_fill(m, float("-inf")), -1),
+    lambda tu: [tu.randn(3, 5), torch.tensor([[False, True, False, True, False]] * 3)],
+)
 
 
 class SoftmaxIntModule(torch.nn.Module):

@@ -24,14 +24,27 @@ SORTS = {
 
 # Distinct values, so indices are well defined.
 op_tests("Sorting", SORTS, inputs=lambda tu: [torch.randperm(20, generator=tu.generator).float().reshape(4, 5)])
-op_tests("SortingDynamic", {k: SORTS[k] for k in ("SortLastDim", "SortDescending", "Argsort", "Topk2", "Msort")},
-         inputs=lambda tu: [torch.randperm(24, generator=tu.generator).float().reshape(4, 6)], dynamic=True)
-op_tests("SortingInt64", {k: SORTS[k] for k in ("SortLastDim", "SortDescending", "Argsort", "Topk2", "Kthvalue")},
-         inputs=lambda tu: [torch.randperm(20, generator=tu.generator).reshape(4, 5) - 10])
-op_tests("SortingInt32", {k: SORTS[k] for k in ("SortLastDim", "Argsort", "Topk2")},
-         inputs=lambda tu: [torch.randperm(20, generator=tu.generator).reshape(4, 5).int()])
-op_tests("Sorting1d", {k: SORTS[k] for k in ("SortLastDim", "TopkSmallest", "Topk2", "Median", "Msort")},
-         inputs=lambda tu: [torch.randperm(9, generator=tu.generator).double()])
+op_tests(
+    "SortingDynamic",
+    {k: SORTS[k] for k in ("SortLastDim", "SortDescending", "Argsort", "Topk2", "Msort")},
+    inputs=lambda tu: [torch.randperm(24, generator=tu.generator).float().reshape(4, 6)],
+    dynamic=True,
+)
+op_tests(
+    "SortingInt64",
+    {k: SORTS[k] for k in ("SortLastDim", "SortDescending", "Argsort", "Topk2", "Kthvalue")},
+    inputs=lambda tu: [torch.randperm(20, generator=tu.generator).reshape(4, 5) - 10],
+)
+op_tests(
+    "SortingInt32",
+    {k: SORTS[k] for k in ("SortLastDim", "Argsort", "Topk2")},
+    inputs=lambda tu: [torch.randperm(20, generator=tu.generator).reshape(4, 5).int()],
+)
+op_tests(
+    "Sorting1d",
+    {k: SORTS[k] for k in ("SortLastDim", "TopkSmallest", "Topk2", "Median", "Msort")},
+    inputs=lambda tu: [torch.randperm(9, generator=tu.generator).double()],
+)
 # Ties: only a stable sort has defined indices.
 op_tests(
     "SortStableTies",

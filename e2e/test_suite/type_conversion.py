@@ -36,7 +36,9 @@ e2e_test(
     name="Convert",
     params={
         "Int64ToFloat32": dict(dtype=torch.float32, make=lambda tu: tu.randint(3, 4, low=-100, high=100)),
-        "Int32ToInt64": dict(dtype=torch.int64, make=lambda tu: tu.randint(3, 4, low=-100, high=100, dtype=torch.int32)),
+        "Int32ToInt64": dict(
+            dtype=torch.int64, make=lambda tu: tu.randint(3, 4, low=-100, high=100, dtype=torch.int32)
+        ),
         "Int64ToInt32": dict(dtype=torch.int32, make=lambda tu: tu.randint(3, 4, low=-100, high=100)),
         "BoolToFloat32": dict(dtype=torch.float32, make=lambda tu: tu.bools(3, 4)),
         "BoolToInt64": dict(dtype=torch.int64, make=lambda tu: tu.bools(3, 4)),
@@ -44,14 +46,23 @@ e2e_test(
         "Float64ToFloat32": dict(dtype=torch.float32, make=lambda tu: tu.randn(3, 4, dtype=torch.float64)),
         "Float16ToFloat32": dict(dtype=torch.float32, make=lambda tu: tu.randn(3, 4, dtype=torch.float16)),
         "BFloat16ToFloat32": dict(dtype=torch.float32, make=lambda tu: tu.randn(3, 4, dtype=torch.bfloat16)),
-        "UInt8ToFloat32": dict(dtype=torch.float32, make=lambda tu: tu.randint(3, 4, low=0, high=255, dtype=torch.uint8)),
+        "UInt8ToFloat32": dict(
+            dtype=torch.float32, make=lambda tu: tu.randint(3, 4, low=0, high=255, dtype=torch.uint8)
+        ),
         "Int8ToInt64": dict(dtype=torch.int64, make=lambda tu: tu.randint(3, 4, low=-128, high=127, dtype=torch.int8)),
     },
 )(ToDtype)
 
 
-op_test("ToDtypeDynamic_Float32ToInt64", lambda x: x.to(torch.int64), lambda tu: [tu.rand(3, 4, low=-3.0, high=3.0)], dynamic=True)
-op_test("TypeAsInt32", lambda x, y: x.type_as(y), lambda tu: [tu.rand(3, 4, high=5.0), tu.randint(2, dtype=torch.int32)])
+op_test(
+    "ToDtypeDynamic_Float32ToInt64",
+    lambda x: x.to(torch.int64),
+    lambda tu: [tu.rand(3, 4, low=-3.0, high=3.0)],
+    dynamic=True,
+)
+op_test(
+    "TypeAsInt32", lambda x, y: x.type_as(y), lambda tu: [tu.rand(3, 4, high=5.0), tu.randint(2, dtype=torch.int32)]
+)
 
 
 # Promotion: the compiled result must have the dtype torch's promotion rules give.
@@ -63,10 +74,19 @@ op_test("TypeAsInt32", lambda x, y: x.type_as(y), lambda tu: [tu.rand(3, 4, high
         "BoolPlusInt64": dict(lhs=lambda tu: tu.bools(3, 4), rhs=lambda tu: tu.randint(3, 4)),
         "Float16PlusFloat32": dict(lhs=lambda tu: tu.randn(3, 4, dtype=torch.float16), rhs=lambda tu: tu.randn(3, 4)),
         "Float32PlusFloat64": dict(lhs=lambda tu: tu.randn(3, 4), rhs=lambda tu: tu.randn(3, 4, dtype=torch.float64)),
-        "UInt8PlusInt8": dict(lhs=lambda tu: tu.randint(3, 4, high=100, dtype=torch.uint8), rhs=lambda tu: tu.randint(3, 4, low=-100, high=100, dtype=torch.int8)),
-        "BFloat16PlusFloat16": dict(lhs=lambda tu: tu.randn(3, 4, dtype=torch.bfloat16), rhs=lambda tu: tu.randn(3, 4, dtype=torch.float16)),
-        "Int64PlusZeroDimFloat64": dict(lhs=lambda tu: tu.randint(3, 4), rhs=lambda tu: tu.randn(1, dtype=torch.float64).squeeze(0)),
-        "Float32PlusZeroDimFloat64": dict(lhs=lambda tu: tu.randn(3, 4), rhs=lambda tu: tu.randn(1, dtype=torch.float64).squeeze(0)),
+        "UInt8PlusInt8": dict(
+            lhs=lambda tu: tu.randint(3, 4, high=100, dtype=torch.uint8),
+            rhs=lambda tu: tu.randint(3, 4, low=-100, high=100, dtype=torch.int8),
+        ),
+        "BFloat16PlusFloat16": dict(
+            lhs=lambda tu: tu.randn(3, 4, dtype=torch.bfloat16), rhs=lambda tu: tu.randn(3, 4, dtype=torch.float16)
+        ),
+        "Int64PlusZeroDimFloat64": dict(
+            lhs=lambda tu: tu.randint(3, 4), rhs=lambda tu: tu.randn(1, dtype=torch.float64).squeeze(0)
+        ),
+        "Float32PlusZeroDimFloat64": dict(
+            lhs=lambda tu: tu.randn(3, 4), rhs=lambda tu: tu.randn(1, dtype=torch.float64).squeeze(0)
+        ),
     },
 )
 class PromoteAdd(torch.nn.Module):
@@ -78,7 +98,9 @@ class PromoteAdd(torch.nn.Module):
 
 
 op_test("PromoteScalar_Int64TimesFloat", lambda x: x * 1.5, lambda tu: [tu.randint(3, 4, low=-5, high=5)])
-op_test("PromoteScalar_Int32TrueDivide", lambda x: x / 2, lambda tu: [tu.randint(3, 4, low=-5, high=5, dtype=torch.int32)])
+op_test(
+    "PromoteScalar_Int32TrueDivide", lambda x: x / 2, lambda tu: [tu.randint(3, 4, low=-5, high=5, dtype=torch.int32)]
+)
 op_test("PromoteScalar_Float16PlusInt", lambda x: x + 3, lambda tu: [tu.randn(3, 4, dtype=torch.float16)])
 op_test("PromoteScalar_BoolTimesInt", lambda x: x * 2, lambda tu: [tu.bools(3, 4)])
 op_test("PromoteMean_Int64NeedsDtype", lambda x: x.float().mean(), lambda tu: [tu.randint(3, 4)])
@@ -100,8 +122,16 @@ class ToDtypeBoolLayoutNoneModule(torch.nn.Module):
     @export
     @annotate_args([None, ([-1, -1], torch.float32, True)])
     def forward(self, x):
-        return torch.ops.aten.to(x, dtype=torch.bool, layout=None, device=None, pin_memory=None,
-                                 non_blocking=False, copy=False, memory_format=None)
+        return torch.ops.aten.to(
+            x,
+            dtype=torch.bool,
+            layout=None,
+            device=None,
+            pin_memory=None,
+            non_blocking=False,
+            copy=False,
+            memory_format=None,
+        )
 
 
 @register_test_case(module_factory=lambda: ToDtypeBoolLayoutNoneModule())

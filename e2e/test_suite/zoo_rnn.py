@@ -27,8 +27,9 @@ def sequences(tu: TestUtils, batch: int, seq: int) -> list[torch.Tensor]:
 RNNS = [
     ZooModel("Rnn", lambda: seeded(lambda: Recurrent(torch.nn.RNN)), sequences, [[-1, -1, FEATURES]]),
     ZooModel("Lstm", lambda: seeded(lambda: Recurrent(torch.nn.LSTM)), sequences, [[-1, -1, FEATURES]]),
-    ZooModel("BiGru", lambda: seeded(lambda: Recurrent(torch.nn.GRU, bidirectional=True)), sequences,
-             [[-1, -1, FEATURES]]),
+    ZooModel(
+        "BiGru", lambda: seeded(lambda: Recurrent(torch.nn.GRU, bidirectional=True)), sequences, [[-1, -1, FEATURES]]
+    ),
 ]
 
 for model in RNNS:

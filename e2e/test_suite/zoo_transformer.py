@@ -31,7 +31,12 @@ class Seq2SeqTransformer(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.transformer = torch.nn.Transformer(
-            D_MODEL, 4, num_encoder_layers=2, num_decoder_layers=2, dim_feedforward=64, dropout=0.0,
+            D_MODEL,
+            4,
+            num_encoder_layers=2,
+            num_decoder_layers=2,
+            dim_feedforward=64,
+            dropout=0.0,
             batch_first=True,
         )
 
@@ -54,8 +59,7 @@ def source_target(tu: TestUtils, batch: int, seq: int) -> list[torch.Tensor]:
 
 TRANSFORMERS = [
     ZooModel("TransformerEncoder", lambda: seeded(PaddedEncoder), padded_batch, [[-1, -1, D_MODEL], [-1, -1]]),
-    ZooModel("Transformer", lambda: seeded(Seq2SeqTransformer), source_target,
-             [[-1, -1, D_MODEL], [-1, -1, D_MODEL]]),
+    ZooModel("Transformer", lambda: seeded(Seq2SeqTransformer), source_target, [[-1, -1, D_MODEL], [-1, -1, D_MODEL]]),
 ]
 
 for model in TRANSFORMERS:

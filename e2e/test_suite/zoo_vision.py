@@ -41,12 +41,13 @@ class SmallResidualCnn(torch.nn.Module):
 
     def __init__(self, classes: int = 10):
         super().__init__()
-        self.stem = torch.nn.Sequential(
-            torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU()
-        )
+        self.stem = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU())
         self.block = torch.nn.Sequential(
-            torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
-            torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.BatchNorm2d(16),
+            torch.nn.Conv2d(16, 16, 3, padding=1),
+            torch.nn.BatchNorm2d(16),
+            torch.nn.ReLU(),
+            torch.nn.Conv2d(16, 16, 3, padding=1),
+            torch.nn.BatchNorm2d(16),
         )
         self.pool = torch.nn.MaxPool2d(2)
         self.head = torch.nn.Linear(16, classes)
@@ -64,24 +65,51 @@ class SmallResidualCnn(torch.nn.Module):
 VISION = [
     ZooModel(
         "Vit",
-        lambda: HfVision("ViTConfig", "ViTModel", image_size=IMAGE, patch_size=4, num_channels=3, hidden_size=32,
-                         num_hidden_layers=2, num_attention_heads=4, intermediate_size=64),
+        lambda: HfVision(
+            "ViTConfig",
+            "ViTModel",
+            image_size=IMAGE,
+            patch_size=4,
+            num_channels=3,
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+        ),
         images,
         [[-1, 3, IMAGE, IMAGE]],
     ),
     ZooModel(
         "ResNet",
-        lambda: HfVision("ResNetConfig", "ResNetModel", "pooler_output", num_channels=3, embedding_size=16,
-                         hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic"),
+        lambda: HfVision(
+            "ResNetConfig",
+            "ResNetModel",
+            "pooler_output",
+            num_channels=3,
+            embedding_size=16,
+            hidden_sizes=[16, 32],
+            depths=[1, 1],
+            layer_type="basic",
+        ),
         images,
         [[-1, 3, IMAGE, IMAGE]],
     ),
     ZooModel(
         "Wav2Vec2",
-        lambda: HfSpeech("Wav2Vec2Config", "Wav2Vec2Model", hidden_size=32, num_hidden_layers=2,
-                         num_attention_heads=4, intermediate_size=64, conv_dim=(16, 16, 16),
-                         conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2), num_conv_pos_embeddings=8,
-                         num_conv_pos_embedding_groups=4, vocab_size=32),
+        lambda: HfSpeech(
+            "Wav2Vec2Config",
+            "Wav2Vec2Model",
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            intermediate_size=64,
+            conv_dim=(16, 16, 16),
+            conv_kernel=(10, 3, 3),
+            conv_stride=(5, 2, 2),
+            num_conv_pos_embeddings=8,
+            num_conv_pos_embedding_groups=4,
+            vocab_size=32,
+        ),
         waveforms,
         [[-1, -1]],
     ),

@@ -11,11 +11,11 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from compiler.refbackend import LOWER_PIPELINE
 from e2e.framework.registry import FunctionModule
 from e2e.framework.testutils import TestUtils
 from e2e.properties import strategies as s
 from e2e.properties.check import PropertyFailure, check_compiles_like_native, toolchain
-from compiler.refbackend import LOWER_PIPELINE
 
 
 @pytest.mark.timeout(600)
@@ -26,15 +26,22 @@ def test_miscompiled_mul_is_caught_and_reduced_from_the_shrunk_example(tmp_path)
     seen = []
 
     # The binary family over two float ops (bounded: each example is a compile).
-    @settings(max_examples=15, derandomize=True, deadline=None, database=None, report_multiple_bugs=False,
-              suppress_health_check=[HealthCheck.too_slow])
+    @settings(
+        max_examples=15,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        report_multiple_bugs=False,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     @given(st.sampled_from([op for op in s.BINARY if op.name in ("add", "mul")]), s.broadcast_pair(), s.seeds)
     def binary_family(op, shapes, seed):
         tu = TestUtils(seed)
         inputs = [s.make_input(tu, shape, torch.float32, op) for shape in shapes]
         seen.append((op.name, shapes))
-        check_compiles_like_native(FunctionModule(op.fn), inputs, name=f"binary_{op.name}", pipeline=broken,
-                                   reports_dir=tmp_path)
+        check_compiles_like_native(
+            FunctionModule(op.fn), inputs, name=f"binary_{op.name}", pipeline=broken, reports_dir=tmp_path
+        )
 
     with pytest.raises(PropertyFailure) as failure:
         binary_family()

@@ -49,7 +49,15 @@ def test_comparisons_on_boundary_values(args, seed):
     check_family("compare", args, seed)
 
 
-@given(s.dims, s.dims, s.dims, st.lists(s.dims, max_size=2), st.sampled_from(["matmul", "bmm", "linear"]), s.seeds, st.booleans())
+@given(
+    s.dims,
+    s.dims,
+    s.dims,
+    st.lists(s.dims, max_size=2),
+    st.sampled_from(["matmul", "bmm", "linear"]),
+    s.seeds,
+    st.booleans(),
+)
 def test_matmul_shapes(m, k, n, batch, kind, seed, dynamic):
     tu = TestUtils(seed)
     if kind == "bmm":
@@ -64,9 +72,12 @@ def test_matmul_shapes(m, k, n, batch, kind, seed, dynamic):
     check(f"matmul_{kind}", fn, inputs, dynamic)
 
 
-@pytest.mark.xfail(strict=True, raises=PropertyFailure,
-                   reason="linalg: batched lhs @ matrix with dynamic dims gives wrong values (shrunk by "
-                          "test_matmul_shapes; e2e xfail Matmul3d2d_DynamicLeadingDims)")
+@pytest.mark.xfail(
+    strict=True,
+    raises=PropertyFailure,
+    reason="linalg: batched lhs @ matrix with dynamic dims gives wrong values (shrunk by "
+    "test_matmul_shapes; e2e xfail Matmul3d2d_DynamicLeadingDims)",
+)
 def test_matmul_batched_lhs_dynamic_known_bug():
     tu = TestUtils(0)
     check("matmul_batched_dynamic", torch.matmul, [tu.randn(2, 2, 1), tu.randn(1, 1)], dynamic=True)

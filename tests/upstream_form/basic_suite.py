@@ -2,9 +2,9 @@
 # loaded by tests/test_upstream_compat.py.
 import torch
 
+from torch_mlir_e2e_test.annotations import annotate_args, export
 from torch_mlir_e2e_test.framework import TestUtils
 from torch_mlir_e2e_test.registry import register_test_case
-from torch_mlir_e2e_test.annotations import annotate_args, export
 
 
 class AddmmModule(torch.nn.Module):

@@ -2,9 +2,9 @@
 # mutated inputs, scalar results, data-dependent values, backend-legal ops.
 import torch
 
+from torch_mlir_e2e_test.annotations import annotate_args, export
 from torch_mlir_e2e_test.framework import TestUtils
 from torch_mlir_e2e_test.registry import register_test_case
-from torch_mlir_e2e_test.annotations import annotate_args, export
 
 
 class AddInPlaceModule(torch.nn.Module):
