@@ -141,6 +141,8 @@ def test_backend_cases_that_cannot_be_tensors_are_skipped_with_their_reason():
     assert cases.make_case("node/str", "node", model_with(tensor), [strings], [strings]).skip_reason == cases.STRING
     taken = cases.make_case("node/ok", "node", model_with(tensor), [np.ones(2, np.float16)], [np.ones(2, np.float32)])
     assert taken.skip_reason is None and taken.inputs[0].dtype == torch.float16 and taken.model
+    scalar = cases.make_case("node/0d", "node", model_with(tensor), [np.float32(2.0)], [np.array(1.0, np.float32)])
+    assert scalar.inputs[0].shape == () and scalar.outputs[0].shape == ()  # 0-d stays 0-d
 
 
 def test_the_installed_onnx_gives_every_node_case_a_name_and_a_result_or_a_reason():

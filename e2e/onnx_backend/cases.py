@@ -69,13 +69,12 @@ def to_torch(value: Any) -> torch.Tensor:
     array = np.asarray(value)
     if array.dtype.kind in "OUS":
         raise NotExpressible(STRING)
+    array = np.array(array, order="C")  # a copy; 0-d stays 0-d (np.ascontiguousarray makes it 1-d)
     if array.dtype.name in _TORCH_OF_NUMPY_NAME:
         storage = np.int16 if array.dtype.itemsize == 2 else np.uint8
-        return torch.from_numpy(np.ascontiguousarray(array).view(storage).copy()).view(
-            _TORCH_OF_NUMPY_NAME[array.dtype.name]
-        )
+        return torch.from_numpy(array.view(storage)).view(_TORCH_OF_NUMPY_NAME[array.dtype.name])
     try:
-        return torch.from_numpy(np.ascontiguousarray(array).copy())
+        return torch.from_numpy(array)
     except TypeError:
         raise NotExpressible(NO_TORCH_DTYPE.format(array.dtype.name)) from None
 
