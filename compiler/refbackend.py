@@ -23,9 +23,9 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith
 from torch_mlir.execution_engine import ExecutionEngine
 
-from compiler import softfloat
 from compiler.native_output import captured_stderr
 from compiler.pipelines import LINALG_TO_LLVM
+from compiler.softfloat import conversion_runtime
 from compiler.stages import Snapshots, StageError, run_stage
 
 
@@ -346,7 +346,7 @@ class RefBackendProgram:
         with captured_stderr() as jit_output:
             self._engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
             self._engine.raw_register_runtime("memrefCopy", ctypes.cast(_memref_copy, ctypes.c_void_p))
-            softfloat.runtime().register(self._engine)
+            conversion_runtime().register(self._engine)
             if self._callback is not None:
                 self._engine.register_runtime(callback_name, self._callback)
             # Compile and link now, so a program that cannot load fails here, with the

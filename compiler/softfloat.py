@@ -21,7 +21,10 @@ from __future__ import annotations
 
 import ctypes
 
-from torch_mlir import ir
+from torch_mlir import ir, passmanager
+from torch_mlir.execution_engine import ExecutionEngine
+
+from compiler.stages import new_context
 
 # Conversions on raw bits (testable exactly through ctypes), then the C-ABI entry
 # points LLVM's libcalls expect. f64 -> 16-bit goes through f32 rounded to odd: with
@@ -196,11 +199,6 @@ class Runtime:
     """The conversions, JIT-compiled once per process (see `runtime()`)."""
 
     def __init__(self):
-        from torch_mlir import passmanager
-        from torch_mlir.execution_engine import ExecutionEngine
-
-        from compiler.stages import new_context
-
         self._context = new_context()
         with self._context:
             self._module = ir.Module.parse(RUNTIME_MLIR + _address_accessors())
@@ -241,7 +239,8 @@ class Runtime:
 _RUNTIME: Runtime | None = None
 
 
-def runtime() -> Runtime:
+def conversion_runtime() -> Runtime:
+    """The process's conversion runtime, compiled on first use."""
     global _RUNTIME
     if _RUNTIME is None:
         _RUNTIME = Runtime()

@@ -144,9 +144,10 @@ def _stop_on_sigterm() -> None:
 
     A signal that lands while Python runs a finalizer (a `__del__`, an after-fork hook,
     a logging lock release) raises its KeyboardInterrupt there, and Python swallows it
-    as unraisable; the run would go on. So the first signal also starts a watchdog that
-    sends it again to the main thread every two seconds until pytest has seen the interrupt,
-    whatever the run is waiting for (an xdist worker's next event may be minutes away)."""
+    as unraisable; the run would go on. So the run stops after the test in progress, and
+    the first signal also starts a watchdog that sends it again to the main thread every
+    two seconds until pytest has seen the interrupt, whatever the run is waiting for (an
+    xdist worker's next event may be minutes away)."""
 
     def interrupt(number, frame):
         if not _SIGNALLED:
@@ -168,6 +169,12 @@ def _resend_until_it_arrives(number: int) -> None:
 @pytest.hookimpl(tryfirst=True)  # before the terminal's, which takes its time to print the traceback
 def pytest_keyboard_interrupt(excinfo):
     _INTERRUPT_ARRIVED.set()
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    # The quick way out when the interrupt was swallowed: after the test in progress.
+    if _SIGNALLED and not _INTERRUPT_ARRIVED.is_set():
+        raise KeyboardInterrupt(f"signal {_SIGNALLED[0]}")
 
 
 def _run_meta(config, state: E2EState) -> dict:

@@ -130,7 +130,7 @@ def test_a_suite_of_broken_tests_ends_with_every_result(tmp_path, workers):
     assert junit.count("<testcase") == len(EXPECTED) + 1  # and the skipped file
     assert 'name="e2e_stage" value="golden"' in junit
     assert "needs the package 'a_package_that_is_not_installed'" in out
-    assert "rerun: pytest '" in out
+    assert "rerun: python -m pytest " in out
     segfault = next(row for row in rows if row["test"] == "GoldenSegfault")
     assert "in segfault" in segfault["error"]  # the Python stack of the crash is kept
 
@@ -250,7 +250,7 @@ def _state(pid: int) -> str:
         return "zombie"
 
 
-# On the process that runs the session (the xdist controller, or the serial run): after
+# A plugin on the process that runs the session (the xdist controller, or the serial run): after
 # the third result a finalizer receives Ctrl-C, and Python swallows its KeyboardInterrupt.
 SIGNAL_IN_A_CONTROLLER_FINALIZER = """
 import os, signal, time
@@ -273,10 +273,12 @@ def pytest_runtest_logreport(report):
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_ctrl_c_swallowed_by_a_finalizer_still_ends_the_run_interrupted(tmp_path, workers):
     suite = write_suite(tmp_path, {"slow.py": SLOW_SUITE})
-    (tmp_path / "conftest.py").write_text(SIGNAL_IN_A_CONTROLLER_FINALIZER)
+    # A plugin given with -p (the run's cwd is on sys.path): a conftest.py there would sit
+    # above the rootdir pytest picks for the suite, and not be loaded.
+    (tmp_path / "signal_in_a_finalizer.py").write_text(SIGNAL_IN_A_CONTROLLER_FINALIZER)
     started = time.monotonic()
     run = subprocess.run(
-        e2e_command(suite, tmp_path, "--config", "tosa", *workers),
+        e2e_command(suite, tmp_path, "--config", "tosa", "-p", "signal_in_a_finalizer", *workers),
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -340,7 +340,7 @@ def test_torch_rounds_f64_to_f16_twice_and_the_compiled_program_once(context):
 
 
 def test_softfloat_runtime_is_exact_on_every_f16_and_on_f32_halfway_cases():
-    runtime = softfloat.runtime()
+    runtime = softfloat.conversion_runtime()
     halves = np.arange(1 << 16, dtype=np.uint16)
     widened = np.array([runtime.f16_bits_to_f32_bits(int(h)) for h in halves], dtype=np.uint32)
     nan = np.isnan(halves.view(np.float16))

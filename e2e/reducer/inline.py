@@ -37,6 +37,11 @@ PIECES = (
         ("StageError", "_rebuild_stage_error", "new_context", "module_text", "parse_module", "format_diagnostics"),
         module_calls=True,
     ),
+    Piece("compiler.native_output", ("Captured", "captured_stderr")),
+    Piece(
+        "compiler.softfloat",
+        ("RUNTIME_MLIR", "RUNTIME_SYMBOLS", "_address_accessors", "Runtime", "_RUNTIME", "conversion_runtime"),
+    ),
     Piece(
         "compiler.refbackend",
         (
