@@ -261,9 +261,13 @@ class Finalizer:
         time.sleep(2)
 
 reports = []
+session_process = []  # not an xdist worker (PYTEST_XDIST_WORKER may be inherited from an outer run)
+
+def pytest_configure(config):
+    session_process.append(not hasattr(config, "workerinput"))
 
 def pytest_runtest_logreport(report):
-    if report.when == "call" and not os.environ.get("PYTEST_XDIST_WORKER"):
+    if report.when == "call" and session_process[0]:
         reports.append(report)
         if len(reports) == 3:
             Finalizer()
