@@ -72,7 +72,9 @@ def test_a_printed_rerun_command_reruns_its_pair_as_pasted(pytester, tmp_path):
         str(tmp_path / "elsewhere" / "reports"),
     ]
     first = subprocess.run(command, cwd=project, capture_output=True, text=True, timeout=600)
-    (rerun,) = printed_reruns(first.stdout)
+    reruns = [line for line in printed_reruns(first.stdout) if "::Atan2::" in line]
+    assert len(reruns) == 1, first.stdout[-4000:]
+    (rerun,) = reruns
     assert rerun.startswith("python -m pytest my_e2e/cases.py::Atan2::tosa ") and "--config my_configs:TOSA" in rerun
     assert "--shapes static" in rerun and "--xfail-dir xfails" in rerun
     again = subprocess.run(
