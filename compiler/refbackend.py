@@ -52,6 +52,12 @@ DTYPES: dict[torch.dtype, DType] = {
     torch.complex128: DType(np.dtype(np.complex128), "complex<f64>"),
 }
 TORCH_DTYPE_OF_MLIR = {d.mlir: t for t, d in DTYPES.items()}
+# Element types as builtin IR spells them, signless (`i64`) or signed (`si64`), -> torch dtype.
+# Signless integers are read as signed; `ui8` stays unsigned.
+ELEMENT_DTYPES = {
+    **{d.mlir.removeprefix("s"): t for t, d in DTYPES.items() if not d.mlir.startswith(("ui", "complex"))},
+    **{d.mlir: t for t, d in DTYPES.items() if not d.mlir.startswith("complex")},
+}
 
 # Scalar results (`!torch.int`, `!torch.float`, `!torch.bool` returned from @main) come
 # back by value, as the C type of their builtin type (i64, f64, i1).

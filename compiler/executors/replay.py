@@ -18,25 +18,11 @@ import sys
 import numpy as np
 import torch
 
+from compiler.refbackend import ELEMENT_DTYPES
+
 PYTHON_PASS = "python:compiler.executors.replay:"
 RUNTIMES = (("tosa-ref", "tosa"), ("xla", "stablehlo"), ("iree", "linalg"), ("iree", "torch"))
 DYNAMIC_DIM = 3
-_ELEMENTS = {
-    "f32": torch.float32,
-    "f64": torch.float64,
-    "f16": torch.float16,
-    "bf16": torch.bfloat16,
-    "i1": torch.bool,
-    "i8": torch.int8,
-    "ui8": torch.uint8,
-    "i16": torch.int16,
-    "i32": torch.int32,
-    "i64": torch.int64,
-    "si64": torch.int64,
-    "si32": torch.int32,
-    "si8": torch.int8,
-    "si16": torch.int16,
-}
 
 
 def function_name(executor: str, backend: str, run: bool = False) -> str:
@@ -106,7 +92,7 @@ def _argument_tensors(text: str) -> list[torch.Tensor]:
             dims, element = [d for d in torch_dims.split(",") if d], torch_element
         shape = [DYNAMIC_DIM if d in ("?", "-1") else int(d) for d in dims]
         values = torch.arange(int(np.prod(shape)) if shape else 1, dtype=torch.float64).reshape(shape) % 7 - 3
-        dtype = _ELEMENTS.get(element, torch.float32)
+        dtype = ELEMENT_DTYPES.get(element, torch.float32)
         inputs.append((values > 0) if dtype == torch.bool else values.to(dtype))
     return inputs
 
@@ -134,7 +120,7 @@ def _result_types(text: str) -> list[torch.dtype]:
     header = re.search(r"func\.func @main\(.*?\)\s*->\s*(\(.*?\)|tensor<[^>]*>)\s*(attributes|\{)", text, re.S)
     if header is None:
         return []
-    return [_ELEMENTS.get(e, torch.float32) for e in re.findall(r"tensor<(?:[\d?]+x)*(\w+)>", header[1])]
+    return [ELEMENT_DTYPES.get(e, torch.float32) for e in re.findall(r"tensor<(?:[\d?]+x)*(\w+)>", header[1])]
 
 
 for _executor, _backend in RUNTIMES:

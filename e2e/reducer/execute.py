@@ -21,25 +21,12 @@ import numpy as np
 import torch
 from torch_mlir import ir
 
-from compiler.refbackend import RefBackendProgram
+from compiler.refbackend import ELEMENT_DTYPES, RefBackendProgram
 
 SIGNATURE_ATTR = "e2e.main_signature"
 RECORD = "python:e2e.reducer.execute:record_main_signature"
 INVOKE = "python:e2e.reducer.execute:invoke_main"
 DYNAMIC_DIM = 3
-# builtin element type -> torch dtype (backend IR uses signless integers)
-ELEMENT_DTYPES = {
-    "f32": torch.float32,
-    "f64": torch.float64,
-    "f16": torch.float16,
-    "bf16": torch.bfloat16,
-    "i1": torch.bool,
-    "i8": torch.int8,
-    "ui8": torch.uint8,
-    "i16": torch.int16,
-    "i32": torch.int32,
-    "i64": torch.int64,
-}
 
 
 def _main(module: ir.Module):

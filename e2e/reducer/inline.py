@@ -47,6 +47,7 @@ PIECES = (
         (
             "DType",
             "DTYPES",
+            "ELEMENT_DTYPES",
             "UnsupportedDType",
             "dtype_spec",
             "UnrankedMemRef",
@@ -77,7 +78,6 @@ PIECES = (
         (
             "SIGNATURE_ATTR",
             "DYNAMIC_DIM",
-            "ELEMENT_DTYPES",
             "_main",
             "record_main_signature",
             "_tensor_types",
