@@ -354,3 +354,13 @@ def test_softfloat_runtime_is_exact_on_every_f16_and_on_f32_halfway_cases():
         expected = singles.view(np.float32).astype(np.float16).view(np.uint16)
     finite = ~np.isnan(singles.view(np.float32))
     assert np.array_equal(narrowed[finite], expected[finite])
+    # f32 -> bf16 against torch (one rounding), and f64 -> f16 against numpy (one rounding).
+    to_bf16 = np.array([runtime.f32_bits_to_bf16_bits(int(v)) for v in singles], dtype=np.uint16)
+    torch_bf16 = torch.from_numpy(singles.view(np.float32).copy()).to(torch.bfloat16).view(torch.int16).numpy()
+    assert np.array_equal(to_bf16[finite], torch_bf16.view(np.uint16)[finite])
+    # Just past halfway by less than f32 keeps: rounding through f32 would land on the tie.
+    doubles = halves.view(np.float16).astype(np.float64)[::13] * (1 + 2.0**-11 + 2.0**-30)
+    doubles = doubles[np.isfinite(doubles)]
+    from_double = np.array([runtime.f64_to_f16_bits(float(d)) for d in doubles], dtype=np.uint16)
+    with np.errstate(over="ignore"):
+        assert np.array_equal(from_double, doubles.astype(np.float16).view(np.uint16))
