@@ -134,3 +134,30 @@ def test_a_captured_program_that_disagrees_with_eager_is_a_capture_discrepancy()
         config.run(compiled, prepared.golden)
     compiled.close()
     assert raised.value.stage == "capture"
+
+
+def test_an_iree_compile_error_is_signed_by_its_first_error_not_by_the_tool_wrapper():
+    needs("iree", "torch")
+    module, a = torch.nn.Module(), torch.arange(6, dtype=torch.int32).reshape(2, 3)
+    module.forward = lambda x, y: torch.gcd(x, y)  # IREE's torch input path has no aten.gcd
+    with pytest.raises(StageError) as raised:
+        compile_torch_backend_ir(fx_import(module, [a, a]).raw_ir, "torch", executor="iree")
+    assert raised.value.stage == "lower"
+    first = raised.value.message.splitlines()[0]
+    assert first.startswith("iree-compile: error: failed to legalize operation 'torch.operator'"), first
+    assert "torch.aten.gcd" in first and "Error invoking" not in raised.value.message
+
+
+def test_an_iree_compile_crash_names_its_signal_and_pass():
+    from compiler.executors.iree import compile_error
+
+    crashed = (
+        "Error invoking IREE compiler tool iree-compile\nError code: -11\nDiagnostics:\n"
+        "Please report issues to https://github.com/iree-org/iree/issues and include the crash backtrace.\n"
+        " #4 0x00007fd2eff94f70 mlir::iree_compiler::DispatchCreation::decideFusableLinalgOps(mlir::Region&) F.cpp:0:0\n"
+        " #5 0x00007fd2eff93b53 mlir::iree_compiler::DispatchCreation::(anonymous namespace)::"
+        "FormDispatchRegionsPass::runOnOperation() FormDispatchRegions.cpp:0:0\n"
+        " #6 0x00007fd2ee709731 mlir::detail::OpToOpPassAdaptor::run(mlir::Pass*) Pass.cpp:0:0\n\n\n"
+        "Invoked with:\n iree-compile - --iree-input-type=auto\n"
+    )
+    assert compile_error(crashed).splitlines()[0] == "crashed (signal 11) in FormDispatchRegionsPass"

@@ -7,6 +7,7 @@ Flags: the local llvm-cpu device for the host CPU, and no f64 -> f32 demotion (w
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -16,7 +17,7 @@ import torch
 
 from compiler.executors import INSTALL_RUNTIMES, guarded, outputs_as, to_numpy
 from compiler.refbackend import ResultType
-from compiler.stages import Snapshots
+from compiler.stages import Snapshots, StageError
 
 COMPILE_FLAGS = (
     "--iree-hal-target-device=local",
@@ -51,12 +52,28 @@ class Iree:
         import iree.compiler
 
         text = snapshots.record("lower", backend_module)
-        vmfb = guarded(
-            "lower",
-            "iree-compile",
-            lambda: iree.compiler.compile_str(text, input_type=INPUT_TYPE[self.input], extra_args=list(COMPILE_FLAGS)),
-        )
+        try:
+            vmfb = iree.compiler.compile_str(text, input_type=INPUT_TYPE[self.input], extra_args=list(COMPILE_FLAGS))
+        except iree.compiler.CompilerToolError as error:
+            raise StageError("lower", f"iree-compile: {compile_error(str(error))}") from error
         return IreeProgram(vmfb, list(result_dtypes), text, self.compile_flags())
+
+
+def compile_error(text: str) -> str:
+    """What iree-compile said, first line first: its first `error:` diagnostic (location
+    dropped), else the signal it died of and the pass it was in, else its first line.
+    (`CompilerToolError`'s own first line, "Error invoking IREE compiler tool", names no bug.)"""
+    diagnostics = text.partition("Diagnostics:")[2].partition("\nInvoked with:")[0].strip()
+    lines = [line.strip() for line in diagnostics.splitlines() if line.strip()]
+    errors = [line for line in lines if "error:" in line]
+    if errors:
+        first = errors[0][errors[0].index("error:") :]
+        return "\n".join([first, *(line for line in lines if line not in errors[:1])])
+    code = re.search(r"Error code: (-?\d+)", text)
+    if code and int(code[1]) < 0:
+        where = re.search(r"(\w+Pass)::runOnOperation\(\)", diagnostics)  # the innermost pass
+        return f"crashed (signal {-int(code[1])}) in {where[1] if where else 'iree-compile'}\n{diagnostics}"
+    return diagnostics or text.strip()
 
 
 class IreeProgram:
