@@ -288,3 +288,29 @@ def test_a_large_run_stays_one_compact_page(tmp_path):
     assert shown(dom) == (1750, 5250)
     render_ms = int(re.search(r'data-render-ms="(\d+)"', dom).group(1))
     assert render_ms < 3000, f"the page took {render_ms} ms to build its matrix and sections"
+
+
+def test_runtimes_are_shown_beside_their_refbackend_twins(tmp_path):
+    from e2e.configs.runtime import CONFIGS
+    from e2e.framework.html_report import runtime_verdicts
+
+    tosa_ref = CONFIGS["tosa@tosa-ref"]
+    runtime_bug = tosa_ref.verdict("gives wrong results (values mismatch)", None)
+    refbackend_bug = tosa_ref.verdict(None, "gives wrong results (values mismatch)")
+    rows = [
+        {"test": "A", "config": "tosa", "final": "passed"},
+        {"test": "A", "config": "tosa@tosa-ref", "final": "failed", "notes": [runtime_bug]},
+        {"test": "B", "config": "tosa@tosa-ref", "final": "passed", "notes": [refbackend_bug]},
+        {"test": "C", "config": "tosa@tosa-ref", "final": "passed"},
+        {"test": "C", "config": "linalg", "final": "passed"},
+    ]
+    verdicts = runtime_verdicts(rows)
+    assert list(verdicts) == ["tosa@tosa-ref"]
+    entry = verdicts["tosa@tosa-ref"]
+    assert entry["twin"] == "tosa"
+    assert dict(entry["counts"]) == {"runtime-side": 1, "RefBackend-side": 1, "agree": 1}
+    assert sorted(entry["disagreements"])[0][:3] == ("A", "passed", "failed")
+    assert sorted(entry["disagreements"])[1][:3] == ("B", "not in this run", "passed")
+    page = render_html(rows, {}, tmp_path)
+    assert '<section id="runtimes">' in page and "tosa@tosa-ref vs tosa: 2 disagreements" in page
+    assert '<section id="runtimes">' not in render_html(rows[-1:], {}, tmp_path)

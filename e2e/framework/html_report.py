@@ -83,6 +83,7 @@ window.addEventListener("error", function (e) {{
 <section id="summary"><h2>Per config</h2>
 {_counts_table(rows)}
 </section>
+{_runtimes_section(rows)}
 <section id="matrix-section"><h2>Tests &times; configs</h2>
 <div id="filters"></div>
 <div id="legend"></div>
@@ -233,6 +234,73 @@ def _counts_table(rows: list[dict]) -> str:
     return (
         f'<table id="counts"><thead><tr><th>config</th><th class="num">run</th>{head}'
         f"<th>share</th><th>failing stages</th></tr></thead><tbody>{''.join(body)}</tbody></table>"
+    )
+
+
+# The `verdict:` note a runtime config's pair carries (e2e/configs/runtime.py), by the side it blames.
+VERDICTS = {
+    "verdict: runtime-side": "runtime-side",
+    "verdict: RefBackend-side": "RefBackend-side",
+    "verdict: both wrong": "both wrong",
+}
+
+
+def runtime_verdicts(rows: list[dict]) -> dict[str, dict]:
+    """Per runtime config (`<backend>@<executor>`) in `rows`: its RefBackend twin, its pairs
+    by verdict (`agree`: runtime and twin both match torch or neither was judged), and
+    the pairs on which they disagree, with the twin's own outcome when the run had it."""
+    from e2e.configs.runtime import CONFIGS  # here: the configs import the framework
+
+    final = {(row["test"], row["config"]): row["final"] for row in rows}
+    found: dict[str, dict] = {}
+    for row in rows:
+        config = CONFIGS.get(row["config"])
+        if config is None:
+            continue
+        entry = found.setdefault(row["config"], {"twin": config.twin, "counts": Counter(), "disagreements": []})
+        note = next((n for n in row.get("notes") or [] if n.startswith("verdict:")), None)
+        kind = next((k for prefix, k in VERDICTS.items() if note and note.startswith(prefix)), "agree")
+        entry["counts"][kind] += 1
+        if note:
+            twin_final = final.get((row["test"], config.twin), "not in this run")
+            entry["disagreements"].append((row["test"], twin_final, row["final"], note))
+    return dict(sorted(found.items()))
+
+
+def _runtimes_section(rows: list[dict]) -> str:
+    """Runtime configs beside their RefBackend twins: where the two executors disagree."""
+    verdicts = runtime_verdicts(rows)
+    if not verdicts:
+        return ""
+    kinds = ["agree", *VERDICTS.values()]
+    head = "".join(f'<th class="num">{html.escape(k)}</th>' for k in kinds)
+    body = "".join(
+        f"<tr><th>{html.escape(config)}</th><td>{html.escape(entry['twin'])}</td>"
+        + "".join(f'<td class="num" data-verdict="{k}">{entry["counts"][k]}</td>' for k in kinds)
+        + "</tr>"
+        for config, entry in verdicts.items()
+    )
+    details = []
+    for config, entry in verdicts.items():
+        if not entry["disagreements"]:
+            continue
+        items = "".join(
+            f"<tr><td>{html.escape(test)}</td><td class='f-{html.escape(twin)}'>{html.escape(twin)}</td>"
+            f"<td class='f-{html.escape(mine)}'>{html.escape(mine)}</td><td>{html.escape(note)}</td></tr>"
+            for test, twin, mine, note in sorted(entry["disagreements"])
+        )
+        details.append(
+            f'<details data-runtime="{html.escape(config)}"><summary>{html.escape(config)} vs '
+            f"{html.escape(entry['twin'])}: {len(entry['disagreements'])} disagreements</summary>"
+            f"<table><thead><tr><th>test</th><th>{html.escape(entry['twin'])}</th><th>{html.escape(config)}</th>"
+            f"<th>verdict</th></tr></thead><tbody>{items}</tbody></table></details>"
+        )
+    return (
+        '<section id="runtimes"><h2>Runtimes beside their RefBackend twins</h2>'
+        '<p class="muted">Each runtime pair also runs the same lowered program on the RefBackend; a verdict '
+        "says which of the two matches torch; `agree`: both match torch, or the pair failed before the two split.</p>"
+        f'<table id="runtime-verdicts"><thead><tr><th>config</th><th>twin</th>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table>{''.join(details)}</section>"
     )
 
 
