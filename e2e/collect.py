@@ -6,6 +6,8 @@ xdist scope that keeps them on one worker (see `plugin.pytest_xdist_make_schedul
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from e2e.configs import load_config
@@ -132,6 +134,8 @@ class E2EItem(ResultItem):
         state = self.config.stash[STATE]
         test = GLOBAL_TEST_REGISTRY[self.test_name]
         limits = state.limits(test)
+        if self.xfail_entry is not None and not self.config.getoption("runxfail"):
+            limits = dataclasses.replace(limits, seconds=self.xfail_entry.budget(limits.seconds))
         key = pair_key(test.name, test.source, self.config_name, state.shape_mode, limits.seconds)
         result = state.cache.get(key)
         if result is None:

@@ -138,6 +138,9 @@ class Broken:
     def __init__(self, mode):
         self.name, self.mode, self.linalg = "broken", mode, load_config("linalg")
     def compile(self, prepared, snapshots):
+        if self.mode == "hang":
+            snapshots.enter("backend")
+            __import__("ctypes").CDLL(None).sleep(600)
         if self.mode == "error":
             snapshots.enter("backend")
             raise StageError("backend", "failed to legalize operation 'torch.aten.tanh'", failing_pass="convert-torch-to-linalg")
@@ -149,19 +152,21 @@ class Broken:
 
 ERROR = Broken("error")
 MISCOMPILE = Broken("miscompile")
+HANG = Broken("hang")
 '''
 
 
-def test_a_listed_backend_failure_that_becomes_a_miscompile_fails_differently(tmp_path):
+def run_broken(tmp_path, xfail_line: str):
+    """A runner of the suite `Tanh` on a config of CONFIGS, with `xfail_line` as its set."""
     (tmp_path / "suite").mkdir()
     (tmp_path / "suite" / "tanh.py").write_text(
         "import torch\nfrom e2e.framework import op_test\nop_test('Tanh', torch.tanh, lambda tu: [tu.rand(2, 3)])\n"
     )
     (tmp_path / "my_configs.py").write_text(textwrap.dedent(CONFIGS))
     (tmp_path / "xfail").mkdir()
-    (tmp_path / "xfail" / "broken.txt").write_text("Tanh  # fail: backend | convert-torch-to-linalg | loc: x\n")
+    (tmp_path / "xfail" / "broken.txt").write_text(xfail_line + "\n")
 
-    def run(config):
+    def run(config, *extra):
         command = [
             sys.executable,
             "-m",
@@ -180,6 +185,7 @@ def test_a_listed_backend_failure_that_becomes_a_miscompile_fails_differently(tm
             "--reports-dir",
             str(tmp_path / "reports"),
             "-q",
+            *extra,
         ]
         return subprocess.run(
             command,
@@ -190,6 +196,11 @@ def test_a_listed_backend_failure_that_becomes_a_miscompile_fails_differently(tm
             env={**__import__("os").environ, "PYTHONPATH": str(tmp_path)},
         )
 
+    return run
+
+
+def test_a_listed_backend_failure_that_becomes_a_miscompile_fails_differently(tmp_path):
+    run = run_broken(tmp_path, "Tanh  # fail: backend | convert-torch-to-linalg | loc: x")
     as_listed = run("ERROR")
     assert as_listed.returncode == 0 and "1 xfailed" in as_listed.stdout, as_listed.stdout + as_listed.stderr
     differently = run("MISCOMPILE")
@@ -197,3 +208,15 @@ def test_a_listed_backend_failure_that_becomes_a_miscompile_fails_differently(tm
     assert "fails differently than its xfail entry says" in differently.stdout
     assert "expected: fail: backend | convert-torch-to-linalg" in differently.stdout
     assert "now:      fail: compare | values" in differently.stdout
+
+
+def test_a_pair_listed_as_a_timeout_gets_the_short_budget_not_the_whole_one_again(tmp_path):
+    from e2e.configs.xfails import EXPECTED_HANG_SECONDS
+
+    run = run_broken(tmp_path, "Tanh  # timeout: timeout | backend")
+    hung = run("HANG", "--timeout", "250")
+    assert hung.returncode == 0 and "1 xfailed" in hung.stdout, hung.stdout + hung.stderr
+    (row,) = json.loads((tmp_path / "reports" / "results.json").read_text())
+    assert row["outcome"] == "timeout" and row["stage"] == "backend"
+    assert f"no result after {EXPECTED_HANG_SECONDS:.0f} s" in row["error"]
+    assert row["duration"] < 250 / 2

@@ -38,6 +38,10 @@ PLATFORMS = ("default", "avx2", "avx512", "sve128", "sve256", "vsx", "zvector")
 _EXPECTED = re.compile(rf"^({'|'.join(OUTCOMES)}): (.+)$")
 
 
+# The budget of a pair whose xfail entry records a timeout (`# timeout: timeout | <stage>`).
+EXPECTED_HANG_SECONDS = 30.0
+
+
 @dataclass(frozen=True)
 class XfailEntry:
     test: str
@@ -64,6 +68,12 @@ class XfailEntry:
         """(outcome, signature) when the reason records how the test fails."""
         match = _EXPECTED.match(self.reason)
         return (match[1], match[2]) if match else None
+
+    def budget(self, seconds: float) -> float:
+        """The pair's budget: a pair this entry expects to hang gets `EXPECTED_HANG_SECONDS`
+        at most, not the whole budget again on every run (a fixed compiler answers sooner)."""
+        expected = self.expected
+        return min(seconds, EXPECTED_HANG_SECONDS) if expected and expected[0] == "timeout" else seconds
 
     def differs_from(self, outcome: str, signature: str | None) -> bool:
         """Whether a failure is not the one this entry expects (same outcome, stage and
