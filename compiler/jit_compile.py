@@ -19,6 +19,7 @@ import torch.utils._pytree as pytree
 from compiler import compile_torch_backend_ir, pipelines
 from compiler.frontends import jit, lazy, torchscript
 from compiler.refbackend import RefBackendProgram
+from compiler.replay_runtime.passes import erase_dead_allocations
 from compiler.stages import Snapshots, StageError, module_text, run_stage
 
 __all__ = [
@@ -123,22 +124,6 @@ def jit_to_torch_backend_ir(
     return JitTorchBackendIR(
         module_text(imported.module), captured.argument_indices, captured.out_spec, str(captured.graph), notes
     )
-
-
-# Ops without effects that decompositions leave dead (e.g. the saved statistics of an
-# eval-mode `native_batch_norm`, typed `[0]` while lowered as `[C]`, which breaks
-# the backend's `tensor.cast`); the torch-backend pipeline does not erase them.
-_DEAD_ALLOCATIONS = frozenset({"torch.aten.empty.memory_format", "torch.aten.zeros", "torch.aten.ones"})
-
-
-def erase_dead_allocations(module) -> None:
-    for function in module.body.operations:
-        if function.operation.name != "func.func":
-            continue
-        for block in function.regions[0].blocks:
-            for op in reversed(list(block.operations)):
-                if op.operation.name in _DEAD_ALLOCATIONS and all(not list(result.uses) for result in op.results):
-                    op.operation.erase()
 
 
 def _result_count(module) -> int:

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from compiler.replay_runtime.pipeline import as_text  # noqa: F401 - re-exported
+
 Pipeline = tuple[str, ...]
-
-
-def as_text(pipeline: Sequence[str]) -> str:
-    """The textual form `PassManager.parse` takes."""
-    return "builtin.module(" + ",".join(pipeline) + ")"
 
 
 # FX (torch.export) import -> torch backend contract.
@@ -113,7 +110,7 @@ LINALG_TO_LLVM: Pipeline = (
     # no lowering below depends on the host CPU (F16C, AVX512-FP16/BF16) or calls a
     # compiler-rt function the JIT cannot find (`__truncsfbf2`: every bf16 program
     # failed to load on CPUs without AVX512-BF16). bf16 <-> f32 then become integer code;
-    # f16 <-> f32 are native or calls into `compiler.softfloat`, the same bits either way.
+    # f16 <-> f32 are native or calls into `compiler.replay_runtime.softfloat`, the same bits either way.
     "func.func(math-extend-to-supported-types{target-type=f32})",
     "func.func(arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32})",
     "func.func(refback-expand-ops-for-llvm)",

@@ -1,279 +1,32 @@
 """The reference backend: linalg-on-tensors -> LLVM -> MLIR's ExecutionEngine.
 
-After `refback-munge-calling-conventions` every argument is an unranked memref and
-the results come back through one external callback,
-`refbackend_consume_func_return_<types>`, which we register with the engine. Tensors
-are marshalled by the table `DTYPES`; a dtype not in it is refused with a clear error
-rather than read back as wrong values. bf16 has no memref calling convention upstream,
-so bf16 arguments and results cross the boundary as i16 bit patterns
-(`bf16_boundary_as_i16`).
+The lowering (stage `lower`) and the JIT opt level policy are here; the program
+itself, its memref marshalling (`DTYPES`) and the bf16 boundary rewrite are in
+`compiler.replay_runtime.engine`, which reproducer bundles carry.
 """
 
 from __future__ import annotations
 
-import ctypes
 import math
 import re
-from dataclasses import dataclass
 from typing import Sequence
 
-import numpy as np
-import torch
 from torch_mlir import ir
-from torch_mlir.dialects import arith
-from torch_mlir.execution_engine import ExecutionEngine
 
-from compiler.native_output import captured_stderr
 from compiler.pipelines import LINALG_TO_LLVM
-from compiler.softfloat import conversion_runtime
+from compiler.replay_runtime.engine import (  # noqa: F401 - re-exported: the backend's program and its dtypes
+    DTYPES,
+    ELEMENT_DTYPES,
+    TORCH_DTYPE_OF_MLIR,
+    RefBackendProgram,
+    ResultType,
+    UnsupportedDType,
+    argument_types,
+    bf16_boundary_as_i16,
+    from_storage_array,
+    to_storage_array,
+)
 from compiler.stages import Snapshots, StageError, run_stage
-
-
-@dataclass(frozen=True)
-class DType:
-    """How one torch dtype crosses the memref boundary."""
-
-    numpy: np.dtype  # storage dtype of the raw buffer
-    mlir: str  # element type in torch-dialect spelling (`!torch.vtensor<[..], X>`)
-
-
-DTYPES: dict[torch.dtype, DType] = {
-    torch.float32: DType(np.dtype(np.float32), "f32"),
-    torch.float64: DType(np.dtype(np.float64), "f64"),
-    torch.float16: DType(np.dtype(np.float16), "f16"),
-    torch.bfloat16: DType(np.dtype(np.int16), "bf16"),  # bit pattern
-    torch.bool: DType(np.dtype(np.bool_), "i1"),
-    torch.int8: DType(np.dtype(np.int8), "si8"),
-    torch.uint8: DType(np.dtype(np.uint8), "ui8"),
-    torch.int16: DType(np.dtype(np.int16), "si16"),
-    torch.int32: DType(np.dtype(np.int32), "si32"),
-    torch.int64: DType(np.dtype(np.int64), "si64"),
-    torch.complex64: DType(np.dtype(np.complex64), "complex<f32>"),
-    torch.complex128: DType(np.dtype(np.complex128), "complex<f64>"),
-}
-TORCH_DTYPE_OF_MLIR = {d.mlir: t for t, d in DTYPES.items()}
-# Element types as builtin IR spells them, signless (`i64`) or signed (`si64`), -> torch dtype.
-# Signless integers are read as signed; `ui8` stays unsigned.
-ELEMENT_DTYPES = {
-    **{d.mlir.removeprefix("s"): t for t, d in DTYPES.items() if not d.mlir.startswith(("ui", "complex"))},
-    **{d.mlir: t for t, d in DTYPES.items() if not d.mlir.startswith("complex")},
-}
-
-# Scalar results (`!torch.int`, `!torch.float`, `!torch.bool` returned from @main) come
-# back by value, as the C type of their builtin type (i64, f64, i1).
-SCALAR_RESULTS: dict[type, type] = {int: ctypes.c_int64, float: ctypes.c_double, bool: ctypes.c_bool}
-ResultType = torch.dtype | type  # a tensor's dtype, or int / float / bool
-
-
-class UnsupportedDType(TypeError):
-    pass
-
-
-def dtype_spec(dtype: torch.dtype) -> DType:
-    try:
-        return DTYPES[dtype]
-    except KeyError:
-        supported = ", ".join(str(d).removeprefix("torch.") for d in DTYPES)
-        raise UnsupportedDType(f"the reference backend cannot pass {dtype} tensors (supported: {supported})") from None
-
-
-# --- memref descriptors ----------------------------------------------------------
-
-
-class UnrankedMemRef(ctypes.Structure):
-    _fields_ = [("rank", ctypes.c_int64), ("descriptor", ctypes.c_void_p)]
-
-
-_RANKED_CACHE: dict[int, type] = {}
-
-
-def ranked_memref_type(rank: int) -> type:
-    """ctypes struct of a ranked memref descriptor (pointer fields as void*)."""
-    if rank not in _RANKED_CACHE:
-        fields = [
-            ("allocated", ctypes.c_void_p),
-            ("aligned", ctypes.c_void_p),
-            ("offset", ctypes.c_int64),
-        ]
-        if rank:
-            fields += [("shape", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
-        _RANKED_CACHE[rank] = type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
-    return _RANKED_CACHE[rank]
-
-
-def to_storage_array(tensor: torch.Tensor) -> np.ndarray:
-    """The tensor's data as a C-contiguous numpy array of its storage dtype."""
-    spec = dtype_spec(tensor.dtype)
-    tensor = tensor.detach().cpu().contiguous()
-    if tensor.dtype == torch.bfloat16:
-        tensor = tensor.view(torch.int16)
-    return np.ascontiguousarray(tensor.numpy()).view(spec.numpy)
-
-
-def from_storage_array(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-    tensor = torch.from_numpy(np.require(array, requirements="C"))
-    return tensor.view(torch.bfloat16) if dtype == torch.bfloat16 else tensor
-
-
-def memref_argument(array: np.ndarray) -> tuple[object, list]:
-    """A `**UnrankedMemRef` for `array`, and the objects that must outlive the call."""
-    descriptor = ranked_memref_type(array.ndim)()
-    descriptor.allocated = descriptor.aligned = array.ctypes.data
-    descriptor.offset = 0
-    if array.ndim:
-        descriptor.shape[:] = array.shape
-        descriptor.strides[:] = [s // array.itemsize for s in array.strides]
-    unranked = UnrankedMemRef(array.ndim, ctypes.cast(ctypes.pointer(descriptor), ctypes.c_void_p))
-    pointer = ctypes.pointer(unranked)
-    return ctypes.pointer(pointer), [array, descriptor, unranked, pointer]
-
-
-def memref_view(unranked: UnrankedMemRef, storage: np.dtype) -> np.ndarray:
-    """A numpy view (no copy) of the memory a memref descriptor describes."""
-    rank = unranked.rank
-    descriptor = ctypes.cast(unranked.descriptor, ctypes.POINTER(ranked_memref_type(rank))).contents
-    shape = tuple(descriptor.shape) if rank else ()
-    strides = tuple(descriptor.strides) if rank else ()
-    if any(n == 0 for n in shape):
-        return np.empty(shape, storage)
-    extent = 1 + sum((n - 1) * s for n, s in zip(shape, strides))
-    address = descriptor.aligned + descriptor.offset * storage.itemsize
-    raw = (ctypes.c_byte * (extent * storage.itemsize)).from_address(address)
-    flat = np.frombuffer(raw, dtype=storage)
-    return np.lib.stride_tricks.as_strided(flat, shape=shape, strides=[s * storage.itemsize for s in strides])
-
-
-def read_memref(unranked: UnrankedMemRef, dtype: torch.dtype) -> torch.Tensor:
-    """Copy a returned memref (a view of JIT-owned memory) into a new tensor."""
-    return from_storage_array(memref_view(unranked, dtype_spec(dtype).numpy).copy(), dtype)
-
-
-@ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(UnrankedMemRef), ctypes.POINTER(UnrankedMemRef))
-def _memref_copy(element_size, source, target):
-    """`memrefCopy` of MLIR's C runner utils, which the wheel does not ship.
-
-    `finalize-memref-to-llvm` calls it for copies between non-identity layouts.
-    """
-    element = np.dtype((np.void, element_size))
-    np.copyto(memref_view(target.contents, element), memref_view(source.contents, element))
-
-
-# --- the boundary rewrite for bf16 -------------------------------------------------
-
-
-def bf16_boundary_as_i16(module: ir.Module) -> None:
-    """Make every bf16 tensor argument and result of every function an i16 bit pattern.
-
-    The body is unchanged: `arith.bitcast` converts at entry and before return.
-    """
-    with module.context, ir.Location.unknown():
-        bf16, i16 = ir.BF16Type.get(), ir.IntegerType.get_signless(16)
-
-        def as_i16(t: ir.Type) -> ir.Type | None:
-            if isinstance(t, ir.RankedTensorType) and t.element_type == bf16:
-                return ir.RankedTensorType.get(t.shape, i16)
-            return None
-
-        for op in module.body.operations:
-            if op.operation.name != "func.func" or not op.regions[0].blocks:
-                continue
-            entry = op.regions[0].blocks[0]
-            function_type = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
-            inputs, results = list(function_type.inputs), list(function_type.results)
-            for i, argument in enumerate(entry.arguments):
-                new_type = as_i16(argument.type)
-                if new_type is None:
-                    continue
-                old_type = argument.type
-                argument.set_type(new_type)
-                with ir.InsertionPoint.at_block_begin(entry):
-                    cast = arith.BitcastOp(old_type, argument)
-                argument.replace_all_uses_except(cast.result, cast.operation)
-                inputs[i] = new_type
-            for block in op.regions[0].blocks:
-                terminator = block.operations[len(block.operations) - 1]
-                if terminator.operation.name != "func.return":
-                    continue
-                for i, value in enumerate(terminator.operands):
-                    new_type = as_i16(value.type)
-                    if new_type is None:
-                        continue
-                    with ir.InsertionPoint(terminator):
-                        terminator.operands[i] = arith.BitcastOp(new_type, value).result
-                    results[i] = new_type
-            op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
-
-
-# --- what a program was compiled for ---------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ArgumentType:
-    """One tensor argument as compiled: dims (None where dynamic) and element type."""
-
-    dims: tuple[int | None, ...]
-    element: str  # builtin spelling, e.g. "f32", "i64" (signless), "i1"
-
-    def text(self) -> str:
-        return "tensor<" + "".join(f"{'?' if d is None else d}x" for d in self.dims) + f"{self.element}>"
-
-
-def _signless(element: str) -> str:
-    return element[1:] if element[:2] in ("si", "ui") else element
-
-
-def _builtin_element(dtype: torch.dtype) -> str | None:
-    spec = DTYPES.get(dtype)
-    if spec is None:
-        return None
-    # Backend IR is signless (si64 and ui8 are i64 and i8 in linalg; StableHLO keeps ui8).
-    return _signless(spec.mlir)
-
-
-def argument_types(module: ir.Module, entry: str = "main") -> list[ArgumentType | None] | None:
-    """The tensor arguments of `entry` in backend IR (before lowering); None per non-tensor."""
-    for op in module.body.operations:
-        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == entry:
-            types = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs
-            return [
-                ArgumentType(
-                    tuple(None if ir.ShapedType.is_dynamic_size(n) else n for n in t.shape), str(t.element_type)
-                )
-                if isinstance(t, ir.RankedTensorType)
-                else None
-                for t in types
-            ]
-    return None
-
-
-def check_arguments(expected: Sequence[ArgumentType | None], tensors: Sequence[torch.Tensor]) -> None:
-    """Refuse arguments the program was not compiled for: count, rank, static dims, dtype."""
-    if len(tensors) != len(expected):
-        raise StageError("execute", f"the program takes {len(expected)} tensors, {len(tensors)} were given")
-    for i, (compiled, tensor) in enumerate(zip(expected, tensors)):
-        if compiled is None:
-            continue
-        given = f"{str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
-        problems = []
-        if _builtin_element(tensor.dtype) != _signless(compiled.element):
-            problems.append(f"element type {compiled.element} expected")
-        if tensor.dim() != len(compiled.dims):
-            problems.append(f"rank {len(compiled.dims)} expected")
-        else:
-            problems += [
-                f"dim {d} is static {want}"
-                for d, (want, size) in enumerate(zip(compiled.dims, tensor.shape))
-                if want is not None and want != size
-            ]
-        if problems:
-            hint = " (compile with that dim dynamic to call it at other sizes)" if "static" in problems[-1] else ""
-            raise StageError(
-                "execute",
-                f"argument {i} is {given} but the program was compiled for {compiled.text()}: "
-                + "; ".join(problems)
-                + hint,
-            )
-
 
 # --- compile and run ---------------------------------------------------------------
 
@@ -312,83 +65,6 @@ def lower_to_llvm(module: ir.Module, snapshots: Snapshots | None = None, to_lina
     """Backend IR -> (linalg-on-tensors via `to_linalg`) -> LLVM dialect: stage `lower`, in place."""
     bf16_boundary_as_i16(module)
     return run_stage(module, "lower", tuple(to_linalg) + LOWER_PIPELINE, snapshots)
-
-
-def _return_callback_name(module: ir.Module) -> str | None:
-    for op in module.body.operations:
-        name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""
-        if name.startswith("refbackend_consume_func_return_"):
-            return name
-    return None
-
-
-class RefBackendProgram:
-    """A lowered module loaded into an ExecutionEngine, callable with torch tensors."""
-
-    def __init__(
-        self,
-        llvm_module: ir.Module,
-        result_dtypes: Sequence[ResultType],
-        *,
-        entry: str = "main",
-        opt_level: int = 0,
-        argument_types: Sequence[ArgumentType | None] | None = None,
-    ):
-        for dtype in result_dtypes:
-            if dtype not in SCALAR_RESULTS:
-                dtype_spec(dtype)
-        self.entry = entry
-        self.result_dtypes = list(result_dtypes)
-        # What the program was compiled for (from backend IR); None: not checked.
-        self.argument_types = None if argument_types is None else list(argument_types)
-        callback_name = _return_callback_name(llvm_module)
-        self._results: list[torch.Tensor | int | float | bool] = []
-        self._callback = None
-        if callback_name is not None:
-            prototype = ctypes.CFUNCTYPE(
-                None, *[SCALAR_RESULTS.get(d, ctypes.POINTER(UnrankedMemRef)) for d in self.result_dtypes]
-            )
-            self._callback = prototype(self._consume)
-        with captured_stderr() as jit_output:
-            self._engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
-            self._engine.raw_register_runtime("memrefCopy", ctypes.cast(_memref_copy, ctypes.c_void_p))
-            conversion_runtime().register(self._engine)
-            if self._callback is not None:
-                self._engine.register_runtime(callback_name, self._callback)
-            # Compile and link now, so a program that cannot load fails here, with the
-            # JIT's reason, rather than at its first call as `Unknown function main`.
-            loaded = self._engine.raw_lookup("_mlir_ciface_" + entry)
-        if not loaded:
-            reason = "; ".join(jit_output.lines()) or "no reason printed"
-            raise StageError("lower", f"the JIT could not load @{entry}: {reason}")
-
-    def _consume(self, *values) -> None:
-        self._results = [
-            d(v) if d in SCALAR_RESULTS else read_memref(v.contents, d) for v, d in zip(values, self.result_dtypes)
-        ]
-
-    def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor | int | float | bool]:
-        if self._engine is None:
-            raise RuntimeError("this program was closed")
-        if self.argument_types is not None:
-            check_arguments(self.argument_types, tensors)
-        arguments, keep_alive = [], []
-        for tensor in tensors:
-            pointer, owners = memref_argument(to_storage_array(tensor))
-            arguments.append(pointer)
-            keep_alive.extend(owners)
-        self._results = []
-        try:
-            self._engine.invoke(self.entry, *arguments)
-        except Exception as error:
-            raise StageError("execute", f"{type(error).__name__}: {error}") from error
-        results, self._results = self._results, []
-        return results
-
-    def close(self) -> None:
-        """Release the JIT-compiled code now rather than at garbage collection."""
-        self._engine = None
-        self._callback = None
 
 
 def compile_linalg(

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 
 from compiler import pipelines
 from compiler.refbackend import LOWER_PIPELINE
+from compiler.replay_runtime.passes import ERASE_DEAD_ALLOCATIONS  # after the JIT frontends' torch-backend pipeline
 
 # The reference backend's boundary rewrite, as a pass entry (`lower_to_llvm` runs it first).
-BF16_BOUNDARY = "python:compiler.refbackend:bf16_boundary_as_i16"
-# The JIT frontends erase dead allocations after their torch-backend pipeline.
-ERASE_DEAD_ALLOCATIONS = "python:compiler.jit_compile:erase_dead_allocations"
+BF16_BOUNDARY = "python:compiler.replay_runtime.engine:bf16_boundary_as_i16"
 
 # frontend -> the pipeline from its imported IR to the torch backend contract
 TO_TORCH_BACKEND = {

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from e2e.framework import compare
+from compiler.replay_runtime import compare  # the tensor comparison and its chunk size
 from e2e.framework.compare import compare_traces, compare_values
 from e2e.framework.registry import Tolerance
 from e2e.framework.trace import TraceItem

@@ -65,7 +65,10 @@ def test_the_fx_configs_compile_what_their_toolchain_says():
     linalg = toolchain("fx", "linalg")
     assert "backend-legal-ops=aten.adaptive_max_pool2d" in linalg.stages["torch-backend"][1]
     assert linalg.stages["lower"][-1] == "reconcile-unrealized-casts"  # ends in LLVM: the RefBackend
-    assert toolchain("ltc", "linalg").stages["torch-backend"][1] == "python:compiler.jit_compile:erase_dead_allocations"
+    assert (
+        toolchain("ltc", "linalg").stages["torch-backend"][1]
+        == "python:compiler.replay_runtime.passes:erase_dead_allocations"
+    )
     iree = load_config("linalg@iree").toolchain()
     assert iree.stages["backend"][-1] == replay.entry("iree", "linalg")
     assert replay.parse(iree.stages["lower"][-1]) == ("iree", "linalg", False)

@@ -3,7 +3,7 @@
 For each element type the suite uses, a program applies every arithmetic, math and
 conversion op to tensors of that type. Lowered by the RefBackend it must (a) leave no
 float op on f16/bf16 for LLVM to lower by the host's ISA, (b) call no external function
-outside libc/libm and the RefBackend's own runtime (`compiler.softfloat`), and (c) load
+outside libc/libm and the RefBackend's own runtime (`compiler.replay_runtime.softfloat`), and (c) load
 and run here. (a) and (b) hold whatever this machine's CPU is; run the file under
 `qemu-x86_64 -cpu Haswell` or `-cpu qemu64` (no F16C) to see (c) on such a CPU.
 """
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 import torch
 
-from compiler import softfloat
 from compiler.refbackend import compile_linalg, lower_to_llvm
+from compiler.replay_runtime import softfloat
 from compiler.stages import module_text, new_context, parse_module
 
 FLOATS = ("bf16", "f16", "f32", "f64")
@@ -138,7 +138,7 @@ ALLOWED_CALLS = LIBC | LIBM | set(softfloat.RUNTIME_SYMBOLS)
 _HALF_FLOAT_OPS = re.compile(
     r"= llvm\.(f[a-z]+|intr\.[a-z0-9.]+|fcmp|sitofp|uitofp|fptosi|fptoui)\b[^\n]*\b(bf16|f16)\b[^\n]*"
 )
-# ...but these conversions: native (F16C; a shift for bf16) or `compiler.softfloat`, the same bits.
+# ...but these conversions: native (F16C; a shift for bf16) or `compiler.replay_runtime.softfloat`, the same bits.
 # (f64 -> bf16 is left by arith-expand{include-bf16}, which expands only f32 -> bf16.)
 _PORTABLE_CONVERSIONS = re.compile(
     r"= llvm\.(fpext [^\n]*: (f16|bf16) to (f32|f64)|fptrunc [^\n]*: (f32|f64) to f16|fptrunc [^\n]*: f64 to bf16)$"

@@ -42,13 +42,32 @@ def run_repro(bundle: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, str(bundle / "repro.py")], capture_output=True, text=True, timeout=120)
 
 
+# Runs repro.py with this project's packages unimportable (an editable install would
+# otherwise find them even in isolated mode): torch, torch-mlir and numpy only.
+WITHOUT_THE_PROJECT = """
+import runpy, sys
+class NoProject:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("compiler", "e2e", "tests", "torch_mlir_e2e_test"):
+            raise ImportError(f"repro.py imports the project: {name}")
+sys.meta_path.insert(0, NoProject())
+sys.argv = ["repro.py"]
+runpy.run_path("repro.py", run_name="__main__")
+"""
+
+
 def run_elsewhere(bundle: Path, tmp_path: Path) -> subprocess.CompletedProcess:
-    """The bundle copied out of the checkout, run in isolated mode with no PYTHONPATH."""
+    """The bundle copied out of the checkout, run in isolated mode, no PYTHONPATH, the project unimportable."""
     copy = tmp_path / "attached-to-an-issue"
     shutil.copytree(bundle, copy)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.run(
-        [sys.executable, "-I", "repro.py"], cwd=copy, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-I", "-c", WITHOUT_THE_PROJECT],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -75,6 +94,8 @@ def test_bundle_runs_without_the_checkout(tmp_path):
     )
     script = (outcome.bundle / "repro.py").read_text()
     assert "sys.path" not in script and not re.search(r"^\s*(from|import) (e2e|compiler|tests)\b", script, re.M)
+    assert (outcome.bundle / "replay_runtime" / "replay.py").exists()  # the runtime, copied whole
+    assert (outcome.bundle / "tests.broken_compilers.py").exists()  # the pipeline's Python pass module
     done = run_elsewhere(outcome.bundle, tmp_path)
     assert done.returncode == 1 and "REPRODUCED" in done.stdout, done.stdout + done.stderr
     readme = (outcome.bundle / "README.md").read_text()

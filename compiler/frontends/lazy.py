@@ -12,7 +12,6 @@ tensors created from Python data) becomes a constant.
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -20,83 +19,8 @@ import torch
 import torch.utils._pytree as pytree
 
 from compiler.frontends.jit import ConstantInput, GraphInput, TensorArg
+from compiler.replay_runtime.frontend import init_ts_backend
 from compiler.stages import StageError, first_line
-
-_INITIALIZED = False
-_DECOMPOSITIONS = None  # the Library holding our Lazy-key kernels must stay alive
-
-
-# Ops the TorchScript LTC backend has no lowering for (it would run them eagerly on
-# the CPU, breaking the graph) whose PyTorch decompositions trace with ops it has.
-# Only decompositions into aten ops work: those into prims need `as_strided`, which
-# the lazy device lacks. tests/test_jit_importer.py checks each one traces.
-LAZY_DECOMPOSED_OPS = (
-    "hardtanh",
-    "hardswish",
-    "mish",
-    "any.dim",
-    "dot",
-    "floor_divide",
-    "linalg_vector_norm",
-    "count_nonzero.dim_IntList",
-    "logical_and",
-)
-
-
-# Factories LTC implements as `*.out` ops into an empty lazy tensor, which the torch
-# dialect's backend contract cannot lower. Their values depend only on their scalar
-# arguments, static under LTC, so they are made on the CPU and enter the graph as
-# constants.
-LAZY_CPU_FACTORIES = ("arange", "arange.start", "arange.start_step", "eye", "eye.m", "linspace")
-
-
-def _var_mean(x, dim=None, *, correction=None, keepdim=False):
-    """var_mean from mean, sub, mul, sum and div (PyTorch's own goes through prims)."""
-    dims = list(range(x.dim())) if dim is None else [d % max(x.dim(), 1) for d in dim]
-    count = math.prod(x.shape[d] for d in dims)
-    mean = x.mean(dims, keepdim=True)
-    centered = x - mean
-    divisor = max(count - (1 if correction is None else correction), 0)
-    var = (centered * centered).sum(dims, keepdim=keepdim) / divisor
-    return var, mean if keepdim else x.mean(dims)  # squeeze would need as_strided
-
-
-# Ops without a lowering whose decomposition we write here.
-LAZY_OWN_DECOMPOSITIONS = {
-    "var_mean.correction": _var_mean,
-    "var.correction": lambda *args, **kwargs: _var_mean(*args, **kwargs)[0],
-}
-
-
-def _on_cpu(factory):
-    def kernel(*args, **kwargs):
-        return factory(*args, **{**kwargs, "device": torch.device("cpu")}).to("lazy")
-
-    return kernel
-
-
-def _aten_op(name: str):
-    packet, _, overload = name.partition(".")
-    return getattr(getattr(torch.ops.aten, packet), overload or "default")
-
-
-def _init_ts_backend() -> None:
-    global _INITIALIZED, _DECOMPOSITIONS  # the backend can be initialized once per process
-    if not _INITIALIZED:
-        import torch._lazy
-        import torch._lazy.metrics
-        import torch._lazy.ts_backend
-        from torch._decomp import decomposition_table
-
-        torch._lazy.ts_backend.init()
-        _DECOMPOSITIONS = torch.library.Library("aten", "IMPL")
-        for name in LAZY_DECOMPOSED_OPS:
-            _DECOMPOSITIONS.impl(name, decomposition_table[_aten_op(name)], "Lazy")
-        for name, decomposition in LAZY_OWN_DECOMPOSITIONS.items():
-            _DECOMPOSITIONS.impl(name, decomposition, "Lazy")
-        for name in LAZY_CPU_FACTORIES:
-            _DECOMPOSITIONS.impl(name, _on_cpu(_aten_op(name)), "Lazy")
-        _INITIALIZED = True
 
 
 @dataclass
@@ -112,7 +36,7 @@ class LazyCapture:
 
 def capture(module: torch.nn.Module, example_inputs: Sequence[object], method: str = "forward") -> LazyCapture:
     """Stage `capture`: trace `module.<method>(*example_inputs)` on the lazy device."""
-    _init_ts_backend()
+    init_ts_backend()
     try:
         return _capture(module, example_inputs, method)
     except StageError:

@@ -13,13 +13,13 @@ needs none of them; `require_onnx` says what is missing.
 from __future__ import annotations
 
 import importlib.util
-import re
 from typing import Sequence
 
 import torch
 from torch_mlir import ir
 
 from compiler.frontends.fx import _MethodAsForward, dynamic_shapes_for
+from compiler.replay_runtime.frontend import exporter_message
 from compiler.stages import StageError, first_line, new_context
 
 INSTALL_LINE = 'pip install -e ".[onnx]"  (onnx==1.23.2 onnxscript==0.7.2 onnxruntime==1.31.1)'
@@ -78,7 +78,7 @@ def export(
                 )
         return model.SerializeToString()
     raise StageError(
-        "capture", f"torch.onnx.export: {type(first_error).__name__}: {_exporter_message(first_error)}"
+        "capture", f"torch.onnx.export: {type(first_error).__name__}: {exporter_message(first_error)}"
     ) from first_error
 
 
@@ -106,19 +106,6 @@ def _reuse_torchlib_table() -> None:
     from_torchlib._e2e_cached = True
     from_torchlib._e2e_original = build
     registry.from_torchlib = classmethod(from_torchlib)
-
-
-def _exporter_message(error: Exception) -> str:
-    """What the exporter's long report says of the cause: the aten op being translated and
-    the innermost exception of its "Exception summary"; else its first line."""
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(error))
-    summary = text.partition("## Exception summary")[2]
-    causes = [line for line in summary.splitlines() if line.startswith("<class ")]
-    if not causes:
-        return first_line(error)
-    root = re.sub(r"^<class '(?:[\w]+\.)*(\w+)'>: ", r"\1: ", causes[0])
-    target = re.search(r"target=(torch\.ops\.[\w.]+)", summary)
-    return (f"{target[1]}: " if target else "") + root
 
 
 def opset_of(model) -> int | None:

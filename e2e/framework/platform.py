@@ -1,7 +1,7 @@
 """The platform a run's verdicts hold on.
 
 Compiled programs compute the same bits on every x86-64 CPU (the RefBackend emits no
-CPU-dependent lowering: `compiler.pipelines.LINALG_TO_LLVM`, `compiler.softfloat`), but
+CPU-dependent lowering: `compiler.pipelines.LINALG_TO_LLVM`, `compiler.replay_runtime.softfloat`), but
 the golden values come from native torch, whose CPU kernels are chosen by ISA: a few
 ops give other answers on AVX-512 than on AVX2 or the scalar kernels (`gelu(-inf)`:
 0 with AVX-512, NaN otherwise). So the platform of a run is torch's kernel ISA

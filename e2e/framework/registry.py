@@ -30,17 +30,12 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
+from compiler.replay_runtime.compare import Tolerance  # noqa: F401 - re-exported: a test's tolerance
 from e2e.framework.testutils import TestUtils
 
 # An argument annotation as upstream writes it: (shape with -1 for dynamic dims, dtype,
 # value semantics). The first entry of a method's list stands for `self` and is None.
 ArgAnnotation = tuple[list[int], torch.dtype, bool] | tuple[list[int], torch.dtype]
-
-
-@dataclass(frozen=True)
-class Tolerance:
-    rtol: float
-    atol: float
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     if args.command == "replay":
-        from e2e.reducer.replay import main as replay_main
+        from compiler.replay_runtime.replay import main as replay_main
 
         return replay_main(args.bundle.resolve())
     if args.command == "mlir":

@@ -1,8 +1,8 @@
 """Reproducer bundles: `reports/repro/<test>/<config>/`, shared by failures of one signature.
 
 A bundle holds `repro.mlir` (reduced, weights as resources, MLIR's `mlir_reproducer`
-resource naming the pipeline), `repro.py` (exits 1 while the bug is there),
-`case.json`, `inputs.npz` / `expected.npz` for mismatches, `original.mlir`,
+resource naming the pipeline), `repro.py` (exits 1 while the bug is there) and the
+replay runtime it calls (`replay_runtime/`, see `e2e.reducer.standalone`), `case.json`, `inputs.npz` / `expected.npz` for mismatches, `original.mlir`,
 `tests.txt` (every test that hit it) and an issue-ready `README.md`. Writes are atomic
 and names are unique per process, so `pytest -n 2` workers never collide; the first
 worker to claim a signature (an O_EXCL file) writes the bundle, the others add their
@@ -25,8 +25,8 @@ import numpy as np
 from compiler.pipelines import as_text
 from compiler.stages import write_atomic
 from e2e.reducer.case import CRASH, MISMATCH, Case
-from e2e.reducer.inline import NotInlinable, repro_script
 from e2e.reducer.signature import normalize, pass_name
+from e2e.reducer.standalone import LOADER, RUNTIME_COPY, NotStandalone, write_runtime
 
 INDEX_DIR = "_signatures"
 
@@ -101,17 +101,23 @@ def add_test(bundle_dir: Path, test: str, config: str) -> list[str]:
         return tests
 
 
-REPRO_DOC = """Reproducer: {signature}
+REPRO = '''#!/usr/bin/env python3
+"""Reproducer: {signature}
 
-Self-contained: needs torch, torch-mlir and numpy only (the replay code is inlined).
-Runs repro.mlir (next to this file) through the failing pipeline from Python. Exits 1
-while the bug is there, 0 once it is fixed, 2 on a different failure. A crash takes
-this process down (non-zero exit).
+Self-contained: needs torch, torch-mlir and numpy only (the replay code is in
+{runtime}/ next to this file). Runs repro.mlir through the failing pipeline from
+Python. Exits 1 while the bug is there, 0 once it is fixed, 2 on a different failure.
+A crash takes this process down (non-zero exit).
 """
+{loader}
+
+if __name__ == "__main__":
+    sys.exit(runtime("replay").main(Path(__file__).resolve().parent))
+'''
 
 
 def repro_py(case: Case) -> str:
-    return repro_script(REPRO_DOC.format(signature=case.signature.replace("\\", "/")), case.pipeline)
+    return REPRO.format(signature=case.signature.replace("\\", "/"), runtime=RUNTIME_COPY, loader=LOADER)
 
 
 def versions() -> dict[str, str]:
@@ -237,7 +243,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         "",
         "## Reproduce",
         "",
-        "Needs only `torch`, `torch-mlir` and `numpy` (`repro.py` carries its replay code inline):",
+        f"Needs only `torch`, `torch-mlir` and `numpy` (`repro.py` runs the replay code in `{RUNTIME_COPY}/`):",
         "",
         "```sh",
         "python repro.py          # exits 1 while the bug is there, 0 once fixed",
@@ -254,7 +260,10 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         "```",
     ]
     if "python:" in as_text(case.pipeline):
-        lines += ["", "`python:<module>:<function>` entries are Python passes over the module; repro.py carries them."]
+        lines += [
+            "",
+            "`python:<module>:<function>` entries are Python passes over the module; the bundle carries them.",
+        ]
     body = _body(with_reproducer_resource(info.repro_ir, []))
     if body:
         lines += ["", "## repro.mlir", "", "```mlir", body, "```"]
@@ -292,9 +301,10 @@ def write_bundle(info: BundleInfo, bundle_dir: Path, *, check: bool = True) -> t
     write_atomic(bundle_dir / "original.mlir", info.original_ir)
     write_atomic(bundle_dir / "case.json", info.case.to_json())
     try:
-        write_atomic(bundle_dir / "repro.py", repro_py(info.case))
-    except NotInlinable as error:
+        write_runtime(bundle_dir, info.case.pipeline)
+    except NotStandalone as error:
         return False, f"repro.py cannot stand alone: {error}"
+    write_atomic(bundle_dir / "repro.py", repro_py(info.case))
     if info.inputs is not None:
         save_arrays(bundle_dir / "inputs.npz", info.inputs)
         save_arrays(bundle_dir / "expected.npz", info.expected or [])

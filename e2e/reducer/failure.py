@@ -430,7 +430,7 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
 
 def _reduce_execute_crash(result, config, ir_dir: Path, common: dict) -> ReduceOutcome:
     """The backend IR that crashes when lowered and run, reduced with the crash as its signature."""
-    from e2e.reducer import execute
+    from compiler.replay_runtime import passes
 
     saved = sorted(ir_dir.glob("*-lower.mlir"))
     if not saved:
@@ -438,7 +438,7 @@ def _reduce_execute_crash(result, config, ir_dir: Path, common: dict) -> ReduceO
             note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION
         )
     text = saved[0].read_text()
-    pipeline = [execute.RECORD, *toolchain_for(config)["lower"], execute.INVOKE]
+    pipeline = [passes.RECORD, *toolchain_for(config)["lower"], passes.INVOKE]
     observed = observe(Case(CRASH, "execute", pipeline, ""), text)
     if not (observed or "").startswith("crash |"):
         return ReduceOutcome(

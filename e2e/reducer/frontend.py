@@ -23,107 +23,12 @@ from compiler.stages import StageError, first_line
 from e2e.reducer.bundle import Verification, add_test, claim, save_arrays, signature_key, verify, versions
 from e2e.reducer.case import Case
 from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, GroupModule, ddmin
-from e2e.reducer.inline import PIECES, Piece, inlined_pieces
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
 from e2e.reducer.signature import stage_signature
+from e2e.reducer.standalone import LOADER, RUNTIME_COPY, write_runtime
 
 FRONTEND = "frontend"  # Case.kind of these bundles
 
-# How each frontend is run in repro.py, with torch and torch-mlir only. `run()` returns
-# the failure as the suite words it (so its normalized form can be compared), or None.
-_RUN = {
-    "ltc": '''
-def run(module, args, dynamic_shapes):
-    """Trace on the lazy device (TorchScript LTC backend); ops it cannot lower run eagerly.
-
-    `_init_ts_backend` also registers the Lazy-key decompositions the suite traces with.
-    """
-    _init_ts_backend()
-    torch._lazy.metrics.reset()
-    try:
-        with torch.device("lazy"):
-            outputs = module.to("lazy")(*[x.to("lazy") for x in args])
-    except Exception as error:
-        return f"lazy tensor trace: {type(error).__name__}: {first_line(error)}"
-    fallbacks = sorted(n for n in torch._lazy.metrics.counter_names() if n.startswith("aten::"))
-    if fallbacks:  # the counters of ops that fell back to the CPU
-        return f"LTC has no lowering for {', '.join(fallbacks)} (ran eagerly on CPU)"
-    # The TorchScript graph LTC made for the outputs, read back as a graph.
-    flat = [x for x in torch.utils._pytree.tree_leaves(outputs) if isinstance(x, torch.Tensor)]
-    try:
-        torch._C.parse_ir(torch._C._lazy._get_tensors_backend(flat), parse_tensor_constants=True)
-    except Exception as error:
-        return f"lazy tensor trace: {type(error).__name__}: {first_line(error)}"
-    return None
-''',
-    "fx": '''
-def run(module, args, dynamic_shapes):
-    """torch.export, torch-mlir's decomposition table, then torch-mlir's FxImporter."""
-    from torch_mlir import ir
-    import torch_mlir.dialects.torch as torch_dialect
-    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
-    from torch_mlir.extras.fx_importer import FxImporter
-
-    try:
-        program = torch.export.export(module, tuple(args), dynamic_shapes=dynamic_shapes, strict=False)
-        program = program.run_decompositions(get_decomposition_table())
-    except Exception as error:
-        return f"torch.export: {type(error).__name__}: {first_line(error)}"
-    context = ir.Context()
-    torch_dialect.register_dialect(context)
-    try:
-        FxImporter(context=context).import_frozen_program(program, func_name="main")
-    except Exception as error:
-        return f"FxImporter: {type(error).__name__}: {first_line(error)}"
-    return None
-''',
-    "onnx": '''
-def run(module, args, dynamic_shapes):
-    """torch.onnx.export (dynamo), ONNX shape inference, then torch-mlir's onnx_importer."""
-    import onnx
-    from torch_mlir import ir
-    import torch_mlir.dialects.torch as torch_dialect
-    from torch_mlir.extras import onnx_importer
-
-    try:
-        model = torch.onnx.export(module, tuple(args), dynamic_shapes=dynamic_shapes, dynamo=True).model_proto
-    except Exception as error:
-        return f"torch.onnx.export: {type(error).__name__}: {_exporter_message(error)}"
-    try:
-        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
-    except Exception as error:
-        return f"ONNX shape inference: {type(error).__name__}: {first_line(error)}"
-    model.graph.name = "main"
-    context = ir.Context()
-    torch_dialect.register_dialect(context)
-    try:
-        info = onnx_importer.ModelInfo(model)
-        imported = info.create_module(context=context)
-        onnx_importer.NodeImporter.define_function(info.main_graph, imported.operation).import_all()
-    except Exception as error:
-        return f"onnx_importer: {type(error).__name__}: {first_line(error)}"
-    return None
-''',
-}
-# The suite's LTC setup (decompositions registered for the Lazy key), for repro.py.
-LTC_PIECES = (
-    Piece(
-        "compiler.frontends.lazy",
-        (
-            "_INITIALIZED",
-            "_DECOMPOSITIONS",
-            "LAZY_DECOMPOSED_OPS",
-            "LAZY_CPU_FACTORIES",
-            "_var_mean",
-            "LAZY_OWN_DECOMPOSITIONS",
-            "_on_cpu",
-            "_aten_op",
-            "_init_ts_backend",
-        ),
-    ),
-)
-# The ONNX exporter's message as the suite words it.
-ONNX_PIECES = (Piece("compiler.frontends.onnx", ("_exporter_message",)),)
 FRONTEND_OF = {"ltc": "ltc", "fx": "fx", "eager": "fx", "onnx": "onnx"}  # toolchain frontend -> how repro.py runs it
 
 
@@ -179,44 +84,30 @@ def _dynamic_shapes(built: GroupModule) -> str:
 
 
 def repro_script(built: GroupModule, frontend: str, signature: str) -> str:
-    """A standalone script: the group as an nn.Module, the frontend step, the expected failure."""
-    wanted = ["e2e.reducer.signature"] + {"ltc": ["compiler.frontends.lazy"], "onnx": ["compiler.frontends.onnx"]}.get(
-        frontend, []
-    )
-    imports, inlined_code = inlined_pieces([p for p in PIECES + LTC_PIECES + ONNX_PIECES if p.module in wanted])
+    """A standalone script: the group as an nn.Module, its inputs, and the runtime's frontend step."""
     code = built.module.code.strip("\n")
     forward = "\n".join("    " + line if line.strip() else "" for line in code.splitlines())
     expected = signature.split(" | ", 2)[-1]
     return f'''#!/usr/bin/env python3
 """Reproducer: {signature.replace(chr(92), "/")}
 
-Needs torch, torch-mlir and numpy only. The module below is the smallest part of the
-test's FX graph that still fails this frontend; inputs.npz holds its inputs. Exits 1
-while the failure is there, 0 once it is gone, 2 on a different failure.
+Needs torch, torch-mlir and numpy only (the frontend step is in {RUNTIME_COPY}/ next to
+this file). The module below is the smallest part of the test's FX graph that still
+fails this frontend; inputs.npz holds its inputs. Exits 1 while the failure is there,
+0 once it is gone, 2 on a different failure.
 """
 
 from __future__ import annotations
 
-import re
-import sys
-from math import inf, nan  # the generated code may spell them so
-from pathlib import Path
+from math import inf, nan  # noqa: F401  (the generated code may spell them so)
 
 import numpy as np
 import torch
 from torch import device  # noqa: F401  (generated code spells devices so)
-from torch.export import Dim
-{chr(10).join(i for i in imports if i not in ("import re", "import torch"))}
+from torch.export import Dim  # noqa: F401  (dynamic shapes)
+{LOADER}
 
 EXPECTED = {expected!r}  # the failure, normalized (sizes, paths and SSA names stripped)
-
-
-{inlined_code}
-
-
-def first_line(error):
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 class Repro(torch.nn.Module):
@@ -227,23 +118,9 @@ def inputs():
     with np.load(Path(__file__).resolve().parent / "inputs.npz") as data:
         return [torch.from_numpy(data[f"arg{{i}}"]) for i in range(len(data.files))]
 
-{_RUN[frontend]}
-
-def main() -> int:
-    failure = run(Repro(), inputs(), {_dynamic_shapes(built)})
-    if failure is None:
-        print("not reproduced: the frontend accepts the module")
-        return 0
-    print(failure)
-    if normalize(failure) == EXPECTED:
-        print("REPRODUCED")
-        return 1
-    print(f"different failure; expected: {{EXPECTED}}")
-    return 2
-
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(runtime("frontend").main(Repro(), inputs(), {frontend!r}, {_dynamic_shapes(built)}, EXPECTED))
 '''
 
 
@@ -304,6 +181,7 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
             owner, True, True, guilty_op=targets, note=f"shares the bundle of {owner}", stopped="shared"
         )
     bundle_dir.mkdir(parents=True, exist_ok=True)
+    write_runtime(bundle_dir)
     (bundle_dir / "repro.py").write_text(repro_script(built, frontend, result.signature))
     (bundle_dir / "case.json").write_text(case.to_json())
     (bundle_dir / "graph.txt").write_text(str(built.module.graph))
@@ -366,7 +244,7 @@ def readme(
         "",
         "## Reproduce",
         "",
-        "Needs only `torch`, `torch-mlir` and `numpy`:",
+        f"Needs only `torch`, `torch-mlir` and `numpy` (`repro.py` runs the frontend step in `{RUNTIME_COPY}/`):",
         "",
         "```sh",
         "python repro.py          # exits 1 while the failure is there, 0 once fixed",

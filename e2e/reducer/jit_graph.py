@@ -93,7 +93,7 @@ class JitSearch:
         """(torch backend IR, compiled outputs, result dtypes); None when it does not compile or run."""
         from compiler import pipelines
         from compiler.frontends import jit
-        from compiler.jit_compile import erase_dead_allocations
+        from compiler.replay_runtime.passes import erase_dead_allocations
         from compiler.stages import Snapshots, module_text, run_stage
         from e2e.reducer.graph import run_torch_backend_ir
 

@@ -24,7 +24,7 @@ import ctypes
 from torch_mlir import ir, passmanager
 from torch_mlir.execution_engine import ExecutionEngine
 
-from compiler.stages import new_context
+from .mlir import new_context
 
 # Conversions on raw bits (testable exactly through ctypes), then the C-ABI entry
 # points LLVM's libcalls expect. f64 -> 16-bit goes through f32 rounded to odd: with

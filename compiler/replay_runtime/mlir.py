@@ -1,0 +1,93 @@
+"""MLIR from Python: a context with the project's dialects, parsing, printing, diagnostics.
+
+`StageError` is how every stage of the flow fails (and how a runtime's replay pass
+reports), so it lives here, with the few functions a replay needs to run a pipeline.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch_mlir.dialects.torch as torch_dialect  # registers torch and refback passes
+from torch_mlir import ir, passmanager
+from torch_mlir._mlir_libs import _stablehlo
+
+_stablehlo.register_stablehlo_passes()
+
+
+class StageError(Exception):
+    """A stage failed. Carries what a person needs to see and a reducer to replay."""
+
+    def __init__(
+        self,
+        stage: str,
+        message: str,
+        *,
+        failing_pass: str | None = None,
+        diagnostics: Sequence[str] = (),
+        input_ir: str | None = None,
+    ):
+        super().__init__(f"[{stage}] {message}")
+        self.stage = stage
+        self.message = message
+        self.failing_pass = failing_pass
+        self.diagnostics = list(diagnostics)
+        # IR just before the failing pass (or the stage input when not localized).
+        self.input_ir = input_ir
+
+    def __reduce__(self):  # picklable across the fork boundary
+        return (
+            _rebuild_stage_error,
+            (self.stage, self.message, self.failing_pass, self.diagnostics, self.input_ir),
+        )
+
+
+def _rebuild_stage_error(stage, message, failing_pass, diagnostics, input_ir) -> StageError:
+    return StageError(stage, message, failing_pass=failing_pass, diagnostics=diagnostics, input_ir=input_ir)
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's text (frontends quote it in StageErrors)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def new_context() -> ir.Context:
+    """A context with the torch dialect, single-threaded.
+
+    Single-threaded keeps pass order deterministic and makes forking a worker safe
+    (no MLIR thread pool holding locks at fork time).
+    """
+    context = ir.Context()
+    torch_dialect.register_dialect(context)
+    _stablehlo.register_dialect(context)
+    context.enable_multithreading(False)
+    # `torch_c` (the torch <-> builtin tensor casts between backend passes) and
+    # `tm_tensor` (sort, scatter, ... in linalg-on-tensors) have no Python registration;
+    # the passes that depend on them load them, so IR saved mid-way through a backend
+    # pipeline parses again.
+    with context:
+        module = ir.Module.parse("func.func @load_dependent_dialects() { return }")
+        passmanager.PassManager.parse(
+            "builtin.module(func.func(convert-torch-to-linalg, convert-torch-to-tmtensor))"
+        ).run(module.operation)
+    return context
+
+
+def module_text(module: ir.Module) -> str:
+    # Never elide constants: an elided reproducer lies about what it contains.
+    return module.operation.get_asm(enable_debug_info=False)
+
+
+def parse_module(text: str, context: ir.Context | None = None) -> ir.Module:
+    context = context or new_context()
+    with context:
+        return ir.Module.parse(text)
+
+
+def format_diagnostics(error: ir.MLIRError) -> list[str]:
+    lines = []
+    for diagnostic in error.error_diagnostics:
+        lines.append(f"{diagnostic.location}: {diagnostic.message}")
+        lines.extend(f"  note: {note.location}: {note.message}" for note in diagnostic.notes)
+    return lines or [str(error)]

@@ -1,0 +1,173 @@
+"""A failure case, and replaying it: what a bundle's `repro.py` runs.
+
+A case is data (`case.json` in a bundle): the kind of failure, the stage, the pipeline
+to run on the module, and the signature to expect. `observe` replays a case on one
+module text in this process and returns the signature it shows, or None when the
+module compiles (and, for mismatches, computes the expected values). `main` replays a
+bundle's `repro.mlir` and says whether the bug is still there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .mlir import StageError, format_diagnostics, new_context, parse_module
+from .pipeline import load_pass_modules, run_entries
+from .signature import mismatch_signature, stage_signature
+
+ERROR, CRASH, MISMATCH = "error", "crash", "mismatch"
+RUNTIME_PASS = "python:compiler.executors.replay:"  # a runtime's replay entry ends the pipeline
+
+
+@dataclass
+class Case:
+    kind: str  # error | crash | mismatch
+    stage: str
+    pipeline: list[str]  # what runs on the module (the failing pass alone, once localized)
+    signature: str
+    guilty_op: str | None = None
+    # mismatch cases: how results are compared (inputs.npz / expected.npz hold the values)
+    result_dtypes: list[str] = field(default_factory=list)
+    tolerance: tuple[float, float] | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> "Case":
+        data = json.loads(text)
+        if data.get("tolerance") is not None:
+            data["tolerance"] = tuple(data["tolerance"])
+        return cls(**data)
+
+
+def compile_signature(
+    text: str, stage: str, pipeline: Sequence[str], blame: str | None
+) -> tuple[str | None, list[str]]:
+    """Run `pipeline` on `text` in this process: (signature, diagnostics), signature None when it passes."""
+    from torch_mlir import ir
+
+    try:
+        module = parse_module(text, new_context())
+        module.operation.verify()
+    except Exception as error:  # not a valid candidate: a different "bug"
+        return f"invalid | {type(error).__name__}", []
+    try:
+        if len(pipeline) > 1:  # the passes before the blamed one must not fail
+            try:
+                run_entries(module, pipeline[:-1])
+            except Exception as error:
+                return f"{stage} | before {blame} | {type(error).__name__}", []
+        run_entries(module, pipeline[-1:])
+    except ir.MLIRError as error:
+        diagnostics = format_diagnostics(error)
+        return stage_signature(stage, diagnostics[0], blame), diagnostics
+    except Exception as error:
+        # A runtime's replay pass (compiler.executors.replay) fails as the pair reported it, with
+        # the installed project's StageError: another class than this copy's in a bundle.
+        if isinstance(error, StageError) or type(error).__name__ == StageError.__name__:
+            return stage_signature(stage, error.message, blame), [error.message, *error.diagnostics]
+        message = f"{type(error).__name__}: {error}"  # a Python pass refusing the module
+        return stage_signature(stage, message, blame), [message]
+    return None, []
+
+
+def observe(
+    case: Case, text: str, bundle_dir: Path | None = None, report: Callable[[str], None] | None = None
+) -> str | None:
+    """The signature `case`'s pipeline shows on `text` in this process (None: no failure).
+
+    `report` gets the details. A crash takes this process down.
+    """
+    if case.kind == MISMATCH:
+        return _observe_mismatch(case, text, bundle_dir, report)
+    signature, diagnostics = compile_signature(text, case.stage, case.pipeline, case.pipeline[-1])
+    if report and diagnostics:
+        report("\n".join(diagnostics[:8]))
+    return signature
+
+
+def load_arrays(path: Path) -> list:
+    import numpy as np
+
+    with np.load(path) as data:
+        return [data[f"arg{i}"] for i in range(len(data.files))]
+
+
+def arity(text: str) -> int:
+    """How many arguments @main takes (a mismatch candidate must keep its inputs)."""
+    from torch_mlir import ir
+
+    module = parse_module(text, new_context())
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            return len(op.regions[0].blocks[0].arguments)
+    return -1
+
+
+def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=None) -> str | None:
+    """Compile and run the module on inputs.npz; compare with expected.npz."""
+    import torch
+
+    from .compare import Tolerance, compare_tensors
+    from .engine import RefBackendProgram
+
+    assert bundle_dir is not None, "a mismatch case needs its inputs.npz and expected.npz"
+    signature, _ = compile_signature(text, "lower", [], None)
+    if signature is not None:
+        return signature
+    module = parse_module(text, new_context())
+    dtypes = [getattr(torch, name) for name in case.result_dtypes]
+    runtime = case.pipeline[-1] if case.pipeline[-1].startswith(RUNTIME_PASS) else None
+    try:
+        run_entries(module, case.pipeline[:-1] if runtime else case.pipeline)
+        if runtime:  # a runtime config's case: compiled and run on that runtime (needs this project installed)
+            program = importlib.import_module("compiler.executors.replay").compile_for(runtime, module, dtypes)
+    except Exception as error:
+        return stage_signature("lower", f"{type(error).__name__}: {error}")
+    if not runtime:
+        program = RefBackendProgram(module, dtypes)
+    inputs = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "inputs.npz")]
+    expected = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "expected.npz")]
+    if arity(text) != len(inputs):
+        return f"invalid | @main does not take the {len(inputs)} inputs"
+    actual = program(*inputs)
+    program.close()
+    tolerance = Tolerance(*case.tolerance) if case.tolerance else None
+    for i, (g, a) in enumerate(zip(expected, actual)):
+        mismatch = compare_tensors(g, a, f"output {i}", tolerance)
+        if mismatch is not None:
+            if report:
+                report(str(mismatch))
+            return mismatch_signature(mismatch.kind)
+    return None
+
+
+def strip_reproducer_resource(text: str) -> str:
+    return re.sub(r"  external_resources: \{\n    mlir_reproducer: \{.*?\n    \}\n  \},?\n", "", text, flags=re.S)
+
+
+def replay(bundle_dir: Path, *, report=None) -> tuple[Case, str | None]:
+    """(the bundle's case, the signature its repro.mlir shows now)."""
+    case = Case.from_json((bundle_dir / "case.json").read_text())
+    load_pass_modules(bundle_dir, case.pipeline)
+    text = strip_reproducer_resource((bundle_dir / "repro.mlir").read_text())
+    return case, observe(case, text, bundle_dir, report=report)
+
+
+def main(bundle_dir: Path) -> int:
+    """Exit status: 1 the bug is there, 0 it is gone, 2 a different failure."""
+    case, observed = replay(bundle_dir, report=print)
+    if observed == case.signature:
+        print(f"REPRODUCED: {observed}")
+        return 1
+    if observed is None:
+        print(f"not reproduced: the module compiles (and computes the expected values); was: {case.signature}")
+        return 0
+    print(f"different failure: {observed}\nexpected: {case.signature}")
+    return 2
