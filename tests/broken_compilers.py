@@ -8,6 +8,7 @@ linalg level, before the reference backend's lowering) and what it breaks.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 
 from torch_mlir import ir
@@ -106,3 +107,10 @@ def abort_on_aten_mm(module: ir.Module) -> None:
 def aten_sub_to_add(module: ir.Module) -> None:
     """A torch-level miscompile: `aten.sub.Tensor` lowered as `aten.add.Tensor`."""
     _swap(module, "torch.aten.sub.Tensor", "torch.aten.add.Tensor")
+
+
+def hang_on_tanh(module: ir.Module) -> None:
+    """Never returns on a module with `math.tanh` (a pass stuck in a rewrite loop)."""
+    if any(op.name == "math.tanh" for op in _ops(module)):
+        while True:
+            time.sleep(1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -356,3 +357,35 @@ def test_a_crashing_candidate_answers_its_query_and_the_search_goes_on():
     assert search.check(search.units) is None and search.crashed_queries == 1  # answered, not fatal
     found = search.check([u for u in search.units if "sub" in u])
     assert found is not None and found[0].startswith("compare")
+
+
+def test_a_hanging_pass_is_found_and_reduced_to_a_repro_that_ends_by_sigalrm(tmp_path, monkeypatch):
+    import signal
+    from types import SimpleNamespace
+
+    from e2e.reducer import failure, localize
+    from e2e.reducer.failure import reduce_result
+
+    monkeypatch.setattr(failure, "HANG_LOCALIZE_SECONDS", 6.0)
+    monkeypatch.setattr(localize, "HANG_SECONDS", 2.0)
+    ir_dir = tmp_path / "ir" / "T" / "stuck"
+    ir_dir.mkdir(parents=True)
+    (ir_dir / "4-lower.mlir").write_text(
+        "func.func @main(%arg0: f32, %arg1: f32) -> f32 {\n"
+        "  %0 = arith.addf %arg0, %arg1 : f32\n"
+        "  %1 = arith.mulf %0, %arg1 : f32\n"
+        "  %2 = math.tanh %1 : f32\n"
+        "  %3 = arith.subf %2, %arg0 : f32\n"
+        "  return %3 : f32\n}\n"
+    )
+    # The stage's passes: one that works, then one that never returns on math.tanh.
+    stages = {"lower": ["func.func(canonicalize)", BROKEN + "hang_on_tanh"]}
+    config = SimpleNamespace(name="stuck", toolchain=lambda: SimpleNamespace(stages=stages, frontend="fx"))
+    result = SimpleNamespace(test="T", outcome="timeout", stage="lower", signature="timeout | lower")
+    outcome = reduce_result(result, None, config, tmp_path, time_box=30)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    case = json.loads((outcome.bundle / "case.json").read_text())
+    assert case["kind"] == "hang" and case["pipeline"] == [BROKEN + "hang_on_tanh"]
+    assert outcome.guilty_op == "math.tanh" and outcome.ops_after <= 2
+    elsewhere = run_elsewhere(outcome.bundle, tmp_path)
+    assert elsewhere.returncode == -signal.SIGALRM, elsewhere.stdout + elsewhere.stderr

@@ -20,13 +20,13 @@ from .mlir import StageError, format_diagnostics, new_context, parse_module
 from .pipeline import load_pass_modules, run_entries
 from .signature import mismatch_signature, stage_signature
 
-ERROR, CRASH, MISMATCH = "error", "crash", "mismatch"
+ERROR, CRASH, MISMATCH, HANG = "error", "crash", "mismatch", "hang"
 RUNTIME_PASS = "python:compiler.executors.replay:"  # a runtime's replay entry ends the pipeline
 
 
 @dataclass
 class Case:
-    kind: str  # error | crash | mismatch
+    kind: str  # error | crash | mismatch | hang
     stage: str
     pipeline: list[str]  # what runs on the module (the failing pass alone, once localized)
     signature: str
@@ -34,6 +34,8 @@ class Case:
     # mismatch cases: how results are compared (inputs.npz / expected.npz hold the values)
     result_dtypes: list[str] = field(default_factory=list)
     tolerance: tuple[float, float] | None = None
+    # hang cases: a replay that gives no result in this many seconds shows the bug
+    hang_seconds: float | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1) + "\n"
@@ -161,7 +163,17 @@ def replay(bundle_dir: Path, *, report=None) -> tuple[Case, str | None]:
 
 
 def main(bundle_dir: Path) -> int:
-    """Exit status: 1 the bug is there, 0 it is gone, 2 a different failure."""
+    """Exit status: 1 the bug is there, 0 it is gone, 2 a different failure.
+
+    A hang shows as this process ending by SIGALRM after the case's `hang_seconds`."""
+    case = Case.from_json((bundle_dir / "case.json").read_text())
+    if case.kind == HANG and case.hang_seconds:
+        import math
+        import signal
+
+        print(f"a hang: REPRODUCED if this process ends by SIGALRM in {case.hang_seconds:.0f} s", flush=True)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        signal.alarm(math.ceil(case.hang_seconds))
     case, observed = replay(bundle_dir, report=print)
     if observed == case.signature:
         print(f"REPRODUCED: {observed}")

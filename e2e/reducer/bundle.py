@@ -24,7 +24,7 @@ import numpy as np
 
 from compiler.pipelines import as_text
 from compiler.stages import write_atomic
-from e2e.reducer.case import CRASH, MISMATCH, Case
+from e2e.reducer.case import CRASH, HANG, MISMATCH, Case
 from e2e.reducer.signature import normalize, pass_name
 from e2e.reducer.standalone import LOADER, RUNTIME_COPY, NotStandalone, write_runtime
 
@@ -171,6 +171,10 @@ def verify(bundle_dir: Path, case: Case, timeout: float = 120) -> Verification:
         output += f"\n(the process was killed by {_signal_name(-done.returncode)})"
     if case.kind == CRASH:
         ok = done.returncode < 0 or done.returncode not in (0, 1, 2)
+    elif case.kind == HANG:  # repro.py ends itself by SIGALRM after the case's hang_seconds
+        import signal
+
+        ok = done.returncode == -signal.SIGALRM
     else:
         ok = done.returncode == 1
     detail = f"exit status {done.returncode}" + ("" if ok else f": {output[-300:]}")
@@ -189,7 +193,7 @@ def _signal_name(number: int) -> str:
 def _opt_command(bundle_dir: Path, case: Case, timeout: float = 60) -> str | None:
     """`torch-mlir-opt --run-reproducer repro.mlir` when the wheel's tool shows the failure too."""
     opt = shutil.which("torch-mlir-opt")
-    if opt is None or case.kind == MISMATCH or any(e.startswith("python:") for e in case.pipeline):
+    if opt is None or case.kind in (MISMATCH, HANG) or any(e.startswith("python:") for e in case.pipeline):
         return None
     try:
         done = subprocess.run(
@@ -221,6 +225,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
     what = {
         "error": f"the pass `{case.pipeline[-1]}` fails on the module below",
         "crash": f"the process crashes in the pass `{case.pipeline[-1]}`",
+        "hang": f"the pass `{case.pipeline[-1]}` gives no result in {case.hang_seconds or 0:.0f} s on the module below",
         "mismatch": f"`{case.guilty_op}` computes wrong results ({case.signature.removeprefix('compare | ')} mismatch)",
     }[case.kind]
     expected = {
@@ -228,6 +233,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         "crash": "the module runs without taking the process down."
         if case.stage == "execute"
         else "the pipeline finishes (or reports an error) without taking the process down.",
+        "hang": "the pass finishes (or reports an error) in well under a second: the module is tiny.",
         "mismatch": "the compiled module returns `expected.npz` (native PyTorch) for `inputs.npz`"
         + (
             f" within rtol={case.tolerance[0]}, atol={case.tolerance[1]}."
@@ -246,7 +252,8 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         f"Needs only `torch`, `torch-mlir` and `numpy` (`repro.py` runs the replay code in `{RUNTIME_COPY}/`):",
         "",
         "```sh",
-        "python repro.py          # exits 1 while the bug is there, 0 once fixed",
+        "python repro.py          # exits 1 while the bug is there, 0 once fixed"
+        + (" (a hang: ends by SIGALRM)" if case.kind == HANG else ""),
     ]
     if verification.opt_command:
         lines.append(f"{verification.opt_command}   # the same with the wheel's tool")

@@ -17,6 +17,7 @@ from compiler.replay_runtime.pipeline import PYTHON_PASS, run_entries  # noqa: F
 from compiler.replay_runtime.replay import (  # noqa: F401 - re-exported
     CRASH,
     ERROR,
+    HANG,
     MISMATCH,
     Case,
     arity,
@@ -55,9 +56,12 @@ def observe(
 ) -> str | None:
     """The signature `case`'s pipeline shows on `text` (None: no failure); `report` gets the details.
 
-    Crash cases run in a forked child, killed after `timeout` seconds.
+    Crash and hang cases run in a forked child, killed after `timeout` seconds (a hang
+    case's own `hang_seconds`): a hang shows as `timeout | <stage>`.
     """
-    isolate = case.kind == CRASH if isolate is None else isolate
+    isolate = case.kind in (CRASH, HANG) if isolate is None else isolate
+    if case.kind == HANG and case.hang_seconds:
+        timeout = case.hang_seconds
     if case.kind == MISMATCH or not isolate:
         return replay.observe(case, text, bundle_dir, report)
 

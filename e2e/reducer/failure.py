@@ -28,6 +28,8 @@ from e2e.reducer.reduce import behavioural_ops, op_count, reduce_ops
 from e2e.reducer.signature import guilty_op
 
 DEFAULT_TIME_BOX = 60.0
+# At most this long to find the pass a hanging stage hangs in (the passes before it run first).
+HANG_LOCALIZE_SECONDS = 30.0
 
 
 def bundle_dir_for(reports_dir: Path, test: str, config: str) -> Path:
@@ -65,7 +67,8 @@ def reduce_localized(
             owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared"
         )
 
-    # A candidate may make a pass loop forever: allow a few times what the original takes.
+    # A candidate may make a pass loop forever: allow a few times what the original takes
+    # (a hang case: its own hang_seconds, which observe applies).
     began = time.monotonic()
     if observe(case, localized.ir) != case.signature:
         return ReduceOutcome(note=f"the localized failure does not recur: {case.signature}", stopped=NO_LOCALIZATION)
@@ -338,7 +341,7 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     ir_dir = reports_dir / "ir" / result.test / config.name
     common = dict(test=result.test, config=config.name, reports_dir=reports_dir, time_box=time_box)
     if result.outcome == "timeout":
-        return ReduceOutcome(note="timeouts are not reduced (each query could take as long)", stopped=NO_LOCALIZATION)
+        return _reduce_hang(result, config, ir_dir, common)
     if result.stage == "compare" and config.toolchain().frontend == "onnx":
         return ReduceOutcome(
             note="wrong results of the onnx frontend are not reduced (the FX graph search does not "
@@ -426,6 +429,27 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
             note=f"replaying shows another signature: {localized.case.signature}", stopped=NO_LOCALIZATION
         )
     return reduce_localized(localized, original_ir=stage_input or localized.ir, **common)
+
+
+def _reduce_hang(result, config, ir_dir: Path, common: dict) -> ReduceOutcome:
+    """A compile stage that hangs: the pass it hangs in, found pass by pass in a child, and
+    the smallest input on which that pass still gives no result in `HANG_SECONDS`."""
+    stage_input = _stage_input(result, ir_dir)
+    if stage_input is None or result.stage not in ("torch-backend", "backend", "lower"):
+        return ReduceOutcome(
+            note=f"a timeout in stage {result.stage} is not reduced (no pass pipeline to replay)",
+            stopped=NO_LOCALIZATION,
+        )
+    budget = HANG_LOCALIZE_SECONDS
+    localized = localize_crash(
+        stage_input, stage_pipeline(config, result.stage, stage_input), result.stage, budget, hang=True
+    )
+    if localized is None:
+        return ReduceOutcome(
+            note=f"the stage finished when replayed pass by pass in {budget:.0f} s: slow, not hung",
+            stopped=NO_LOCALIZATION,
+        )
+    return reduce_localized(localized, original_ir=stage_input, **common)
 
 
 def _reduce_execute_crash(result, config, ir_dir: Path, common: dict) -> ReduceOutcome:

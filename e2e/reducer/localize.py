@@ -17,7 +17,7 @@ from typing import Sequence
 
 from compiler.stages import new_context
 from e2e.framework import isolation
-from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, expand, single_threaded
+from e2e.reducer.case import CRASH, ERROR, HANG, Case, compile_signature, expand, single_threaded
 from e2e.reducer.signature import crash_signature, guilty_op
 
 
@@ -39,6 +39,10 @@ def toolchain_for(config) -> dict[str, list[str]]:
 def stage_pipeline(config, stage: str, stage_input: str) -> list[str]:
     """The rest of the compile from `stage`'s saved input (its snapshot)."""
     return toolchain_for(config)[stage]
+
+
+# A reduced candidate "still hangs" when its one pass gives no result in this many seconds.
+HANG_SECONDS = 10.0
 
 
 @dataclass
@@ -81,8 +85,13 @@ def localize_error(text: str, pipeline: Sequence[str], stage: str, signature: st
     return None
 
 
-def localize_crash(text: str, pipeline: Sequence[str], stage: str, timeout: float = 120) -> Localized | None:
-    """Run `pipeline` pass by pass in a forked child; the pass it died in and that pass's input."""
+def localize_crash(
+    text: str, pipeline: Sequence[str], stage: str, timeout: float = 120, *, hang: bool = False
+) -> Localized | None:
+    """Run `pipeline` pass by pass in a forked child; the pass it died in and that pass's input.
+
+    With `hang`, the pass it was still in after `timeout` seconds (a hang case whose queries
+    get `HANG_SECONDS` each)."""
     scratch = Path(tempfile.mkdtemp(prefix="e2e-localize-"))
     try:
 
@@ -99,10 +108,13 @@ def localize_crash(text: str, pipeline: Sequence[str], stage: str, timeout: floa
                 run_entries(module, [entry])
 
         outcome = isolation.run_forked(child, timeout)
-        if not isinstance(outcome, isolation.Crashed) or not (scratch / "pass").exists():
+        ended = isolation.TimedOut if hang else isolation.Crashed
+        if not isinstance(outcome, ended) or not (scratch / "pass").exists():
             return None
         _, entry = (scratch / "pass").read_text().split("\n", 1)
         before = (scratch / "before.mlir").read_text()
+        if hang:
+            return Localized(Case(HANG, stage, [entry], f"timeout | {stage}", hang_seconds=HANG_SECONDS), before, [])
         signature = crash_signature(stage, outcome.stderr_tail, outcome.reason)
         return Localized(Case(CRASH, stage, [entry], signature), before, [outcome.stderr_tail])
     finally:
