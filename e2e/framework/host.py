@@ -35,6 +35,7 @@ from e2e.framework.isolation import Channel, Child, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import ERROR, Result
 from e2e.framework.runner import abnormal_result, current_stage, keep_ir, pair_ir_dir, prepare, ran_and_failed, run_pair
+from e2e.framework.signature import broken_test_signature
 
 # What a reduction's host may need beyond its grandchild's deadline (unpickling, bookkeeping).
 _HOST_MARGIN_SECONDS = 30.0
@@ -136,7 +137,7 @@ class TestHost:
                     "",
                     ERROR,
                     stage="golden",
-                    signature=f"golden | broken test | {kind}",
+                    signature=broken_test_signature(kind),
                     error=f"{error}\n(defined at {test.source})",
                 )
         else:

@@ -30,9 +30,15 @@ from e2e.framework.compare import compare_traces
 from e2e.framework.isolation import Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import CRASH, ERROR, FAIL, MEMORY, PASS, SKIP, TIMEOUT, NotApplicable, Result
+from e2e.framework.signature import (
+    broken_test_signature,
+    crash_signature,
+    ended_signature,
+    mismatch_signature,
+    stage_signature,
+)
 from e2e.framework.testutils import seed_for
 from e2e.framework.trace import Trace, record_trace
-from e2e.reducer.signature import mismatch_signature, normalize, stage_signature
 
 
 @dataclass
@@ -305,7 +311,7 @@ def run_pair(
             config.name,
             ERROR,
             stage="golden",
-            signature=f"golden | broken test | {prepared.golden_kind}",
+            signature=broken_test_signature(prepared.golden_kind),
             error=f"{prepared.golden_error}\n(defined at {test.source})",
         )
     ir_dir = pair_ir_dir(reports_dir, test.name, config.name)
@@ -366,25 +372,24 @@ def abnormal_result(test: Test, config: str, outcome, stage: str) -> Result:
     """The Result of a child that timed out, crashed, outgrew its memory cap, or raised
     past its own handling, in `stage`."""
     if isinstance(outcome, isolation.TimedOut):
-        kind, signature = TIMEOUT, f"timeout | {stage}"
+        kind, signature = TIMEOUT, ended_signature(TIMEOUT, stage)
         error = f"timeout in stage {stage}: no result after {outcome.seconds:.0f} s (killed)\n"
         error += outcome.stderr_tail[-2000:]
     elif isinstance(outcome, isolation.OverMemory):
-        kind, signature = MEMORY, f"memory | {stage}"
+        kind, signature = MEMORY, ended_signature(MEMORY, stage)
         error = (
             f"over the memory cap in stage {stage}: the child grew past the cap of "
             f"{outcome.limit / isolation.GIB:.1f} GiB per pair ({outcome.peak_rss / isolation.GIB:.2f} GiB "
             f"resident; killed; raise it with --memory-cap)\n{outcome.stderr_tail[-1500:]}"
         )
     elif isinstance(outcome, isolation.Crashed):
-        first = _first_native_error(outcome.stderr_tail) or outcome.reason
-        kind, signature = CRASH, f"crash | {stage} | {normalize(first)}"
+        kind, signature = CRASH, crash_signature(stage, outcome.stderr_tail, outcome.reason)
         error = f"crash in stage {stage}: the process was {outcome.reason}\n{_crash_text(outcome.stderr_tail)}"
     elif isinstance(outcome, isolation.Raised):  # a framework bug
-        kind, signature = ERROR, f"framework | {stage}"
+        kind, signature = ERROR, ended_signature("framework", stage)
         error = f"internal error in stage {stage}:\n{outcome.traceback}"
     else:
-        kind, signature = ERROR, f"framework | {stage}"
+        kind, signature = ERROR, ended_signature("framework", stage)
         error = f"internal error in stage {stage}: unexpected reply {outcome!r:.300}"
     peak = getattr(outcome, "peak_rss", 0)
     result = Result(test.name, config, kind, stage=stage, signature=signature, error=error.strip())
@@ -399,10 +404,3 @@ def _crash_text(stderr: str) -> str:
     if marker < 0:
         return stderr[-3000:]
     return (stderr[max(0, marker - 1500) : marker] + stderr[marker : marker + 3000]).strip()
-
-
-def _first_native_error(stderr: str) -> str | None:
-    for line in stderr.splitlines():
-        if any(word in line for word in ("Assertion", "error:", "LLVM ERROR", "Segmentation", "Aborted")):
-            return line.strip()
-    return None

@@ -24,9 +24,9 @@ import numpy as np
 
 from compiler.pipelines import as_text
 from compiler.stages import write_atomic
+from e2e.framework.signature import Signature, normalize, pass_name
 from e2e.reducer.case import CRASH, MISMATCH, Case
 from e2e.reducer.inline import NotInlinable, repro_script
-from e2e.reducer.signature import normalize, pass_name
 
 INDEX_DIR = "_signatures"
 
@@ -215,7 +215,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
     what = {
         "error": f"the pass `{case.pipeline[-1]}` fails on the module below",
         "crash": f"the process crashes in the pass `{case.pipeline[-1]}`",
-        "mismatch": f"`{case.guilty_op}` computes wrong results ({case.signature.removeprefix('compare | ')} mismatch)",
+        "mismatch": f"`{case.guilty_op}` computes wrong results ({Signature.parse(case.signature).where} mismatch)",
     }[case.kind]
     expected = {
         "error": "the pipeline lowers the module without an error.",

@@ -21,7 +21,7 @@ from typing import Callable, Sequence
 from compiler.pipelines import as_text
 from compiler.stages import StageError, expand_pipeline, format_diagnostics, new_context, parse_module
 from e2e.framework import isolation
-from e2e.reducer.signature import crash_signature, mismatch_signature, stage_signature
+from e2e.framework.signature import Signature, crash_signature, ended_signature, mismatch_signature, stage_signature
 
 ERROR, CRASH, MISMATCH = "error", "crash", "mismatch"
 PYTHON_PASS = "python:"
@@ -103,13 +103,13 @@ def compile_signature(
         module = parse_module(text, new_context())
         module.operation.verify()
     except Exception as error:  # not a valid candidate: a different "bug"
-        return f"invalid | {type(error).__name__}", []
+        return Signature("invalid", type(error).__name__).format(), []
     try:
         if len(pipeline) > 1:  # the passes before the blamed one must not fail
             try:
                 run_entries(module, pipeline[:-1])
             except Exception as error:
-                return f"{stage} | before {blame} | {type(error).__name__}", []
+                return Signature(stage, f"before {blame}", type(error).__name__).format(), []
         run_entries(module, pipeline[-1:])
     except ir.MLIRError as error:
         diagnostics = format_diagnostics(error)
@@ -153,9 +153,9 @@ def observe(
     if isinstance(outcome, isolation.Crashed):
         return crash_signature(case.stage, outcome.stderr_tail, outcome.reason)
     if isinstance(outcome, isolation.TimedOut):
-        return f"timeout | {case.stage}"
+        return ended_signature("timeout", case.stage)
     if isinstance(outcome, isolation.Raised):
-        return f"framework | {case.stage}"
+        return ended_signature("framework", case.stage)
     return outcome
 
 
@@ -217,7 +217,7 @@ def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=Non
     inputs = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "inputs.npz")]
     expected = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "expected.npz")]
     if arity(text) != len(inputs):
-        return f"invalid | @main does not take the {len(inputs)} inputs"
+        return Signature("invalid", f"@main does not take the {len(inputs)} inputs").format()
     actual = program(*inputs)
     program.close()
     tolerance = Tolerance(*case.tolerance) if case.tolerance else None

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Callable
 
 from compiler.stages import StageError, first_line
+from e2e.framework.signature import Signature, stage_signature
 from e2e.reducer.bundle import Verification, add_test, claim, save_arrays, signature_key, verify, versions
 from e2e.reducer.case import Case
 from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, GroupModule, ddmin
 from e2e.reducer.inline import PIECES, Piece, inlined_pieces
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
-from e2e.reducer.signature import stage_signature
 
 FRONTEND = "frontend"  # Case.kind of these bundles
 
@@ -180,13 +180,14 @@ def _dynamic_shapes(built: GroupModule) -> str:
 
 def repro_script(built: GroupModule, frontend: str, signature: str) -> str:
     """A standalone script: the group as an nn.Module, the frontend step, the expected failure."""
-    wanted = ["e2e.reducer.signature"] + {"ltc": ["compiler.frontends.lazy"], "onnx": ["compiler.frontends.onnx"]}.get(
-        frontend, []
-    )
+    wanted = ["e2e.framework.signature"] + {
+        "ltc": ["compiler.frontends.lazy"],
+        "onnx": ["compiler.frontends.onnx"],
+    }.get(frontend, [])
     imports, inlined_code = inlined_pieces([p for p in PIECES + LTC_PIECES + ONNX_PIECES if p.module in wanted])
     code = built.module.code.strip("\n")
     forward = "\n".join("    " + line if line.strip() else "" for line in code.splitlines())
-    expected = signature.split(" | ", 2)[-1]
+    expected = Signature.parse(signature).message
     return f'''#!/usr/bin/env python3
 """Reproducer: {signature.replace(chr(92), "/")}
 

@@ -101,8 +101,9 @@ PIECES = (
         ),
     ),
     Piece(
-        "e2e.reducer.signature",
+        "e2e.framework.signature",
         (
+            "Signature",
             "_RULES",
             "normalize",
             "pass_name",
@@ -110,6 +111,7 @@ PIECES = (
             "mismatch_signature",
             "first_native_error",
             "crash_signature",
+            "ended_signature",
         ),
     ),
     Piece(

@@ -17,8 +17,8 @@ from typing import Sequence
 
 from compiler.stages import new_context
 from e2e.framework import isolation
+from e2e.framework.signature import crash_signature, guilty_op
 from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, expand, single_threaded
-from e2e.reducer.signature import crash_signature, guilty_op
 
 
 def toolchain_for(config) -> dict[str, list[str]]:
