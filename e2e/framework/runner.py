@@ -2,9 +2,11 @@
 
 A test host (`e2e.framework.host`) computes each test's golden trace once
 (`PreparedTest`) and keeps what configs share (the torch-backend IR of the FX frontend)
-in `PreparedTest.shared`. `run_pair` compiles, runs and compares one config, in the
-calling process or in a forked child of it: a crash or a hang of that process ends as
-the pair's `crash` / `timeout` Result. The IR of every stage is written to
+in `PreparedTest.shared`. `attempt_pair` compiles, runs and compares one config in
+the process it is called in (a test host, a child `run_pair` forks, or the pytest
+process under `--no-isolation`); `finish_pair`, in the process that waited, makes the
+pair's Result of what came back: a crash or a hang of that process ends as the pair's
+`crash` / `timeout` Result. The IR of every stage is written to
 `reports/ir/<test>/<config>/` before the stage runs, and kept when the pair fails.
 """
 
@@ -289,6 +291,62 @@ def _stage_error_text(error: StageError) -> str:
     return "\n".join(lines)
 
 
+# A pair runs in one of three places, each with the same attempt and the same finish:
+# on its test's host (`e2e.framework.host`, the plugin's way), in a child forked for it
+# (`run_pair(isolate=True)`: the reducer's CLI, benchmarks), or in the calling process
+# (`--no-isolation`). Which one the plugin takes is decided in `e2e.session` alone.
+
+
+def attempt_pair(prepared: PreparedTest, config, reports_dir: Path) -> tuple[Result, dict] | isolation.Raised:
+    """Compile, run and compare one config in this process, whichever it is: the pair's
+    Result and what it newly computed for the test's other configs, or the framework
+    error that escaped (`isolation.Raised`). Run it where a crash or hang is contained."""
+    ir_dir = pair_ir_dir(reports_dir, prepared.test.name, config.name)
+    shutil.rmtree(ir_dir, ignore_errors=True)
+    snapshots = Snapshots(ir_dir)
+    prepared.new_shared, prepared.reused = {}, set()
+
+    def attempt() -> tuple[Result, dict]:
+        torch.set_num_threads(1)
+        result, shared = _compile_and_run(config, prepared, snapshots)
+        result.stage_seconds = snapshots.stage_seconds()
+        return result, shared
+
+    return isolation.call_reporting(attempt)
+
+
+def finish_pair(
+    test: Test, config: str, outcome, *, reports_dir: Path, start: float, peak_bytes: int, shape_mode: str
+) -> Result:
+    """The pair's Result, wherever it ran: the attempt's own Result, or how the process
+    it ran in ended (crash, timeout, memory, framework error) in the stage its IR snapshots
+    name; timed from `start` by the caller, with the peak memory the pair added; a passing
+    pair's IR dropped."""
+    ir_dir = pair_ir_dir(reports_dir, test.name, config)
+    if isinstance(outcome, Result):
+        result = outcome
+    else:
+        result = abnormal_result(test, config, outcome, current_stage(ir_dir))
+        peak_bytes = max(peak_bytes, getattr(outcome, "peak_rss", 0))
+    result.duration = time.monotonic() - start
+    result.peak_rss_mib = round(peak_bytes / isolation.MIB, 1)
+    result.shape_mode = shape_mode
+    keep_ir(result, ir_dir)
+    return result
+
+
+def broken_test_result(test: Test, config: str, kind: str | None, error: str) -> Result:
+    """Every config's Result of a test broken on native torch (`PreparedTest.golden_kind`)."""
+    return Result(
+        test.name,
+        config,
+        ERROR,
+        stage="golden",
+        signature=broken_test_signature(kind),
+        error=f"{error}\n(defined at {test.source})",
+    )
+
+
 def run_pair(
     prepared: PreparedTest,
     config,
@@ -299,53 +357,38 @@ def run_pair(
 ) -> Result:
     """One (test, config) pair, end to end, never raising for a compiler failure.
 
-    `isolate`: compile and run in a forked child under `limits`. Without it, in this
-    process: a test host does so (it is itself the isolated process), and so does
-    `--no-isolation`. A framework exception then becomes the pair's `error` result.
+    `isolate`: the attempt runs in a child forked for it, under `limits`; without it, in
+    this process (`--no-isolation`: nothing contains a crash or a hang, `limits` do not
+    apply). A framework exception becomes the pair's `error` result.
     """
     test = prepared.test
-    start = time.monotonic()
     if prepared.golden_error is not None:
-        return Result(
-            test.name,
-            config.name,
-            ERROR,
-            stage="golden",
-            signature=broken_test_signature(prepared.golden_kind),
-            error=f"{prepared.golden_error}\n(defined at {test.source})",
-        )
-    ir_dir = pair_ir_dir(reports_dir, test.name, config.name)
-    shutil.rmtree(ir_dir, ignore_errors=True)
-    snapshots = Snapshots(ir_dir)
-    prepared.new_shared, prepared.reused = {}, set()
-
-    def child() -> tuple[Result, dict]:
-        torch.set_num_threads(1)
-        result, shared = _compile_and_run(config, prepared, snapshots)
-        result.stage_seconds = snapshots.stage_seconds()
-        return result, shared
-
-    peak = 0
+        return broken_test_result(test, config.name, prepared.golden_kind, prepared.golden_error)
+    start, peak = time.monotonic(), 0
     if isolate:
         warm_up()
-        forked = isolation.Child(lambda channel: (channel.receive(), channel.send(isolation.call_reporting(child))))
+        forked = isolation.Child(
+            lambda channel: (channel.receive(), channel.send(attempt_pair(prepared, config, reports_dir)))
+        )
         try:
             outcome = forked.request("go", limits)
         finally:
             peak = forked.request_peak_rss
             forked.close()
     else:
-        outcome = isolation.call_reporting(child)
+        outcome = attempt_pair(prepared, config, reports_dir)
     if isinstance(outcome, tuple):
-        result, new_shared = outcome
+        outcome, new_shared = outcome
         prepared.shared.update(new_shared)
-    else:
-        result = abnormal_result(test, config.name, outcome, current_stage(ir_dir))
-    result.duration = time.monotonic() - start
-    result.peak_rss_mib = round(peak / isolation.MIB, 1)
-    result.shape_mode = prepared.shape_mode
-    keep_ir(result, ir_dir)
-    return result
+    return finish_pair(
+        test,
+        config.name,
+        outcome,
+        reports_dir=reports_dir,
+        start=start,
+        peak_bytes=peak,
+        shape_mode=prepared.shape_mode,
+    )
 
 
 def pair_ir_dir(reports_dir: Path, test: str, config: str) -> Path:
