@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from e2e.configs.xfails import signature_key
+from e2e.framework.signature import Signature
 
 _LOAD_DEPENDENT = ("timeout", "memory")
 
@@ -29,7 +29,7 @@ def _rows(reports: Path) -> tuple[dict, dict[tuple[str, str], dict]]:
 
 
 def _verdict(row: dict) -> tuple[str, str]:
-    return row["outcome"], signature_key(row.get("signature") or "")
+    return row["outcome"], Signature.parse(row.get("signature") or "").key()
 
 
 def main(argv: list[str]) -> int:

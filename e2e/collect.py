@@ -12,11 +12,9 @@ import pytest
 
 from e2e.configs import load_config
 from e2e.framework.cache import pair_key
-from e2e.framework.isolation import Limits
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY
 from e2e.framework.report import failure_text
 from e2e.framework.result import ERROR, SKIP, Result
-from e2e.framework.runner import run_pair
 from e2e.session import STATE, E2EState
 
 
@@ -139,7 +137,7 @@ class E2EItem(ResultItem):
         key = pair_key(test.name, test.source, self.config_name, state.shape_mode, limits.seconds)
         result = state.cache.get(key)
         if result is None:
-            result = self._run(state, test, limits)
+            result = state.run_pair(test, self.config_name, limits)
             state.cache.put(key, result)
         self.result = result
         if result.outcome == SKIP:
@@ -155,31 +153,17 @@ class E2EItem(ResultItem):
             and result.outcome != ERROR
             and (not expected or self.config.getoption("reduce_xfailed"))
         ):  # every unexpected failure gets a bundle
-            self._reduce(state, result)
+            self._reduce(state, test, result)
             state.cache.put(key, result)
         self.ihook.pytest_e2e_after_result(item=self, result=result)
         if differently:
             raise E2EFailsDifferently(result, entry)
         raise E2EFailure(result)
 
-    def _run(self, state: E2EState, test, limits: Limits) -> Result:
-        if not state.isolate:
-            prepared = state.prepared.get(test, state.shape_mode)
-            config = load_config(state.configs[self.config_name])
-            return run_pair(prepared, config, reports_dir=state.reports_dir, limits=limits, isolate=False)
-        host = state.host_for(test)
-        result = host.run(self.config_name, state.reports_dir, limits)
-        result.shape_mode = state.shape_mode
-        return result
-
-    def _reduce(self, state: E2EState, result: Result) -> None:
+    def _reduce(self, state: E2EState, test, result: Result) -> None:
         from e2e.reducer.failure import ReduceOutcome
 
-        if state.host is None:
-            result.notes.append("reducer: not run: --no-isolation turns it off (it runs in the test host)")
-            return
-        time_box = self.config.getoption("reduce_timeout")
-        outcome = state.host.reduce(result, state.reports_dir, time_box, state.memory_cap)
+        outcome = state.reduce_pair(test, result, self.config.getoption("reduce_timeout"))
         if not isinstance(outcome, ReduceOutcome):
             result.notes.append(str(outcome)[-800:])
             return

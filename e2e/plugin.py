@@ -34,7 +34,7 @@ from e2e.framework.report import header_lines, summarize
 from e2e.framework.result import PASS, SHAPE_MODES, SKIP
 from e2e.framework.run_record import ReportsDirBusy, RunRecord
 from e2e.framework.suite_files import SuiteFile, probe_suite_file
-from e2e.session import DEFAULT_MEMORY_CAP_GIB, STATE, E2EState, has_timeout
+from e2e.session import DEFAULT_MEMORY_CAP_GIB, NO_ISOLATION_TURNS_OFF, STATE, E2EState, has_timeout
 
 
 def pytest_addhooks(pluginmanager):
@@ -87,8 +87,7 @@ def pytest_addoption(parser):
     group.addoption(
         "--no-isolation",
         action="store_true",
-        help="build, compile and run in the pytest process, for pdb; this turns off crash and hang "
-        "containment (a crash ends the run), the result cache and the reducer",
+        help=f"build, compile and run in the pytest process, for pdb; this turns off {NO_ISOLATION_TURNS_OFF}",
     )
     group.addoption("--no-reduce", action="store_true", help="do not write reproducer bundles for failures")
     group.addoption("--reduce-timeout", type=float, default=60.0, help="reducer time box per failure, s (default 60)")
@@ -452,6 +451,10 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     terminalreporter.section("e2e summary")
     terminalreporter.write_line(summarize(state.record.rows))
+    if not state.isolate:  # said once, where -q still shows it
+        terminalreporter.write_line(
+            f"--no-isolation: every pair ran in this process; turned off: {NO_ISOLATION_TURNS_OFF}"
+        )
     if state.peaks:
         peaks = ", ".join(
             f"{worker} {own:.0f} MiB (largest child {child:.0f} MiB; largest test host {host:.0f} MiB, {test or '-'})"

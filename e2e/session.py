@@ -14,12 +14,18 @@ from e2e.framework import isolation
 from e2e.framework.cache import ResultCache
 from e2e.framework.host import TestHost
 from e2e.framework.isolation import GIB, Limits
+from e2e.framework.result import Result
 from e2e.framework.run_record import RunRecord
-from e2e.framework.runner import PreparedCache, warm_up
+from e2e.framework.runner import PreparedCache, run_pair, warm_up
 from e2e.framework.suite_files import ProbeCache, SuiteFile, import_suite_file
 
 DEFAULT_BUDGET = 300.0  # seconds per pair when --timeout is not given
 DEFAULT_MEMORY_CAP_GIB = 6.0  # two workers x (host + child) stay well inside 24 GiB
+# What --no-isolation turns off (the option's help and the e2e summary say it).
+NO_ISOLATION_TURNS_OFF = (
+    "crash, hang and memory containment (a crash or hang ends the run; --timeout and --memory-cap "
+    "do not apply), the import probes, the result cache and the reducer"
+)
 
 
 class E2EState:
@@ -91,6 +97,22 @@ class E2EState:
                 path, Limits(self.budget, self.memory_cap), isolate=self.isolate, known_good=self.probes
             )
         return self.imported[path]
+
+    def run_pair(self, test, config: str, limits: Limits) -> Result:
+        """Where a pair runs, decided here alone: on its test's host, where a crash, hang or
+        runaway allocation ends only the pair; with --no-isolation, in this process."""
+        if self.isolate:
+            return self.host_for(test).run(config, self.reports_dir, limits)
+        prepared = self.prepared.get(test, self.shape_mode)
+        return run_pair(
+            prepared, load_config(self.configs[config]), reports_dir=self.reports_dir, limits=limits, isolate=False
+        )
+
+    def reduce_pair(self, test, result: Result, time_box: float):
+        """The reducer's outcome for a failing pair (in its test's host), or a note saying why none."""
+        if not self.isolate:
+            return "reducer: not run: --no-isolation turns it off (it runs in the test host)"
+        return self.host_for(test).reduce(result, self.reports_dir, time_box, self.memory_cap)
 
     def host_for(self, test) -> TestHost:
         """The host of `test`, started on first use; the previous test's host is closed."""

@@ -16,8 +16,8 @@ from e2e.configs import load_config
 from e2e.framework.registry import Test
 from e2e.framework.result import NotApplicable
 from e2e.framework.runner import prepare
+from e2e.framework.signature import stage_signature
 from e2e.reducer.case import compile_signature
-from e2e.reducer.signature import stage_signature
 
 RUNTIMES = [("tosa", "tosa-ref"), ("stablehlo", "xla"), ("linalg", "iree"), ("torch", "iree")]
 

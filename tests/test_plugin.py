@@ -106,3 +106,23 @@ def test_under_xdist_the_configs_of_a_test_share_one_worker_and_its_frontend(pyt
         mine = [row for row in rows if row["test"] == test]
         reused = [row for row in mine if any(note.startswith("shared: reused") for note in row["notes"])]
         assert len(reused) == 2, (test, [row["notes"] for row in mine])  # every config but the first
+
+
+def test_no_isolation_runs_in_process_and_says_once_what_it_turns_off(pytester):
+    pytester.mkdir("my_suite").joinpath("ops.py").write_text(SUITE)
+    result = pytester.runpytest_subprocess(
+        "-p", "e2e.plugin", "-p", "no:cacheprovider", "--e2e-suite", "my_suite", "--config", "linalg,tosa",
+        "--no-isolation", "-q", timeout=600,
+    )  # fmt: skip
+    result.assert_outcomes(passed=3, failed=1)
+    said = [line for line in result.stdout.lines if line.startswith("--no-isolation: ")]
+    assert said == [
+        "--no-isolation: every pair ran in this process; turned off: crash, hang and memory containment "
+        "(a crash or hang ends the run; --timeout and --memory-cap do not apply), the import probes, "
+        "the result cache and the reducer"
+    ]
+    rows = json.loads((pytester.path / "reports" / "results.json").read_text())
+    assert {row["shape_mode"] for row in rows} == {"annotated"}
+    (failed,) = [row for row in rows if row["final"] == "failed"]
+    assert failed["signature"].startswith("backend | ") and failed["repro_path"] is None
+    assert "reducer: not run: --no-isolation turns it off (it runs in the test host)" in failed["notes"]

@@ -18,11 +18,11 @@ from compiler.pipelines import TORCH_BACKEND_TO_LINALG
 from compiler.refbackend import LOWER_PIPELINE
 from e2e.configs import load_config
 from e2e.framework.isolation import Limits
+from e2e.framework.signature import Signature, crash_signature, guilty_op, normalize, stage_signature
 from e2e.reducer.bundle import with_reproducer_resource
 from e2e.reducer.failure import reduce_jit_mismatch, reduce_mismatch, reduce_mlir
 from e2e.reducer.localize import toolchain_for
 from e2e.reducer.reduce import op_count
-from e2e.reducer.signature import crash_signature, guilty_op, normalize, stage_signature
 
 BROKEN = "python:tests.broken_compilers:"
 
@@ -329,7 +329,7 @@ def test_a_replayed_failure_matches_its_report_behind_the_frontends_prefix_and_t
     )  # cut at 300 characters
     assert _same_failure(replayed, reported)
     assert not _same_failure(replayed, f"{stage} | loc: failed to legalize operation 'torch.aten.mm'")
-    assert not _same_failure(replayed, f"backend | convert-torch-to-linalg | {replayed.rpartition(' | ')[2]}")
+    assert not _same_failure(replayed, f"backend | convert-torch-to-linalg | {Signature.parse(replayed).message}")
 
 
 def abort_on_aten_exp(module) -> None:

@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 from .mlir import StageError, format_diagnostics, new_context, parse_module
 from .pipeline import load_pass_modules, run_entries
-from .signature import mismatch_signature, stage_signature
+from .signature import Signature, mismatch_signature, stage_signature
 
 ERROR, CRASH, MISMATCH, HANG = "error", "crash", "mismatch", "hang"
 RUNTIME_PASS = "python:compiler.executors.replay:"  # a runtime's replay entry ends the pipeline
@@ -58,13 +58,13 @@ def compile_signature(
         module = parse_module(text, new_context())
         module.operation.verify()
     except Exception as error:  # not a valid candidate: a different "bug"
-        return f"invalid | {type(error).__name__}", []
+        return Signature("invalid", type(error).__name__).format(), []
     try:
         if len(pipeline) > 1:  # the passes before the blamed one must not fail
             try:
                 run_entries(module, pipeline[:-1])
             except Exception as error:
-                return f"{stage} | before {blame} | {type(error).__name__}", []
+                return Signature(stage, f"before {blame}", type(error).__name__).format(), []
         run_entries(module, pipeline[-1:])
     except ir.MLIRError as error:
         diagnostics = format_diagnostics(error)
@@ -137,7 +137,7 @@ def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=Non
     inputs = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "inputs.npz")]
     expected = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "expected.npz")]
     if arity(text) != len(inputs):
-        return f"invalid | @main does not take the {len(inputs)} inputs"
+        return Signature("invalid", f"@main does not take the {len(inputs)} inputs").format()
     actual = program(*inputs)
     program.close()
     tolerance = Tolerance(*case.tolerance) if case.tolerance else None

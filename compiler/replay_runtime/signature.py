@@ -1,14 +1,25 @@
 """Failure signatures: what makes two failures the same bug.
 
-A signature is `stage | pass or op | normalized first error line` for compile-time
-failures and crashes, or `compare | <mismatch kind>` for wrong results. Normalizing
-strips what changes between two occurrences of one bug: locations, file paths, SSA
-value names, addresses, and concrete sizes in shapes.
+A signature is `stage | where | message`: for a compile-time failure, the stage, the
+failing pass (`-`: none) and the normalized first error line; for a wrong result,
+`compare | <mismatch kind>`; for a process that ended abnormally, how it ended and the
+stage it was in (`crash | <stage> | <first native error>`, `timeout | <stage>`,
+`memory | <stage>`, `framework | <stage>`); for a broken test, `golden | broken test |
+<kind>` or `import | broken test file | <error>`. Normalizing strips what changes
+between two occurrences of one bug: locations, file paths, SSA value names, addresses,
+and concrete sizes in shapes.
+
+Results (`results.json`), bundles' `case.json` and xfail files (`<outcome>: <signature>`)
+carry a signature as its text: the constructors below return that text, and
+`Signature.parse` reads it back. It lives in the replay runtime, which imports nothing
+from the project and which every bundle carries whole; the suite imports it as
+`e2e.framework.signature`.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r'loc\((?:"[^"]*"|[^()]|\([^()]*\))*\)'), "loc"),  # loc("f.py":3:0), loc(fused[...])
@@ -22,6 +33,41 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<=[\[x,<])\d+(?=[x,\]>])"), "N"),  # sizes in shapes: [3,4], 3x4xf32
     (re.compile(r"\s+"), " "),
 ]
+
+
+@dataclass(frozen=True)
+class Signature:
+    """One failure's signature; `format()` is its text, `parse(text)` reads it back."""
+
+    stage: str  # the stage that failed, or how a process ended (crash, timeout, memory, framework)
+    where: str | None = None  # the failing pass, the mismatch kind, the stage a process ended in
+    message: str | None = None  # the normalized first error line
+
+    def format(self) -> str:
+        parts = [self.stage, self.where, self.message]
+        while parts and parts[-1] is None:
+            parts.pop()
+        return " | ".join(part or "" for part in parts)
+
+    __str__ = format
+
+    @classmethod
+    def parse(cls, text: str) -> "Signature":
+        """The signature a text shows (`format()` gives the text back). A message may hold
+        `|` itself; one cut short by an xfail file's stripped line is read as empty."""
+        stage, *rest = text.split("|", 2)
+        where = rest[0].strip() if rest else None
+        message = rest[1].removeprefix(" ") if len(rest) > 1 else None
+        return cls(stage.strip(), where, message)
+
+    def key(self) -> str:
+        """The part that names the bug's place: stage and pass, op or kind.
+
+        Wrong values and wrong NaN positions are one kind: which one a miscompile that reads
+        uninitialized memory shows changes from run to run.
+        """
+        key = " | ".join(part for part in (self.stage, self.where) if part is not None)
+        return "compare | values" if key == "compare | nan" else key
 
 
 def normalize(message: str) -> str:
@@ -44,11 +90,23 @@ def pass_name(pass_entry: str | None) -> str:
 
 
 def stage_signature(stage: str, message: str, failing_pass: str | None = None) -> str:
-    return f"{stage} | {pass_name(failing_pass)} | {normalize(message)}"
+    """A stage's failure: the failing pass (`-` when none was localized) and its first error."""
+    return Signature(stage, pass_name(failing_pass), normalize(message)).format()
 
 
 def mismatch_signature(kind: str) -> str:
-    return f"compare | {kind}"
+    """A wrong result: `compare | values`, `compare | nan`, `compare | shape`, ..."""
+    return Signature("compare", kind).format()
+
+
+def ended_signature(ending: str, stage: str) -> str:
+    """A process that ended in `stage` without a message to tell (`timeout`, `memory`, `framework`)."""
+    return Signature(ending, stage).format()
+
+
+def broken_test_signature(kind: str) -> str:
+    """A test broken on native torch (`kind`: module_factory, deepcopy, invoker, outputs)."""
+    return Signature("golden", "broken test", kind).format()
 
 
 def first_native_error(stderr: str) -> str | None:
@@ -61,4 +119,23 @@ def first_native_error(stderr: str) -> str | None:
 
 def crash_signature(stage: str, stderr: str, reason: str) -> str:
     """As the runner writes it for a pair whose process died in `stage`."""
-    return f"crash | {stage} | {normalize(first_native_error(stderr) or reason)}"
+    return Signature("crash", stage, normalize(first_native_error(stderr) or reason)).format()
+
+
+_OP_PATTERNS = [
+    re.compile(r'torch\.operator"\([^)]*\) <\{name = "([\w.]+)"'),  # an op unknown to the torch dialect
+    re.compile(r"""operation '([\w.]+)'"""),  # failed to legalize operation 'torch.aten.asin'
+    re.compile(r"""see current operation: (?:[%\w#:, ]+= )?"([\w.]+)"\("""),  # generic form in a note
+    re.compile(r"""see current operation: (?:[%\w#:, ]+= )?([a-z_]+\.[\w.]+)"""),
+    re.compile(r"""'([a-z_]+\.[\w.]+)' op"""),  # 'tosa.reshape' op expected ...
+]
+
+
+def guilty_op(diagnostics: list[str] | str) -> str | None:
+    """The op a diagnostic blames: the one it names, else the one its note prints."""
+    text = diagnostics if isinstance(diagnostics, str) else "\n".join(diagnostics)
+    for pattern in _OP_PATTERNS:
+        match = pattern.search(text)
+        if match:
+            return match[1]
+    return None

@@ -20,7 +20,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from e2e.configs import XFAIL_DIR
-from e2e.configs.xfails import OUTCOMES, XfailEntry, format_xfails, read_xfails, signature_key, xfail_path
+from e2e.configs.xfails import OUTCOMES, XfailEntry, format_xfails, read_xfails, xfail_path
+from e2e.framework.signature import Signature
 
 
 def update(results_path: Path, directory: Path = XFAIL_DIR, platform: str | None = None) -> dict[Path, tuple[int, int]]:
@@ -67,7 +68,11 @@ def _judge(entries: list[XfailEntry], row: dict, platform: str) -> list[XfailEnt
     elsewhere = [e for e in entries if e.test == name]
     if elsewhere:  # known to fail on other platforms only: now here too
         same = next(
-            (e for e in elsewhere if signature_key(e.reason.partition(": ")[2]) == signature_key(row["signature"])),
+            (
+                e
+                for e in elsewhere
+                if Signature.parse(e.reason.partition(": ")[2]).key() == Signature.parse(row["signature"]).key()
+            ),
             None,
         )
         if same is not None:

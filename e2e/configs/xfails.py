@@ -3,7 +3,7 @@
 `e2e/configs/xfail/<config>.txt` (annotated shapes) and `<config>.static.txt`
 (`--shapes static`) list one test per line, each with its reason. A reason of the form
 `<outcome>: <signature>` is also a check: a listed test that now fails differently (its
-outcome, stage, or pass/op/mismatch kind changed) is reported as "fails differently".
+outcome, or its signature's key: stage and pass/op/mismatch kind, changed) is reported as "fails differently".
 Tests sharing one cause can be grouped under it:
 
     Binary_Atan2SameShape  # fail: backend | convert-torch-to-tosa | loc: failed to legalize ...
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from e2e.framework.result import SHAPE_MODES
+from e2e.framework.signature import Signature
 
 OUTCOMES = ("fail", "crash", "timeout", "memory")
 # torch's CPU capabilities (`torch.backends.cpu.get_cpu_capability()`, lower case).
@@ -81,17 +82,7 @@ class XfailEntry:
         expected = self.expected
         if expected is None:
             return False
-        return (expected[0], signature_key(expected[1])) != (outcome, signature_key(signature or ""))
-
-
-def signature_key(signature: str) -> str:
-    """The part of a signature that names the bug's place: stage and pass, op or kind.
-
-    Wrong values and wrong NaN positions are one kind: which one a miscompile that reads
-    uninitialized memory shows changes from run to run.
-    """
-    key = " | ".join(part.strip() for part in signature.split("|")[:2])
-    return "compare | values" if key == "compare | nan" else key
+        return (expected[0], Signature.parse(expected[1]).key()) != (outcome, Signature.parse(signature or "").key())
 
 
 class XfailError(ValueError):

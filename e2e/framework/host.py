@@ -33,8 +33,8 @@ import torch
 from e2e.framework import isolation
 from e2e.framework.isolation import Channel, Child, Limits
 from e2e.framework.registry import Test
-from e2e.framework.result import ERROR, Result
-from e2e.framework.runner import abnormal_result, current_stage, keep_ir, pair_ir_dir, prepare, ran_and_failed, run_pair
+from e2e.framework.result import Result
+from e2e.framework.runner import abnormal_result, attempt_pair, broken_test_result, finish_pair, prepare, ran_and_failed
 
 # What a reduction's host may need beyond its grandchild's deadline (unpickling, bookkeeping).
 _HOST_MARGIN_SECONDS = 30.0
@@ -82,8 +82,9 @@ def _serve(test: Test, shape_mode: str, config_loader, shared: dict, channel: Ch
         if isinstance(request, _Run):
             config = config_loader(request.config)
             torch.set_rng_state(rng)
-            result = run_pair(prepared, config, reports_dir=request.reports_dir, limits=request.limits, isolate=False)
-            if ran_and_failed(result):
+            outcome = attempt_pair(prepared, config, request.reports_dir)  # what `share` computed stays here
+            result = outcome[0] if isinstance(outcome, tuple) else outcome  # a Result, or Raised
+            if isinstance(result, Result) and ran_and_failed(result):
                 channel.send(_Retiring(result, prepared.shared))
                 return
             channel.send(result)
@@ -131,14 +132,7 @@ class TestHost:
         if isinstance(reply, tuple) and reply[0] == "ready":
             _, error, kind = reply
             if error is not None:
-                self.golden_failure = Result(
-                    test.name,
-                    "",
-                    ERROR,
-                    stage="golden",
-                    signature=f"golden | broken test | {kind}",
-                    error=f"{error}\n(defined at {test.source})",
-                )
+                self.golden_failure = broken_test_result(test, "", kind, error)
         else:
             self.golden_failure = abnormal_result(test, "", reply, "golden")
             self.golden_failure.error += f"\n(the module's construction or golden run; defined at {test.source})"
@@ -153,7 +147,7 @@ class TestHost:
         """One pair on this host; a Result whatever happens."""
         self._ensure_alive()
         if self.golden_failure is not None:
-            return self._for_config(self.golden_failure, config)
+            return Result(**{**self.golden_failure.to_json(), "config": config, "shape_mode": self.shape_mode})
         start, earlier = time.monotonic(), list(self.restarts)
         reply = self._child.request(_Run(config, reports_dir, limits), limits)
         self.peak_rss = max(self.peak_rss, self._child.peak_rss)
@@ -162,17 +156,18 @@ class TestHost:
             self._shared = reply.shared
             self.restarts.append(config)
             reply = reply.result
-        if isinstance(reply, Result):
-            result = reply
-            result.peak_rss_mib = round(self._child.request_peak_rss / isolation.MIB, 1)
-        else:  # the pair took the host down (or the host broke): that is the pair's result
+        if not isinstance(reply, (Result, isolation.Raised)):  # the pair took the host down: that is its result
             self._child.kill()
-            ir_dir = pair_ir_dir(reports_dir, self.test.name, config)
-            result = abnormal_result(self.test, config, reply, current_stage(ir_dir))
-            result.duration = time.monotonic() - start
-            result.shape_mode = self.shape_mode
-            keep_ir(result, ir_dir)
             self.restarts.append(config)
+        result = finish_pair(
+            self.test,
+            config,
+            reply,
+            reports_dir=reports_dir,
+            start=start,
+            peak_bytes=self._child.request_peak_rss,
+            shape_mode=self.shape_mode,
+        )
         if earlier:
             result.notes.append(f"ran on a new test host: an earlier one ended after {', '.join(earlier)}")
         return result
@@ -189,11 +184,6 @@ class TestHost:
             self._child.kill()
             return f"reducer: no bundle: the test host ended while reducing ({type(reply).__name__})"
         return reply
-
-    @staticmethod
-    def _for_config(result: Result, config: str) -> Result:
-        copy = Result(**{**result.to_json(), "config": config})
-        return copy
 
     def close(self) -> None:
         self._child.close()

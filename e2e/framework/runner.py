@@ -2,9 +2,11 @@
 
 A test host (`e2e.framework.host`) computes each test's golden trace once
 (`PreparedTest`) and keeps what configs share (the torch-backend IR of the FX frontend)
-in `PreparedTest.shared`. `run_pair` compiles, runs and compares one config, in the
-calling process or in a forked child of it: a crash or a hang of that process ends as
-the pair's `crash` / `timeout` Result. The IR of every stage is written to
+in `PreparedTest.shared`. `attempt_pair` compiles, runs and compares one config in
+the process it is called in (a test host, a child `run_pair` forks, or the pytest
+process under `--no-isolation`); `finish_pair`, in the process that waited, makes the
+pair's Result of what came back: a crash or a hang of that process ends as the pair's
+`crash` / `timeout` Result. The IR of every stage is written to
 `reports/ir/<test>/<config>/` before the stage runs, and kept when the pair fails.
 """
 
@@ -30,9 +32,15 @@ from e2e.framework.compare import compare_traces
 from e2e.framework.isolation import Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import CRASH, ERROR, FAIL, MEMORY, PASS, SKIP, TIMEOUT, NotApplicable, Result
+from e2e.framework.signature import (
+    broken_test_signature,
+    crash_signature,
+    ended_signature,
+    mismatch_signature,
+    stage_signature,
+)
 from e2e.framework.testutils import seed_for
 from e2e.framework.trace import Trace, record_trace
-from e2e.reducer.signature import mismatch_signature, normalize, stage_signature
 
 
 @dataclass
@@ -283,6 +291,62 @@ def _stage_error_text(error: StageError) -> str:
     return "\n".join(lines)
 
 
+# A pair runs in one of three places, each with the same attempt and the same finish:
+# on its test's host (`e2e.framework.host`, the plugin's way), in a child forked for it
+# (`run_pair(isolate=True)`: the reducer's CLI, benchmarks), or in the calling process
+# (`--no-isolation`). Which one the plugin takes is decided in `e2e.session` alone.
+
+
+def attempt_pair(prepared: PreparedTest, config, reports_dir: Path) -> tuple[Result, dict] | isolation.Raised:
+    """Compile, run and compare one config in this process, whichever it is: the pair's
+    Result and what it newly computed for the test's other configs, or the framework
+    error that escaped (`isolation.Raised`). Run it where a crash or hang is contained."""
+    ir_dir = pair_ir_dir(reports_dir, prepared.test.name, config.name)
+    shutil.rmtree(ir_dir, ignore_errors=True)
+    snapshots = Snapshots(ir_dir)
+    prepared.new_shared, prepared.reused = {}, set()
+
+    def attempt() -> tuple[Result, dict]:
+        torch.set_num_threads(1)
+        result, shared = _compile_and_run(config, prepared, snapshots)
+        result.stage_seconds = snapshots.stage_seconds()
+        return result, shared
+
+    return isolation.call_reporting(attempt)
+
+
+def finish_pair(
+    test: Test, config: str, outcome, *, reports_dir: Path, start: float, peak_bytes: int, shape_mode: str
+) -> Result:
+    """The pair's Result, wherever it ran: the attempt's own Result, or how the process
+    it ran in ended (crash, timeout, memory, framework error) in the stage its IR snapshots
+    name; timed from `start` by the caller, with the peak memory the pair added; a passing
+    pair's IR dropped."""
+    ir_dir = pair_ir_dir(reports_dir, test.name, config)
+    if isinstance(outcome, Result):
+        result = outcome
+    else:
+        result = abnormal_result(test, config, outcome, current_stage(ir_dir))
+        peak_bytes = max(peak_bytes, getattr(outcome, "peak_rss", 0))
+    result.duration = time.monotonic() - start
+    result.peak_rss_mib = round(peak_bytes / isolation.MIB, 1)
+    result.shape_mode = shape_mode
+    keep_ir(result, ir_dir)
+    return result
+
+
+def broken_test_result(test: Test, config: str, kind: str | None, error: str) -> Result:
+    """Every config's Result of a test broken on native torch (`PreparedTest.golden_kind`)."""
+    return Result(
+        test.name,
+        config,
+        ERROR,
+        stage="golden",
+        signature=broken_test_signature(kind),
+        error=f"{error}\n(defined at {test.source})",
+    )
+
+
 def run_pair(
     prepared: PreparedTest,
     config,
@@ -293,53 +357,38 @@ def run_pair(
 ) -> Result:
     """One (test, config) pair, end to end, never raising for a compiler failure.
 
-    `isolate`: compile and run in a forked child under `limits`. Without it, in this
-    process: a test host does so (it is itself the isolated process), and so does
-    `--no-isolation`. A framework exception then becomes the pair's `error` result.
+    `isolate`: the attempt runs in a child forked for it, under `limits`; without it, in
+    this process (`--no-isolation`: nothing contains a crash or a hang, `limits` do not
+    apply). A framework exception becomes the pair's `error` result.
     """
     test = prepared.test
-    start = time.monotonic()
     if prepared.golden_error is not None:
-        return Result(
-            test.name,
-            config.name,
-            ERROR,
-            stage="golden",
-            signature=f"golden | broken test | {prepared.golden_kind}",
-            error=f"{prepared.golden_error}\n(defined at {test.source})",
-        )
-    ir_dir = pair_ir_dir(reports_dir, test.name, config.name)
-    shutil.rmtree(ir_dir, ignore_errors=True)
-    snapshots = Snapshots(ir_dir)
-    prepared.new_shared, prepared.reused = {}, set()
-
-    def child() -> tuple[Result, dict]:
-        torch.set_num_threads(1)
-        result, shared = _compile_and_run(config, prepared, snapshots)
-        result.stage_seconds = snapshots.stage_seconds()
-        return result, shared
-
-    peak = 0
+        return broken_test_result(test, config.name, prepared.golden_kind, prepared.golden_error)
+    start, peak = time.monotonic(), 0
     if isolate:
         warm_up()
-        forked = isolation.Child(lambda channel: (channel.receive(), channel.send(isolation.call_reporting(child))))
+        forked = isolation.Child(
+            lambda channel: (channel.receive(), channel.send(attempt_pair(prepared, config, reports_dir)))
+        )
         try:
             outcome = forked.request("go", limits)
         finally:
             peak = forked.request_peak_rss
             forked.close()
     else:
-        outcome = isolation.call_reporting(child)
+        outcome = attempt_pair(prepared, config, reports_dir)
     if isinstance(outcome, tuple):
-        result, new_shared = outcome
+        outcome, new_shared = outcome
         prepared.shared.update(new_shared)
-    else:
-        result = abnormal_result(test, config.name, outcome, current_stage(ir_dir))
-    result.duration = time.monotonic() - start
-    result.peak_rss_mib = round(peak / isolation.MIB, 1)
-    result.shape_mode = prepared.shape_mode
-    keep_ir(result, ir_dir)
-    return result
+    return finish_pair(
+        test,
+        config.name,
+        outcome,
+        reports_dir=reports_dir,
+        start=start,
+        peak_bytes=peak,
+        shape_mode=prepared.shape_mode,
+    )
 
 
 def pair_ir_dir(reports_dir: Path, test: str, config: str) -> Path:
@@ -366,25 +415,24 @@ def abnormal_result(test: Test, config: str, outcome, stage: str) -> Result:
     """The Result of a child that timed out, crashed, outgrew its memory cap, or raised
     past its own handling, in `stage`."""
     if isinstance(outcome, isolation.TimedOut):
-        kind, signature = TIMEOUT, f"timeout | {stage}"
+        kind, signature = TIMEOUT, ended_signature(TIMEOUT, stage)
         error = f"timeout in stage {stage}: no result after {outcome.seconds:.0f} s (killed)\n"
         error += outcome.stderr_tail[-2000:]
     elif isinstance(outcome, isolation.OverMemory):
-        kind, signature = MEMORY, f"memory | {stage}"
+        kind, signature = MEMORY, ended_signature(MEMORY, stage)
         error = (
             f"over the memory cap in stage {stage}: the child grew past the cap of "
             f"{outcome.limit / isolation.GIB:.1f} GiB per pair ({outcome.peak_rss / isolation.GIB:.2f} GiB "
             f"resident; killed; raise it with --memory-cap)\n{outcome.stderr_tail[-1500:]}"
         )
     elif isinstance(outcome, isolation.Crashed):
-        first = _first_native_error(outcome.stderr_tail) or outcome.reason
-        kind, signature = CRASH, f"crash | {stage} | {normalize(first)}"
+        kind, signature = CRASH, crash_signature(stage, outcome.stderr_tail, outcome.reason)
         error = f"crash in stage {stage}: the process was {outcome.reason}\n{_crash_text(outcome.stderr_tail)}"
     elif isinstance(outcome, isolation.Raised):  # a framework bug
-        kind, signature = ERROR, f"framework | {stage}"
+        kind, signature = ERROR, ended_signature("framework", stage)
         error = f"internal error in stage {stage}:\n{outcome.traceback}"
     else:
-        kind, signature = ERROR, f"framework | {stage}"
+        kind, signature = ERROR, ended_signature("framework", stage)
         error = f"internal error in stage {stage}: unexpected reply {outcome!r:.300}"
     peak = getattr(outcome, "peak_rss", 0)
     result = Result(test.name, config, kind, stage=stage, signature=signature, error=error.strip())
@@ -399,10 +447,3 @@ def _crash_text(stderr: str) -> str:
     if marker < 0:
         return stderr[-3000:]
     return (stderr[max(0, marker - 1500) : marker] + stderr[marker : marker + 3000]).strip()
-
-
-def _first_native_error(stderr: str) -> str | None:
-    for line in stderr.splitlines():
-        if any(word in line for word in ("Assertion", "error:", "LLVM ERROR", "Segmentation", "Aborted")):
-            return line.strip()
-    return None

@@ -23,6 +23,7 @@ from e2e.framework.isolation import Limits
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY, Test
 from e2e.framework.result import ERROR, Result
 from e2e.framework.runner import abnormal_result
+from e2e.framework.signature import Signature
 
 _OWN_SUITE = Path(__file__).resolve().parents[1] / "test_suite"
 
@@ -168,6 +169,6 @@ def _import_error(name: str, path: Path, text: str) -> Result:
         "-",
         ERROR,
         stage="import",
-        signature=f"import | broken test file | {first[:200]}",
+        signature=Signature("import", "broken test file", first[:200]).format(),
         error=f"{path} could not be imported; its tests did not run:\n{text}",
     )

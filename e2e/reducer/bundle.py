@@ -24,8 +24,8 @@ import numpy as np
 
 from compiler.pipelines import as_text
 from compiler.stages import write_atomic
+from e2e.framework.signature import Signature, normalize, pass_name
 from e2e.reducer.case import CRASH, HANG, MISMATCH, Case
-from e2e.reducer.signature import normalize, pass_name
 from e2e.reducer.standalone import LOADER, RUNTIME_COPY, NotStandalone, write_runtime
 
 INDEX_DIR = "_signatures"
@@ -226,7 +226,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         "error": f"the pass `{case.pipeline[-1]}` fails on the module below",
         "crash": f"the process crashes in the pass `{case.pipeline[-1]}`",
         "hang": f"the pass `{case.pipeline[-1]}` gives no result in {case.hang_seconds or 0:.0f} s on the module below",
-        "mismatch": f"`{case.guilty_op}` computes wrong results ({case.signature.removeprefix('compare | ')} mismatch)",
+        "mismatch": f"`{case.guilty_op}` computes wrong results ({Signature.parse(case.signature).where} mismatch)",
     }[case.kind]
     expected = {
         "error": "the pipeline lowers the module without an error.",

@@ -24,9 +24,9 @@ from compiler.replay_runtime.replay import (  # noqa: F401 - re-exported
     compile_signature,
     load_arrays,
 )
-from compiler.replay_runtime.signature import crash_signature
 from compiler.stages import expand_pipeline
 from e2e.framework import isolation
+from e2e.framework.signature import crash_signature, ended_signature
 
 
 def expand(pipeline: Sequence[str], context) -> list[str]:
@@ -73,9 +73,9 @@ def observe(
     if isinstance(outcome, isolation.Crashed):
         return crash_signature(case.stage, outcome.stderr_tail, outcome.reason)
     if isinstance(outcome, isolation.TimedOut):
-        return f"timeout | {case.stage}"
+        return ended_signature("timeout", case.stage)
     if isinstance(outcome, isolation.Raised):
-        return f"framework | {case.stage}"
+        return ended_signature("framework", case.stage)
     return outcome
 
 

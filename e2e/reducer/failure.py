@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from e2e.framework.signature import Signature, guilty_op
 from e2e.reducer.bundle import BundleInfo, add_test, claim, signature_key, write_bundle
 from e2e.reducer.case import CRASH, ERROR, MISMATCH, Case, compile_signature, observe, single_threaded
 from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, localize_group
@@ -25,7 +26,6 @@ from e2e.reducer.localize import (
 )
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
 from e2e.reducer.reduce import behavioural_ops, op_count, reduce_ops
-from e2e.reducer.signature import guilty_op
 
 DEFAULT_TIME_BOX = 60.0
 # At most this long to find the pass a hanging stage hangs in (the passes before it run first).
@@ -320,10 +320,10 @@ def _same_failure(replayed: str, reported: str) -> bool:
     """
     if replayed == reported:
         return True
-    stage, _, message = replayed.rpartition(" | ")
-    if not reported.startswith(stage + " | "):
+    replay, report = Signature.parse(replayed), Signature.parse(reported)
+    if (replay.stage, replay.where) != (report.stage, report.where):
         return False
-    rest = reported[len(stage) + 3 :]
+    message, rest = replay.message or "", report.message or ""
     if rest.startswith("ops unknown to the torch dialect") and "; " in rest:
         rest = rest.split("; ", 1)[1]
     shorter = min(len(rest), len(message))

@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Callable
 
 from compiler.stages import StageError, first_line
+from e2e.framework.signature import Signature, stage_signature
 from e2e.reducer.bundle import Verification, add_test, claim, save_arrays, signature_key, verify, versions
 from e2e.reducer.case import Case
 from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, GroupModule, ddmin
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
-from e2e.reducer.signature import stage_signature
 from e2e.reducer.standalone import LOADER, RUNTIME_COPY, write_runtime
 
 FRONTEND = "frontend"  # Case.kind of these bundles
@@ -87,7 +87,7 @@ def repro_script(built: GroupModule, frontend: str, signature: str) -> str:
     """A standalone script: the group as an nn.Module, its inputs, and the runtime's frontend step."""
     code = built.module.code.strip("\n")
     forward = "\n".join("    " + line if line.strip() else "" for line in code.splitlines())
-    expected = signature.split(" | ", 2)[-1]
+    expected = Signature.parse(signature).message
     return f'''#!/usr/bin/env python3
 """Reproducer: {signature.replace(chr(92), "/")}
 

@@ -288,7 +288,7 @@ class GraphSearch:
 
     def _check(self, group: Sequence[str], literals: dict[str, int] | None) -> tuple[str, str] | None:
         from e2e.framework.compare import compare_tensors
-        from e2e.reducer.signature import mismatch_signature
+        from e2e.framework.signature import mismatch_signature
 
         built = self.build(group, literals)
         try:

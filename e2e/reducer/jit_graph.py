@@ -109,7 +109,7 @@ class JitSearch:
 
     def differs(self, expected: Sequence[Any], actual: Sequence[Any]) -> tuple[str, str] | None:
         from e2e.framework.compare import compare_tensors
-        from e2e.reducer.signature import mismatch_signature
+        from e2e.framework.signature import mismatch_signature
 
         for i, (g, a) in enumerate(zip(expected, actual)):
             g, a = torch.as_tensor(g), torch.as_tensor(a)

@@ -17,8 +17,8 @@ from typing import Sequence
 
 from compiler.stages import new_context
 from e2e.framework import isolation
+from e2e.framework.signature import crash_signature, ended_signature, guilty_op
 from e2e.reducer.case import CRASH, ERROR, HANG, Case, compile_signature, expand, single_threaded
-from e2e.reducer.signature import crash_signature, guilty_op
 
 
 def toolchain_for(config) -> dict[str, list[str]]:
@@ -114,7 +114,9 @@ def localize_crash(
         _, entry = (scratch / "pass").read_text().split("\n", 1)
         before = (scratch / "before.mlir").read_text()
         if hang:
-            return Localized(Case(HANG, stage, [entry], f"timeout | {stage}", hang_seconds=HANG_SECONDS), before, [])
+            return Localized(
+                Case(HANG, stage, [entry], ended_signature("timeout", stage), hang_seconds=HANG_SECONDS), before, []
+            )
         signature = crash_signature(stage, outcome.stderr_tail, outcome.reason)
         return Localized(Case(CRASH, stage, [entry], signature), before, [outcome.stderr_tail])
     finally:
