@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 
@@ -117,3 +118,18 @@ def test_an_op_that_reseeds_per_call_is_random():
     seeded = _op("seeded", reseeded_rand_like, [lambda d: SampleInput(torch.ones(4, dtype=d))], dtypes=(torch.float32,))
     collection = c.collect([seeded])
     assert not collection.cases and collection.skips[0].reason == c.RANDOM
+
+
+def test_the_opinfo_slice_option_chooses_the_suite_and_its_xfail_sets(pytester):
+    from e2e.opinfo import SLICES
+    from e2e.session import STATE
+
+    state = pytester.parseconfigure("--opinfo-slice", "ci", "--collect-only", "-p", "no:cacheprovider").stash[STATE]
+    assert state.suite_paths == [SLICES["ci"].suite] and state.xfail_dir == SLICES["ci"].xfail_dir
+    assert state.xfail_dir.name == "ci" and (state.xfail_dir / "linalg.txt").is_file()
+    rerun = state.rerun_command(SLICES["ci"].suite / "opinfo_ci.py", "OpInfo_abs_0::linalg")
+    assert rerun.endswith("opinfo_ci.py::OpInfo_abs_0::linalg --opinfo-slice ci")
+    full = pytester.parseconfigure("--opinfo-slice", "full", "--xfail-dir", "mine", "--collect-only").stash[STATE]
+    assert full.suite_paths == [SLICES["full"].suite] and full.xfail_dir.name == "mine"  # an explicit dir wins
+    with pytest.raises(pytest.UsageError, match="--opinfo-slice chooses the suite"):
+        pytester.parseconfigure("--opinfo-slice", "ci", "--e2e-suite", "elsewhere", "--collect-only")
