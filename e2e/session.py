@@ -32,7 +32,7 @@ class E2EState:
         suites = [Path(p) for p in config.getoption("e2e_suite")] or list(config.getini("e2e_suite"))
         self.opinfo_slice = config.getoption("opinfo_slice")
         if self.opinfo_slice:
-            if suites:
+            if config.getoption("e2e_suite"):
                 raise pytest.UsageError("--opinfo-slice chooses the suite itself: give it without --e2e-suite")
             suites = [OPINFO_SLICES[self.opinfo_slice].suite]
         self.suite_paths = [p.resolve() for p in suites]

@@ -124,6 +124,7 @@ def test_the_opinfo_slice_option_chooses_the_suite_and_its_xfail_sets(pytester):
     from e2e.opinfo import SLICES
     from e2e.session import STATE
 
+    pytester.makeini("[pytest]\ne2e_suite = my_suite\ne2e_xfail_dir = my_xfails\n")  # as this checkout's pyproject
     state = pytester.parseconfigure("--opinfo-slice", "ci", "--collect-only", "-p", "no:cacheprovider").stash[STATE]
     assert state.suite_paths == [SLICES["ci"].suite] and state.xfail_dir == SLICES["ci"].xfail_dir
     assert state.xfail_dir.name == "ci" and (state.xfail_dir / "linalg.txt").is_file()
@@ -133,3 +134,12 @@ def test_the_opinfo_slice_option_chooses_the_suite_and_its_xfail_sets(pytester):
     assert full.suite_paths == [SLICES["full"].suite] and full.xfail_dir.name == "mine"  # an explicit dir wins
     with pytest.raises(pytest.UsageError, match="--opinfo-slice chooses the suite"):
         pytester.parseconfigure("--opinfo-slice", "ci", "--e2e-suite", "elsewhere", "--collect-only")
+
+
+def test_the_ini_xfail_sets_belong_to_the_ini_suite(pytester):
+    from e2e.session import STATE
+
+    pytester.makeini("[pytest]\ne2e_suite = my_suite\ne2e_xfail_dir = my_xfails\n")
+    assert pytester.parseconfigure("--collect-only").stash[STATE].xfail_dir.name == "my_xfails"
+    other = pytester.parseconfigure("--e2e-suite", "other_suite", "--collect-only").stash[STATE]
+    assert other.xfail_dir is None  # the issue's `pytest e2e/opinfo/suite --e2e-suite e2e/opinfo/suite`
