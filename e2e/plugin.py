@@ -115,7 +115,11 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     state = E2EState(config)
     config.stash[STATE] = state
-    for mark, text in (("opinfo", "OpInfo sweep tests"), ("models", "tests that need optional model packages")):
+    for mark, text in (
+        ("opinfo", "OpInfo sweep tests"),
+        ("opinfo_ci", "the OpInfo sweep's CI slice (--opinfo-slice ci)"),
+        ("models", "tests that need optional model packages"),
+    ):
         config.addinivalue_line("markers", f"{mark}: {text}")
     if (config.getoption("e2e_suite") or state.opinfo_slice) and not _args_given(config):
         config.args[:] = [str(p) for p in state.suite_paths]  # `pytest --e2e-suite DIR` from anywhere
