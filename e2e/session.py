@@ -16,7 +16,7 @@ from e2e.framework.host import TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.run_record import RunRecord
 from e2e.framework.runner import PreparedCache, warm_up
-from e2e.framework.suite_files import ProbeCache, SuiteFile, load_suite, suite_files
+from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, SuiteFile, load_suite, suite_files
 from e2e.opinfo import SLICES as OPINFO_SLICES
 
 DEFAULT_BUDGET = 300.0  # seconds per pair when --timeout is not given
@@ -93,6 +93,8 @@ class E2EState:
             words.append(f"--xfail-dir {relative(self.xfail_dir)}")
         if has_timeout(self.config) and option("timeout", None):
             words.append(f"--timeout {option('timeout')}")
+        if self.import_budget != IMPORT_BUDGET:
+            words.append(f"--import-timeout {self.import_budget:g}")
         if option("memory_cap") != DEFAULT_MEMORY_CAP_GIB:
             words.append(f"--memory-cap {option('memory_cap')}")
         if option("no_reduce"):

@@ -130,7 +130,13 @@ def test_the_opinfo_slice_option_chooses_the_suite_and_its_xfail_sets(pytester):
     assert state.xfail_dir.name == "ci" and (state.xfail_dir / "linalg.txt").is_file()
     rerun = state.rerun_command(SLICES["ci"].suite / "opinfo_ci.py", "OpInfo_abs_0::linalg")
     assert rerun.endswith("opinfo_ci.py::OpInfo_abs_0::linalg --opinfo-slice ci")
-    full = pytester.parseconfigure("--opinfo-slice", "full", "--xfail-dir", "mine", "--collect-only").stash[STATE]
+    full = pytester.parseconfigure(
+        "--opinfo-slice", "full", "--xfail-dir", "mine", "--import-timeout", "600", "--collect-only"
+    ).stash[STATE]
+    assert state.rerun_command(SLICES["ci"].suite / "opinfo_ci.py", "T::linalg").count("--import-timeout") == 0
+    assert full.rerun_command(SLICES["full"].suite / "opinfo_sweep.py", "T::linalg").endswith(
+        "--opinfo-slice full --xfail-dir mine --import-timeout 600"
+    )
     assert full.suite_paths == [SLICES["full"].suite] and full.xfail_dir.name == "mine"  # an explicit dir wins
     with pytest.raises(pytest.UsageError, match="--opinfo-slice chooses the suite"):
         pytester.parseconfigure("--opinfo-slice", "ci", "--e2e-suite", "elsewhere", "--collect-only")
