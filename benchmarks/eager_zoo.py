@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import importlib
 import sys
 import time
 from pathlib import Path
@@ -28,15 +27,14 @@ import torch  # noqa: E402
 from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager  # noqa: E402
 from e2e.framework import TestUtils  # noqa: E402
 from e2e.framework.compare import compare_traces  # noqa: E402
+from e2e.framework.suite_files import load_suite  # noqa: E402
 from e2e.framework.trace import TraceItem  # noqa: E402
 
 
 def load_zoo():
-    for path in sorted((ROOT / "e2e" / "test_suite").glob("zoo_*.py")):
-        try:
-            importlib.import_module(f"e2e.test_suite.{path.stem}")
-        except ImportError as error:  # e.g. transformers missing: those models are skipped
-            print(f"skipping {path.name}: {error}")
+    for file in load_suite(sorted((ROOT / "e2e" / "test_suite").glob("zoo_*.py")), isolate=False).values():
+        if file.broken is not None or file.skip_reason:  # e.g. transformers missing: those models are skipped
+            print(f"skipping {file.path.name}: {file.skip_reason or file.broken.signature}")
     from e2e.test_suite.zoo_common import ZOO
 
     return ZOO

@@ -21,10 +21,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from e2e.framework import isolation  # noqa: E402
-from e2e.framework.isolation import MIB, Limits  # noqa: E402
+from e2e.framework.isolation import MIB  # noqa: E402
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
 from e2e.framework.runner import prepare  # noqa: E402
-from e2e.framework.suite_files import import_suite_file  # noqa: E402
+from e2e.framework.suite_files import load_suite  # noqa: E402
 
 
 def native_growth(test_name: str, timeout: float) -> float | str:
@@ -60,11 +60,7 @@ def main() -> None:
     parser.add_argument("--over-mib", type=float, default=2048.0)
     parser.add_argument("--timeout", type=float, default=300.0)
     args = parser.parse_args()
-    files = (
-        [args.suite] if args.suite.is_file() else sorted(p for p in args.suite.glob("*.py") if p.name != "__init__.py")
-    )
-    for path in files:
-        import_suite_file(path.resolve(), Limits(args.timeout, None), isolate=False)
+    load_suite([args.suite], isolate=False)
     observed = heavy_tests(args.reports_dir, args.over_mib) if args.reports_dir else {}
     names = list(args.tests) + [name for name in observed if name not in args.tests]
     if not names:

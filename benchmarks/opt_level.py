@@ -15,7 +15,6 @@ Prints one row per test and the totals per level.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import pathlib
 import re
 import sys
@@ -31,19 +30,21 @@ from e2e.configs.fx import tensor_leaves  # noqa: E402
 from e2e.framework import isolation  # noqa: E402
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
 from e2e.framework.runner import prepare  # noqa: E402
+from e2e.framework.suite_files import load_suite  # noqa: E402
 
 LEVELS = (0, 1, 2)
 
 
-def load_suite(directory: pathlib.Path) -> None:
-    for path in sorted(directory.glob("*.py")):
-        if path.name == "__init__.py":
-            continue
-        spec = importlib.util.spec_from_file_location(f"opt_level_suite.{path.stem}", path)
-        try:
-            spec.loader.exec_module(importlib.util.module_from_spec(spec))
-        except Exception as error:  # torchvision, custom ops: not this benchmark's business
-            print(f"skipped {path.name}: {type(error).__name__}: {error}", file=sys.stderr)
+def suite_tests(directory: pathlib.Path) -> list[str]:
+    """The tests `directory` registers, by name; files that do not import are skipped
+    (torchvision, custom ops: not this benchmark's business)."""
+    names = []
+    for file in load_suite([directory], isolate=False).values():
+        if file.broken is not None or file.skip_reason:
+            reason = file.skip_reason or file.broken.signature
+            print(f"skipped {file.path.name}: {reason}", file=sys.stderr)
+        names += file.tests
+    return sorted(names)
 
 
 def measure(torch_ir: str, inputs, level: int) -> tuple[float, float]:
@@ -64,8 +65,7 @@ def main() -> None:
     parser.add_argument("--also", default="Multinomial", help="regex of test names always included")
     parser.add_argument("--timeout", type=float, default=60.0, help="per (test, level) child, seconds")
     args = parser.parse_args()
-    load_suite(args.suite_dir)
-    names = sorted(GLOBAL_TEST_REGISTRY)
+    names = suite_tests(args.suite_dir)
     sample = sorted(set(names[:: args.every]) | {n for n in names if re.search(args.also, n)})
     legal = pipelines.BACKEND_LEGAL_OPS.get("linalg", ())
     totals = {level: [0.0, 0.0] for level in LEVELS}

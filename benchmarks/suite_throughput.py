@@ -18,7 +18,6 @@ and reports pairs per second, the mean time per pair, and the ratios.
 from __future__ import annotations
 
 import argparse
-import importlib
 import pathlib
 import sys
 import tempfile
@@ -34,15 +33,16 @@ from e2e.framework.host import TestHost  # noqa: E402
 from e2e.framework.isolation import Limits  # noqa: E402
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
 from e2e.framework.runner import PreparedCache, run_pair, warm_up  # noqa: E402
+from e2e.framework.suite_files import load_suite  # noqa: E402
 
 LIMITS = Limits(300, None)
 
 
-def load_suite() -> list[str]:
-    for path in sorted((ROOT / "e2e" / "test_suite").glob("*.py")):
-        if path.name != "__init__.py":
-            importlib.import_module(f"e2e.test_suite.{path.stem}")
-    return sorted(GLOBAL_TEST_REGISTRY)
+def suite_tests() -> list[str]:
+    """This checkout's suite, every test by name."""
+    return sorted(
+        name for file in load_suite([ROOT / "e2e" / "test_suite"], isolate=False).values() for name in file.tests
+    )
 
 
 def run_hosted(names, configs) -> tuple[float, float, int]:
@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--configs", default="linalg,tosa,stablehlo")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    all_names = load_suite()
+    all_names = suite_tests()
     step = max(1, len(all_names) // args.tests)
     names = all_names[::step][: args.tests]
     configs = [load_config(c) for c in args.configs.split(",")]

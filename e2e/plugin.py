@@ -28,12 +28,13 @@ import pytest
 from e2e.collect import E2EFailure, E2EFile, E2EItem, ResultItem
 from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, XfailError, load_xfails
 from e2e.framework import isolation
-from e2e.framework.isolation import GIB, Limits
+from e2e.framework.isolation import GIB
 from e2e.framework.platform import cpu_description, torch_cpu_capability
 from e2e.framework.report import header_lines, summarize
 from e2e.framework.result import PASS, SHAPE_MODES, SKIP
 from e2e.framework.run_record import ReportsDirBusy, RunRecord
-from e2e.framework.suite_files import SuiteFile, probe_suite_file
+from e2e.framework.suite_files import IMPORT_BUDGET, SuiteFile, clean_probes, load_suite
+from e2e.opinfo import SLICES as OPINFO_SLICES
 from e2e.session import DEFAULT_MEMORY_CAP_GIB, NO_ISOLATION_TURNS_OFF, STATE, E2EState, has_timeout
 
 
@@ -74,6 +75,20 @@ def pytest_addoption(parser):
     )
     group.addoption("--xfail-dir", default=None, help="directory of the <config>[.static].txt xfail sets")
     group.addoption(
+        "--opinfo-slice",
+        choices=sorted(OPINFO_SLICES),
+        default=None,
+        help="run the OpInfo sweep: ci (sample 0 of one op in 8) or full; its suite and its xfail sets "
+        "(e2e/opinfo/xfail/<slice>; an explicit --xfail-dir wins)",
+    )
+    group.addoption(
+        "--import-timeout",
+        type=float,
+        default=IMPORT_BUDGET,
+        help=f"seconds a suite file's import probe may take (default {IMPORT_BUDGET:g}; "
+        "a file that computes its tests at import, as the OpInfo sweep does, takes minutes)",
+    )
+    group.addoption(
         "--memory-cap",
         type=float,
         default=DEFAULT_MEMORY_CAP_GIB,
@@ -99,9 +114,13 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     state = E2EState(config)
     config.stash[STATE] = state
-    for mark, text in (("opinfo", "OpInfo sweep tests"), ("models", "tests that need optional model packages")):
+    for mark, text in (
+        ("opinfo", "OpInfo sweep tests"),
+        ("opinfo_ci", "the OpInfo sweep's CI slice (--opinfo-slice ci)"),
+        ("models", "tests that need optional model packages"),
+    ):
         config.addinivalue_line("markers", f"{mark}: {text}")
-    if config.getoption("e2e_suite") and not _args_given(config):
+    if (config.getoption("e2e_suite") or state.opinfo_slice) and not _args_given(config):
         config.args[:] = [str(p) for p in state.suite_paths]  # `pytest --e2e-suite DIR` from anywhere
     if state.is_worker:
         isolation.die_with_parent()
@@ -111,8 +130,8 @@ def pytest_configure(config):
         if getattr(config.option, "numprocesses", None) and state.xfail_dir:
             # A worker's collection error reaches the controller as an opaque INTERNALERROR:
             # check the xfail sets here, from the test names the import probes report.
-            limits = Limits(state.budget, state.memory_cap)
-            _load_xfail_sets(state, [probe_suite_file(p, limits, state.probes) for p in sorted(state.suite_files)])
+            state.probed = load_suite(state.suite_paths, state.import_limits, register=False, probes=state.probes)
+            _load_xfail_sets(state, list(state.probed.values()))
         state.record = RunRecord(state.reports_dir, _run_meta(config, state))
         try:
             state.record.start()
@@ -255,7 +274,7 @@ def pytest_collection_modifyitems(session, config, items):
     e2e_items = [i for i in items if isinstance(i, E2EItem)]
     if not e2e_items:
         return
-    xfails = _load_xfail_sets(state, [state.suite_file(path) for path in sorted(state.suite_files)])
+    xfails = _load_xfail_sets(state, list(state.suite.values()))
     budget_backstop = _backstop(config, state)
     for item in e2e_items:
         entry = xfails[item.config_name].get(item.test_name)
@@ -317,6 +336,14 @@ def _longest_first(config, items) -> None:
 
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hooks: the plugin also runs under -p no:xdist
+def pytest_configure_node(node):
+    """A worker imports the suite files the controller probed without probing them again."""
+    state = node.config.stash[STATE]
+    if state.probed:
+        node.workerinput["e2e_probed"] = clean_probes(state.probed)
+
+
+@pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """One scope per e2e test (`file::Test`), so its configs share one worker and host."""
     if config.getoption("dist") not in ("load", "loadgroup", "loadscope"):

@@ -17,7 +17,8 @@ from e2e.framework.isolation import GIB, Limits
 from e2e.framework.result import Result
 from e2e.framework.run_record import RunRecord
 from e2e.framework.runner import PreparedCache, run_pair, warm_up
-from e2e.framework.suite_files import ProbeCache, SuiteFile, import_suite_file
+from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, SuiteFile, load_suite, suite_files
+from e2e.opinfo import SLICES as OPINFO_SLICES
 
 DEFAULT_BUDGET = 300.0  # seconds per pair when --timeout is not given
 DEFAULT_MEMORY_CAP_GIB = 6.0  # two workers x (host + child) stay well inside 24 GiB
@@ -35,13 +36,23 @@ class E2EState:
         self.config = config
         self.configs = _selected_configs(config)  # name -> spec
         suites = [Path(p) for p in config.getoption("e2e_suite")] or list(config.getini("e2e_suite"))
+        self.opinfo_slice = config.getoption("opinfo_slice")
+        if self.opinfo_slice:
+            if config.getoption("e2e_suite"):
+                raise pytest.UsageError("--opinfo-slice chooses the suite itself: give it without --e2e-suite")
+            suites = [OPINFO_SLICES[self.opinfo_slice].suite]
         self.suite_paths = [p.resolve() for p in suites]
-        self.suite_files = _suite_files(self.suite_paths)
-        xfail_dir = config.getoption("xfail_dir") or next(iter(config.getini("e2e_xfail_dir")), None)
+        self.suite_files = set(suite_files(self.suite_paths))
+        xfail_dir = (
+            config.getoption("xfail_dir")
+            or (self.opinfo_slice and OPINFO_SLICES[self.opinfo_slice].xfail_dir)
+            or self._ini_xfail_dir()
+        )
         self.xfail_dir = Path(xfail_dir) if xfail_dir else None  # None: no expected failures
         self.reports_dir = Path(config.getoption("reports_dir") or Path(config.rootpath) / "reports").resolve()
         self.shape_mode = config.getoption("shapes")
         self.budget = _budget(config)
+        self.import_budget = config.getoption("import_timeout")
         cap = config.getoption("memory_cap")
         self.memory_cap = int(cap * GIB) if cap and cap > 0 else None
         self.isolate = not config.getoption("no_isolation")
@@ -50,14 +61,23 @@ class E2EState:
         if not config.getoption("no_result_cache") and self.isolate and getattr(config, "cache", None):
             cache_dir = Path(config.cache.mkdir("e2e-results"))
         self.cache = ResultCache(cache_dir)
-        self.probes = ProbeCache(config.cache if cache_dir is not None else None)
-        self.imported: dict[Path, SuiteFile] = {}
+        # A worker trusts the probes its controller ran before starting it (`pytest_configure_node`).
+        known = getattr(config, "workerinput", {}).get("e2e_probed")
+        self.probes = ProbeCache(config.cache if cache_dir is not None else None, known)
+        self.probed: dict[Path, SuiteFile] = {}  # the controller's probes, under xdist
+        self._suite: dict[Path, SuiteFile] | None = None
         self.prepared = PreparedCache()  # --no-isolation only
         self.host: TestHost | None = None
         self.record: RunRecord | None = None
         self.peaks: dict[str, tuple] = {}  # worker -> (own MiB, largest child MiB, largest host MiB, its test)
         self.largest_host: tuple[float, str] = (0.0, "")  # MiB, test
         self.html_report: Path | None = None
+
+    def _ini_xfail_dir(self) -> Path | None:
+        """The ini's xfail sets are those of the ini's suite: another suite has its own or none."""
+        if self.suite_paths != [Path(p).resolve() for p in self.config.getini("e2e_suite")]:
+            return None
+        return next(iter(self.config.getini("e2e_xfail_dir")), None)
 
     def rerun_command(self, path: Path, selector: str) -> str:
         """The command that reruns one pair, pasted where this run was started: the file
@@ -68,6 +88,8 @@ class E2EState:
         words = ["python -m pytest", shlex.quote(f"{os.path.relpath(path, here)}::{selector}")]
         option = self.config.getoption
         words += [f"--e2e-suite {relative(p)}" for p in self.suite_paths if option("e2e_suite")]
+        if self.opinfo_slice:
+            words.append(f"--opinfo-slice {self.opinfo_slice}")
         config = selector.rpartition("::")[2]
         if self.configs.get(config, config) != config:  # a spec: module:attribute or an entry point
             words.append(f"--config {shlex.quote(self.configs[config])}")
@@ -77,6 +99,8 @@ class E2EState:
             words.append(f"--xfail-dir {relative(self.xfail_dir)}")
         if has_timeout(self.config) and option("timeout", None):
             words.append(f"--timeout {option('timeout')}")
+        if self.import_budget != IMPORT_BUDGET:
+            words.append(f"--import-timeout {self.import_budget:g}")
         if option("memory_cap") != DEFAULT_MEMORY_CAP_GIB:
             words.append(f"--memory-cap {option('memory_cap')}")
         if option("no_reduce"):
@@ -90,13 +114,19 @@ class E2EState:
     def limits(self, test) -> Limits:
         return Limits(test.timeout_seconds or self.budget, self.memory_cap)
 
+    @property
+    def import_limits(self) -> Limits:
+        return Limits(self.import_budget, self.memory_cap)
+
+    @property
+    def suite(self) -> dict[Path, SuiteFile]:
+        """Every suite file, imported (on first use: collection), with its tests."""
+        if self._suite is None:
+            self._suite = load_suite(self.suite_paths, self.import_limits, isolate=self.isolate, probes=self.probes)
+        return self._suite
+
     def suite_file(self, path: Path) -> SuiteFile:
-        path = path.resolve()
-        if path not in self.imported:
-            self.imported[path] = import_suite_file(
-                path, Limits(self.budget, self.memory_cap), isolate=self.isolate, known_good=self.probes
-            )
-        return self.imported[path]
+        return self.suite[path.resolve()]
 
     def run_pair(self, test, config: str, limits: Limits) -> Result:
         """Where a pair runs, decided here alone: on its test's host, where a crash, hang or
@@ -174,13 +204,3 @@ def _budget(config) -> float:
 
 def has_timeout(config) -> bool:
     return config.pluginmanager.hasplugin("timeout")
-
-
-def _suite_files(paths: list[Path]) -> set[Path]:
-    files: set[Path] = set()
-    for path in paths:
-        if path.is_file():
-            files.add(path)
-        elif path.is_dir():
-            files.update(p.resolve() for p in path.glob("*.py") if p.name != "__init__.py")
-    return files

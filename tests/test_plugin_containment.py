@@ -112,7 +112,7 @@ def test_a_suite_of_broken_tests_ends_with_every_result(tmp_path, workers):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     run = subprocess.run(
-        e2e_command(suite, tmp_path, "--timeout", "4", *workers),
+        e2e_command(suite, tmp_path, "--timeout", "4", "--import-timeout", "8", *workers),
         cwd=elsewhere,
         capture_output=True,
         text=True,

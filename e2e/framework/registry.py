@@ -24,8 +24,11 @@ which registers `Unary_Sin` and `Unary_Cos`. `op_test` wraps a plain function.
 
 from __future__ import annotations
 
+import functools
 import inspect
-from dataclasses import dataclass
+import os
+import sys
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import torch
@@ -60,6 +63,9 @@ class Test:
     model_format: str = "torch"
     # Why this test cannot run at all (e.g. an ONNX case with sequence types): its items skip.
     skip_reason: str | None = None
+    # The suite file this test belongs to: the file whose module-level code registered it
+    # (set by `register`); how the suite loader tells which file's tests these are.
+    origin: str = ""
 
     def arg_shapes(self, module: torch.nn.Module, method: str = "forward") -> list[list[int] | None] | None:
         """Per-argument shapes (-1 = dynamic) from `annotate_args`, without `self`."""
@@ -82,8 +88,37 @@ def register(test: Test) -> Test:
         raise RegistryError(
             f"duplicate e2e test name {test.name!r} ({test.source}; first registered at {previous.source})"
         )
+    if not test.origin:
+        test = replace(test, origin=_registering_file(sys._getframe(1)))
     GLOBAL_TEST_REGISTRY[test.name] = test
     return test
+
+
+def registered_from(file: str | os.PathLike) -> list[str]:
+    """The names of the tests `file` registered (see `Test.origin`), in registration order."""
+    origin = os.path.realpath(file)
+    return [name for name, test in GLOBAL_TEST_REGISTRY.items() if test.origin == origin]
+
+
+def _registering_file(frame) -> str:
+    """The file whose module-level code is running the registration: the innermost module
+    being executed, so a test registered through a helper (`register_zoo`, the OpInfo sweep)
+    belongs to the suite file that called it, and a suite file imported by another one keeps
+    its own tests. Outside any import, the file of the registering call."""
+    caller = ""
+    while frame is not None:
+        file = frame.f_globals.get("__file__")
+        if file and frame.f_code.co_name == "<module>":
+            return _real(file)
+        if file and not caller and file != __file__:
+            caller = file
+        frame = frame.f_back
+    return _real(caller) if caller else ""
+
+
+@functools.cache
+def _real(file: str) -> str:
+    return os.path.realpath(file)
 
 
 def _source_of(obj: Any) -> str:

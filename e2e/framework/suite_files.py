@@ -1,11 +1,19 @@
-"""Importing test-suite files without letting a broken one end the run.
+"""The suite loader: suite files imported without letting a broken one end the run, and
+the tests each registered.
+
+`load_suite(paths)` is the one way suites are loaded (the pytest plugin, the reducer's
+command line, mutation testing, the benchmarks). A file's tests are the tests whose
+module-level code it ran (`Test.origin`, recorded at registration), so a suite file that
+imports another one does not take that one's tests.
 
 A suite file is user code that runs at import. Each file is first imported in a forked
-child under a deadline: a segfault, an abort, `sys.exit()`, a hang or an exception there
-becomes that file's result (stage `import`), and only a file that imported cleanly in
-the child is imported in the pytest process to register its tests. A file whose import
-needs an optional package that is not installed (or calls `pytest.skip`) is skipped
-with the reason.
+child (the *import probe*) under its own budget (`IMPORT_BUDGET`, `--import-timeout`: a
+file such as the OpInfo sweep computes its tests at import, which takes minutes, not a
+pair's seconds): a segfault, an abort, `sys.exit()`, a hang or an exception there becomes
+that file's result (stage `import`), and only a file that imported cleanly in the child is
+imported in the loading process to register its tests. A clean probe is remembered by the
+file's content and toolchain (`ProbeCache`). A file whose import needs an optional package
+that is not installed (or calls `pytest.skip`) is skipped with the reason.
 """
 
 from __future__ import annotations
@@ -16,14 +24,19 @@ import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 from e2e.framework import isolation
 from e2e.framework.isolation import Limits
-from e2e.framework.registry import GLOBAL_TEST_REGISTRY, Test
+from e2e.framework.registry import Test, registered_from
 from e2e.framework.result import ERROR, Result
 from e2e.framework.runner import abnormal_result
 from e2e.framework.signature import Signature
+
+# Seconds an import probe may take (a pair's budget is for one test on one config): the
+# full OpInfo sweep's file classifies ~5,000 samples by running each natively, ~4 min on
+# a loaded 2-core machine.
+IMPORT_BUDGET = 1800.0
 
 _OWN_SUITE = Path(__file__).resolve().parents[1] / "test_suite"
 
@@ -80,8 +93,7 @@ def _classify(error: BaseException) -> str | None:
 
 
 def _probe(path: Path) -> tuple[str, Any]:
-    """In the child: import the file; ("ok", registered names) or (skip | error, text)."""
-    before = set(GLOBAL_TEST_REGISTRY)
+    """In the child: import the file; ("ok", its tests' names) or (skip | error, text)."""
     try:
         _import(path)
     except BaseException as error:  # noqa: BLE001 - SystemExit included
@@ -89,19 +101,17 @@ def _probe(path: Path) -> tuple[str, Any]:
 
         skip = _classify(error)
         return ("skip", skip) if skip else ("error", traceback.format_exc(limit=-6))
-    return ("ok", [n for n in GLOBAL_TEST_REGISTRY if n not in before])
-
-
-def probe_suite_file(path: Path, limits: Limits, known_good: ProbeCache | None = None) -> SuiteFile:
-    """What importing the file would register, learnt in a child (nothing is registered here)."""
-    return import_suite_file(path, limits, register=False, known_good=known_good)
+    return ("ok", registered_from(path))
 
 
 class ProbeCache:
-    """Files that imported cleanly in a probe, by content and toolchain (None: no memory)."""
+    """Files that imported cleanly in a probe, by content and toolchain (None: no memory),
+    and by path, what this run's xdist controller probed (`known`: its workers need not
+    probe again)."""
 
-    def __init__(self, cache):  # a pytest Cache, or None
+    def __init__(self, cache, known: dict[str, list[str]] | None = None):  # a pytest Cache, or None
         self.cache = cache
+        self.known = known or {}
 
     def _key(self, path: Path) -> str:
         from e2e.framework.cache import toolchain_fingerprint
@@ -110,6 +120,8 @@ class ProbeCache:
         return f"e2e/probes/{digest[:32]}"
 
     def get(self, path: Path) -> list[str] | None:
+        if str(path) in self.known:
+            return self.known[str(path)]
         return self.cache.get(self._key(path), None) if self.cache is not None else None
 
     def put(self, path: Path, names: list[str]) -> None:
@@ -117,23 +129,66 @@ class ProbeCache:
             self.cache.set(self._key(path), names)
 
 
-def import_suite_file(
-    path: Path, limits: Limits, *, isolate: bool = True, register: bool = True, known_good: ProbeCache | None = None
-) -> SuiteFile:
-    """Import one suite file (probed in a child first, unless this very file on this very
-    toolchain imported cleanly before); what it registered or why not."""
+def clean_probes(files: dict[Path, SuiteFile]) -> dict[str, list[str]]:
+    """The files that imported cleanly, with their tests: a `ProbeCache`'s `known`."""
+    return {str(path): f.tests for path, f in files.items() if f.broken is None and f.skip_reason is None}
+
+
+def suite_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The suite files under `paths`: a directory's `*.py` but `__init__.py`, a file itself."""
+    files: dict[Path, None] = {}
+    for path in map(Path, paths):
+        if path.is_dir():
+            files.update((p.resolve(), None) for p in sorted(path.glob("*.py")) if p.name != "__init__.py")
+        elif path.is_file():
+            files[path.resolve()] = None
+    return list(files)
+
+
+def load_suite(
+    paths: Iterable[str | Path],
+    limits: Limits | None = None,
+    *,
+    isolate: bool = True,
+    register: bool = True,
+    probes: ProbeCache | None = None,
+) -> dict[Path, SuiteFile]:
+    """Every suite file under `paths` (directories or files), by resolved path, with the
+    names of the tests it registers, or why it has none (broken, skipped).
+
+    isolate: probe each file in a child under `limits` (default: `IMPORT_BUDGET`, no memory
+    cap) first (False: import it here, where
+    an exception is still its result but a crash is the caller's). register: import the
+    clean files here, so their tests are in the registry (False: only learn their names).
+    """
+    limits = limits or Limits(IMPORT_BUDGET)
+    return {
+        path: _load_file(path, limits, isolate=isolate, register=register, probes=probes or ProbeCache(None))
+        for path in suite_files(paths)
+    }
+
+
+def _loaded(path: Path) -> bool:
+    """Imported already: by the loader, or as a module of another suite file."""
+    return module_name(path) in sys.modules or bool(registered_from(path))
+
+
+def _load_file(path: Path, limits: Limits, *, isolate: bool, register: bool, probes: ProbeCache) -> SuiteFile:
+    """One suite file (probed in a child first, unless this very file on this very toolchain
+    imported cleanly before): what it registered or why not."""
     suite_file = SuiteFile(path)
     name = f"{path.name}::import"
-    known_good = known_good or ProbeCache(None)
-    if isolate and module_name(path) not in sys.modules and (names := known_good.get(path)) is not None:
+    if isolate and not _loaded(path) and (names := probes.get(path)) is not None:
         if not register:
             suite_file.tests = names
             return suite_file
-    elif isolate and module_name(path) not in sys.modules:
+    elif isolate and not _loaded(path):
         probe = isolation.run_forked(lambda: _probe(path), limits.seconds, limits.memory_bytes)
         if not isinstance(probe, tuple):  # crashed, hung, outgrew the cap
             suite_file.broken = abnormal_result(Test(name, lambda: None, lambda m, tu: None), "-", probe, "import")
             suite_file.broken.error = f"importing {path}: {suite_file.broken.error}"
+            if isinstance(probe, isolation.TimedOut):
+                suite_file.broken.error += f" (the import probe's budget, --import-timeout {limits.seconds:g} s)"
             return suite_file
         kind, value = probe
         if kind == "skip":
@@ -142,13 +197,13 @@ def import_suite_file(
         if kind == "error":
             suite_file.broken = _import_error(name, path, value)
             return suite_file
-        known_good.put(path, value)
+        probes.put(path, value)
         if not register:
             suite_file.tests = value
             return suite_file
-    before = set(GLOBAL_TEST_REGISTRY)
     try:
-        _import(path)
+        if not _loaded(path):
+            _import(path)
     except BaseException as error:  # noqa: BLE001
         import traceback
 
@@ -158,7 +213,7 @@ def import_suite_file(
         else:
             suite_file.broken = _import_error(name, path, traceback.format_exc(limit=-6))
         return suite_file
-    suite_file.tests = [n for n in GLOBAL_TEST_REGISTRY if n not in before]
+    suite_file.tests = registered_from(path)
     return suite_file
 
 

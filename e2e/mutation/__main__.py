@@ -20,9 +20,8 @@ import time
 from pathlib import Path
 
 from e2e.configs import load_xfails
-from e2e.framework.isolation import Limits
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY
-from e2e.framework.suite_files import import_suite_file
+from e2e.framework.suite_files import load_suite
 from e2e.mutation import catalogue
 from e2e.mutation.report import before_after, kill_matrix, status, terminal_table, write_html, write_json
 from e2e.mutation.run import Job, run_jobs
@@ -59,15 +58,10 @@ def parse_args(argv):
 
 def discover(suite_dirs: list[str]) -> list[str]:
     names: list[str] = []
-    for directory in suite_dirs:
-        path = Path(directory)
-        for file in sorted(path.glob("*.py")) if path.is_dir() else [path]:
-            if file.name.startswith("_"):
-                continue
-            imported = import_suite_file(file, Limits(120.0))
-            if imported.broken is not None:
-                print(f"warning: {file} did not import: {imported.broken.error.splitlines()[0]}", file=sys.stderr)
-            names.extend(imported.tests)
+    for file in load_suite(suite_dirs).values():
+        if file.broken is not None:
+            print(f"warning: {file.path} did not import: {file.broken.error.splitlines()[0]}", file=sys.stderr)
+        names.extend(file.tests)
     return names
 
 

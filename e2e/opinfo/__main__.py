@@ -3,9 +3,9 @@
     python -m e2e.opinfo --report [--json PATH]          # what the sweep takes and skips, by reason
     python -m e2e.opinfo --update-xfails [results.json] --slice ci|full  # rewrite the xfail sets from a run
 
-The CI slice and the full sweep keep separate xfail sets (`e2e/opinfo/xfail/ci`,
-`e2e/opinfo/xfail/full`): xfail names must be registered tests, and the CI slice
-(`E2E_OPINFO_SLICE=ci`) registers only its ops.
+The CI slice and the full sweep (`python -m pytest --opinfo-slice ci|full`) keep separate
+xfail sets (`e2e/opinfo/xfail/ci`, `e2e/opinfo/xfail/full`: `SLICES`): xfail names must be
+registered tests, and the CI slice's suite file registers only the slice's tests.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from e2e.opinfo import SLICES
 from e2e.opinfo.collect import collect, in_ci_slice
-
-XFAIL_DIRS = {"ci": Path(__file__).parent / "xfail" / "ci", "full": Path(__file__).parent / "xfail" / "full"}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -37,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--slice",
-        choices=sorted(XFAIL_DIRS),
+        choices=sorted(SLICES),
         default="full",
         help="which xfail sets --update-xfails rewrites (default: full)",
     )
@@ -47,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
         if not args.update_xfails.exists():
             parser.error(f"{args.update_xfails} not found: run the sweep first")
-        directory = XFAIL_DIRS[args.slice]
+        directory = SLICES[args.slice].xfail_dir
         for path, (added, removed) in update(args.update_xfails, directory).items():
             print(f"{path}: +{added} -{removed}")
         return 0

@@ -296,10 +296,15 @@ def as_test(case: OpInfoCase) -> Test:
     )
 
 
-def register_sweep(collection: Collection | None = None, only: Callable[[str], bool] | None = None) -> Collection:
-    """Register every case as an e2e test (once per process)."""
+def register_sweep(
+    collection: Collection | None = None,
+    only: Callable[[str], bool] | None = None,
+    cases: Callable[[OpInfoCase], bool] | None = None,
+) -> Collection:
+    """Register every case (of the ops `only` keeps; the `cases` it keeps) as an e2e test
+    (once per process)."""
     collection = collection or collect(only=only)
     for case in collection.cases:
-        if case.name not in GLOBAL_TEST_REGISTRY:
+        if (cases is None or cases(case)) and case.name not in GLOBAL_TEST_REGISTRY:
             register(as_test(case))
     return collection

@@ -2,7 +2,11 @@
 
 python -m e2e.reducer mlir FILE --pipeline "builtin.module(...)" [--stage S] (--error REGEX | --crash)
 python -m e2e.reducer replay BUNDLE_DIR
-python -m e2e.reducer test TEST_NAME --config CONFIG
+python -m e2e.reducer test TEST_NAME --config CONFIG [--e2e-suite PATH]
+
+`test` loads the suite the test is in (default: this checkout's e2e/test_suite; any
+directory or file of e2e tests: a suite of your own, e2e/opinfo/suite, upstream's
+test_suite), runs the test on the config and reduces its failure.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import sys
 from pathlib import Path
 
 from e2e.reducer.failure import DEFAULT_TIME_BOX
+
+OWN_SUITE = Path(__file__).resolve().parents[1] / "test_suite"
 
 
 def _pipeline(text: str) -> list[str]:
@@ -51,7 +57,16 @@ def main(argv: list[str] | None = None) -> int:
     replay.add_argument("bundle", type=Path)
     test = sub.add_parser("test", help="run one test on one config and reduce its failure")
     test.add_argument("name")
-    test.add_argument("--config", required=True)
+    test.add_argument("--config", required=True, help="a config name or module:attribute")
+    test.add_argument(
+        "--e2e-suite",
+        "--suite-dir",
+        dest="e2e_suite",
+        action="append",
+        type=Path,
+        default=[],
+        help=f"a directory (or file) of e2e tests; repeatable (default: {OWN_SUITE})",
+    )
     for p in (mlir, test):
         p.add_argument("--reports-dir", type=Path, default=Path("reports"))
         p.add_argument("--timeout", type=float, default=DEFAULT_TIME_BOX, help="time box, seconds")
@@ -76,19 +91,20 @@ def main(argv: list[str] | None = None) -> int:
             time_box=args.timeout,
         )
         return _report(outcome)
-    import importlib
-
     from e2e.configs import load_config
     from e2e.framework.isolation import Limits
     from e2e.framework.registry import GLOBAL_TEST_REGISTRY
     from e2e.framework.runner import prepare, run_pair
+    from e2e.framework.suite_files import load_suite
     from e2e.reducer.failure import reduce_result
 
-    for path in sorted((Path(__file__).parents[1] / "test_suite").glob("*.py")):
-        if path.name != "__init__.py":
-            importlib.import_module(f"e2e.test_suite.{path.stem}")
-    if args.name not in GLOBAL_TEST_REGISTRY:
-        print(f"unknown test {args.name!r}", file=sys.stderr)
+    suites = args.e2e_suite or [OWN_SUITE]
+    files = load_suite(suites, isolate=False)  # a file that raises is reported, not fatal
+    if not any(args.name in f.tests for f in files.values()):
+        print(f"unknown test {args.name!r} in {', '.join(map(str, suites))}", file=sys.stderr)
+        for f in files.values():
+            if f.broken is not None or f.skip_reason:
+                print(f"  {f.path}: {f.skip_reason or f.broken.signature}", file=sys.stderr)
         return 2
     config = load_config(args.config)
     prepared = prepare(GLOBAL_TEST_REGISTRY[args.name])
