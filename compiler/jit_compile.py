@@ -5,7 +5,7 @@
     compiled(x)
 
 Stages: `capture` (lazy trace, or torch.jit.script/trace) -> `import` (JIT IR importer)
--> `torch-backend` (`JIT_TO_TORCH_BACKEND`); the rest is `compile_torch_backend_ir`.
+-> `torch-backend` (`toolchain.TO_TORCH_BACKEND[frontend]`, the reducer's too); the rest is `compile_torch_backend_ir`.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from typing import Any, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from compiler import compile_torch_backend_ir, pipelines
+from compiler import compile_torch_backend_ir
 from compiler.frontends import jit, lazy, torchscript
 from compiler.refbackend import RefBackendProgram
-from compiler.replay_runtime.passes import erase_dead_allocations
 from compiler.stages import Snapshots, StageError, module_text, run_stage
+from compiler.toolchain import TO_TORCH_BACKEND
 
 __all__ = [
     "FRONTENDS",
@@ -108,7 +108,7 @@ def jit_to_torch_backend_ir(
             input_ir=module_text(imported.module),
         )
     try:
-        run_stage(imported.module, "torch-backend", pipelines.JIT_TO_TORCH_BACKEND, snapshots)
+        run_stage(imported.module, "torch-backend", TO_TORCH_BACKEND[frontend], snapshots)
     except StageError as error:
         if not imported.unknown_ops:
             raise
@@ -120,7 +120,6 @@ def jit_to_torch_backend_ir(
             diagnostics=error.diagnostics,
             input_ir=error.input_ir,
         ) from None
-    erase_dead_allocations(imported.module)
     return JitTorchBackendIR(
         module_text(imported.module), captured.argument_indices, captured.out_spec, str(captured.graph), notes
     )

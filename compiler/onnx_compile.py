@@ -17,9 +17,10 @@ from typing import Sequence
 
 import torch
 
-from compiler import pipelines, torch_backend_ir
+from compiler import torch_backend_ir
 from compiler.frontends import onnx as onnx_frontend
 from compiler.stages import Snapshots, StageError, module_text
+from compiler.toolchain import TO_TORCH_BACKEND
 
 MODEL_FILE = "model.onnx"
 
@@ -74,7 +75,7 @@ def onnx_torch_backend_ir(raw_ir: str, *, snapshots: Snapshots | None = None) ->
     The conversion leaves an ONNX op it has no pattern for as it is (the backend stage
     would then fail on an anonymous `torch.operator`): such ops fail this stage by name.
     """
-    lowered = torch_backend_ir(raw_ir, snapshots=snapshots, pipeline=pipelines.ONNX_TO_TORCH_BACKEND)
+    lowered = torch_backend_ir(raw_ir, snapshots=snapshots, pipeline=TO_TORCH_BACKEND["onnx"])
     left = sorted(set(_UNCONVERTED.findall(lowered)))
     if left:
         raise StageError(

@@ -26,6 +26,7 @@ from compiler.replay_runtime.mlir import (  # noqa: F401 - re-exported: the flow
     new_context,
     parse_module,
 )
+from compiler.replay_runtime.pipeline import PYTHON_PASS, run_entries
 
 # The stages of the flow, in order. `crash` and `timeout` name how a stage ended.
 STAGES = ("capture", "import", "torch-backend", "backend", "lower", "execute", "compare")
@@ -125,9 +126,25 @@ def split_top_level(text: str, opening: str = "({[", closing: str = ")}]") -> li
 
 
 def run_pipeline(module: ir.Module, pipeline: Sequence[str]) -> None:
-    """Run a pipeline in place; raises ir.MLIRError on failure."""
-    with module.context:
-        passmanager.PassManager.parse(as_text(pipeline)).run(module.operation)
+    """Run a pipeline in place, Python passes (`python:<module>:<function>`) in their
+    place; raises ir.MLIRError when an MLIR pass fails."""
+    run_entries(module, pipeline)
+
+
+def expand(pipeline: Sequence[str], context) -> list[str]:
+    """One entry per pass: MLIR pipelines expanded by the pass manager, Python passes kept."""
+    passes: list[str] = []
+    run: list[str] = []
+    for entry in list(pipeline) + [None]:
+        if entry is None or entry.startswith(PYTHON_PASS):
+            if run:
+                passes.extend(expand_pipeline(run, context))
+                run = []
+            if entry is not None:
+                passes.append(entry)
+        else:
+            run.append(entry)
+    return passes
 
 
 def localize(ir_text: str, pipeline: Sequence[str]) -> tuple[str | None, str, list[str]]:
@@ -139,7 +156,7 @@ def localize(ir_text: str, pipeline: Sequence[str]) -> tuple[str | None, str, li
     """
     context = new_context()
     module = parse_module(ir_text, context)
-    for pass_entry in expand_pipeline(pipeline, context):
+    for pass_entry in expand(pipeline, context):
         before = module_text(module)
         try:
             run_pipeline(module, [pass_entry])

@@ -1,8 +1,8 @@
 """A config's compiler as data: frontend, backend, executor, and per stage the passes from
 that stage's input IR down to what the executor takes.
 
-The FX configs compile with exactly these pipelines (`to_torch_backend`, `to_backend`,
-`executor()`), and the reducer replays a failure through `stages[stage]`, so the two
+Every config compiles with exactly these pipelines (FX, ONNX, LTC, TorchScript and
+eager: `to_torch_backend`; `to_backend`, `executor()` through `compile_backend_ir`), and the reducer replays a failure through `stages[stage]`, so the two
 cannot drift. For the RefBackend a stage's list ends in LLVM; for a runtime it ends
 with the Python pass entry that compiles on that runtime (`compiler.executors.replay`).
 """

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from compiler import compile_torch_backend_ir, pipelines
+from compiler import compile_torch_backend_ir
 from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager
 from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
 from compiler.toolchain import Toolchain, toolchain
@@ -83,7 +83,7 @@ class EagerConfig:
 def _replay(torch_ir: str, backend: str, snapshots: Snapshots) -> StageError | None:
     try:
         module = parse_module(torch_ir)
-        run_stage(module, "torch-backend", pipelines.FX_TO_TORCH_BACKEND, snapshots)
+        run_stage(module, "torch-backend", toolchain("eager", backend).to_torch_backend, snapshots)
         compile_torch_backend_ir(module_text(module), backend, snapshots=snapshots).close()
     except StageError as error:
         return error

@@ -2,15 +2,15 @@
 
 The case itself (`Case`, `case.json` in a bundle), its replay in this process and
 `compile_signature` are in `compiler.replay_runtime.replay`, which every bundle
-carries; here, what the reducer adds: expanding a pipeline pass by pass, and replaying
-a crash in a child killed after a timeout.
+carries; here, what the reducer adds: replaying a crash or a hang in a child killed
+after a timeout.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 from compiler.replay_runtime import replay
 from compiler.replay_runtime.pipeline import PYTHON_PASS, run_entries  # noqa: F401 - re-exported
@@ -24,25 +24,9 @@ from compiler.replay_runtime.replay import (  # noqa: F401 - re-exported
     compile_signature,
     load_arrays,
 )
-from compiler.stages import expand_pipeline
+from compiler.stages import expand  # noqa: F401 - re-exported
 from e2e.framework import isolation
 from e2e.framework.signature import crash_signature, ended_signature
-
-
-def expand(pipeline: Sequence[str], context) -> list[str]:
-    """One entry per pass: MLIR pipelines expanded by the pass manager, Python passes kept."""
-    passes: list[str] = []
-    run: list[str] = []
-    for entry in list(pipeline) + [None]:
-        if entry is None or entry.startswith(PYTHON_PASS):
-            if run:
-                passes.extend(expand_pipeline(run, context))
-                run = []
-            if entry is not None:
-                passes.append(entry)
-        else:
-            run.append(entry)
-    return passes
 
 
 def observe(
