@@ -366,8 +366,10 @@ def test_a_hanging_pass_is_found_and_reduced_to_a_repro_that_ends_by_sigalrm(tmp
     from e2e.reducer import failure, localize
     from e2e.reducer.failure import reduce_result
 
-    monkeypatch.setattr(failure, "HANG_LOCALIZE_SECONDS", 6.0)
-    monkeypatch.setattr(localize, "HANG_SECONDS", 2.0)
+    # Short enough for a unit test, long enough that a loaded machine's fork and compile of a
+    # candidate that does not hang is not taken for a hang.
+    monkeypatch.setattr(failure, "HANG_LOCALIZE_SECONDS", 10.0)
+    monkeypatch.setattr(localize, "HANG_SECONDS", 5.0)
     ir_dir = tmp_path / "ir" / "T" / "stuck"
     ir_dir.mkdir(parents=True)
     (ir_dir / "4-lower.mlir").write_text(

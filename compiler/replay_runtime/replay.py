@@ -154,12 +154,11 @@ def strip_reproducer_resource(text: str) -> str:
     return re.sub(r"  external_resources: \{\n    mlir_reproducer: \{.*?\n    \}\n  \},?\n", "", text, flags=re.S)
 
 
-def replay(bundle_dir: Path, *, report=None) -> tuple[Case, str | None]:
-    """(the bundle's case, the signature its repro.mlir shows now)."""
-    case = Case.from_json((bundle_dir / "case.json").read_text())
+def replay(bundle_dir: Path, case: Case, *, report=None) -> str | None:
+    """The signature the bundle's repro.mlir shows now under `case`."""
     load_pass_modules(bundle_dir, case.pipeline)
     text = strip_reproducer_resource((bundle_dir / "repro.mlir").read_text())
-    return case, observe(case, text, bundle_dir, report=report)
+    return observe(case, text, bundle_dir, report=report)
 
 
 def main(bundle_dir: Path) -> int:
@@ -174,7 +173,7 @@ def main(bundle_dir: Path) -> int:
         print(f"a hang: REPRODUCED if this process ends by SIGALRM in {case.hang_seconds:.0f} s", flush=True)
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         signal.alarm(math.ceil(case.hang_seconds))
-    case, observed = replay(bundle_dir, report=print)
+    observed = replay(bundle_dir, case, report=print)
     if observed == case.signature:
         print(f"REPRODUCED: {observed}")
         return 1

@@ -34,6 +34,15 @@ RUNTIME_EXECUTORS = {"tosa-ref": "the TOSA reference model", "xla": "XLA", "iree
 
 TWIN_TIMEOUT = 120.0  # seconds for the twin's compile and run
 
+# A verdict note reads `verdict: <kind>...`, the kind saying which side the bug is on.
+RUNTIME_SIDE, REFBACKEND_SIDE, BOTH_WRONG = "runtime-side", "RefBackend-side", "both wrong"
+VERDICT_KINDS = (RUNTIME_SIDE, REFBACKEND_SIDE, BOTH_WRONG)
+
+
+def verdict_kind(note: str) -> str | None:
+    """The kind of a result note that is a verdict (None: another note)."""
+    return next((kind for kind in VERDICT_KINDS if note.startswith(f"verdict: {kind}")), None)
+
 
 def twin_outcome(twin_config: FxConfig, prepared, golden: Trace) -> str | None:
     """None when the RefBackend twin matches torch; else what it did. It compiles and runs in a
@@ -135,17 +144,17 @@ class RuntimeConfig(FxConfig):
             return None
         if twin is None:
             return (
-                f"verdict: runtime-side ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
+                f"verdict: {RUNTIME_SIDE} ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
                 f"torch; {self.runtime} {runtime}"
             )
         if runtime is None:
             below = "linalg -> LLVM" if self.backend in ("linalg", TORCH_INPUT) else f"{self.backend} -> linalg -> LLVM"
             return (
-                f"verdict: RefBackend-side: {self.runtime} runs {same} and matches torch; the RefBackend twin "
+                f"verdict: {REFBACKEND_SIDE}: {self.runtime} runs {same} and matches torch; the RefBackend twin "
                 f"`{self.twin}` {twin}: look at {below} or the RefBackend, not at torch -> {self.ir_name}"
             )
         return (
-            f"verdict: both wrong: {self.runtime} {runtime}, and the RefBackend twin `{self.twin}` {twin}: "
+            f"verdict: {BOTH_WRONG}: {self.runtime} {runtime}, and the RefBackend twin `{self.twin}` {twin}: "
             f"look at what produced {same} (torch -> {self.ir_name}), or both executors"
         )
 

@@ -237,19 +237,11 @@ def _counts_table(rows: list[dict]) -> str:
     )
 
 
-# The `verdict:` note a runtime config's pair carries (e2e/configs/runtime.py), by the side it blames.
-VERDICTS = {
-    "verdict: runtime-side": "runtime-side",
-    "verdict: RefBackend-side": "RefBackend-side",
-    "verdict: both wrong": "both wrong",
-}
-
-
 def runtime_verdicts(rows: list[dict]) -> dict[str, dict]:
     """Per runtime config (`<backend>@<executor>`) in `rows`: its RefBackend twin, its pairs
     by verdict (`agree`: runtime and twin both match torch or neither was judged), and
     the pairs on which they disagree, with the twin's own outcome when the run had it."""
-    from e2e.configs.runtime import CONFIGS  # here: the configs import the framework
+    from e2e.configs.runtime import CONFIGS, verdict_kind  # here: the configs import the framework
 
     final = {(row["test"], row["config"]): row["final"] for row in rows}
     found: dict[str, dict] = {}
@@ -258,9 +250,8 @@ def runtime_verdicts(rows: list[dict]) -> dict[str, dict]:
         if config is None:
             continue
         entry = found.setdefault(row["config"], {"twin": config.twin, "counts": Counter(), "disagreements": []})
-        note = next((n for n in row.get("notes") or [] if n.startswith("verdict:")), None)
-        kind = next((k for prefix, k in VERDICTS.items() if note and note.startswith(prefix)), "agree")
-        entry["counts"][kind] += 1
+        note = next((n for n in row.get("notes") or [] if verdict_kind(n)), None)
+        entry["counts"][verdict_kind(note) if note else "agree"] += 1
         if note:
             twin_final = final.get((row["test"], config.twin), "not in this run")
             entry["disagreements"].append((row["test"], twin_final, row["final"], note))
@@ -269,10 +260,12 @@ def runtime_verdicts(rows: list[dict]) -> dict[str, dict]:
 
 def _runtimes_section(rows: list[dict]) -> str:
     """Runtime configs beside their RefBackend twins: where the two executors disagree."""
+    from e2e.configs.runtime import VERDICT_KINDS
+
     verdicts = runtime_verdicts(rows)
     if not verdicts:
         return ""
-    kinds = ["agree", *VERDICTS.values()]
+    kinds = ["agree", *VERDICT_KINDS]
     head = "".join(f'<th class="num">{html.escape(k)}</th>' for k in kinds)
     body = "".join(
         f"<tr><th>{html.escape(config)}</th><td>{html.escape(entry['twin'])}</td>"
