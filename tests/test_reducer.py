@@ -316,6 +316,36 @@ def test_lazy_capture_failure_becomes_a_torch_script(tmp_path):
     assert done.returncode == 1 and "aten::atan2" in done.stdout
 
 
+class ViewAfterAttention(torch.nn.Module):
+    """GPT-2's attention epilogue: torch's decomposition of SDPA leaves strides the
+    following `view` cannot take, so capture fails in its `decompositions` step."""
+
+    def forward(self, q, k, v):
+        attended = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        return attended.transpose(1, 2).reshape(2, 8, 32).view(-1, 32)
+
+
+def test_a_failure_in_torchs_decompositions_replays_as_the_suite_reported_it(tmp_path):
+    """The bundle's replay labels the export and decomposition steps as the suite's capture
+    does (before, every such bundle replayed as `torch.export` and failed verification)."""
+    from e2e.framework.registry import Test
+    from e2e.framework.runner import prepare, run_pair
+    from e2e.reducer.failure import reduce_result
+
+    def invoke(module, tu):
+        module.forward(tu.rand(2, 4, 8, 8), tu.rand(2, 4, 8, 8), tu.rand(2, 4, 8, 8))
+
+    prepared = prepare(Test("ViewAfterAttention", ViewAfterAttention, invoke))
+    config = load_config("linalg")
+    result = run_pair(prepared, config, reports_dir=tmp_path, limits=Limits(120, None))
+    assert result.stage == "capture" and "decompositions: ValueError: Cannot view" in result.signature
+    outcome = reduce_result(result, prepared, config, tmp_path, time_box=60)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.ops_after <= 4
+    done = run_elsewhere(outcome.bundle, tmp_path)
+    assert done.returncode == 1 and "decompositions: ValueError" in done.stdout
+
+
 def test_a_replayed_failure_matches_its_report_behind_the_frontends_prefix_and_the_cut():
     from e2e.reducer.failure import _same_failure
 

@@ -26,6 +26,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 
 from compiler.frontends.decompose import run_decompositions
+from compiler.replay_runtime.frontend import StepFailure, export_program
 from compiler.stages import StageError, first_line, new_context
 
 
@@ -84,15 +85,12 @@ def capture(
     if dynamic_shapes is not None:
         attempts.append((False, None, "static shapes (the example inputs' sizes; annotated -1 dims ignored)"))
     first_error: tuple[str, Exception] | None = None
+    decompositions = (lambda program: run_decompositions(program, get_decomposition_table())) if decompose else None
     for strict, shapes, fallback in attempts:
-        step = "torch.export"  # the decompositions get their own label: another tool fails there
         try:
-            program = torch.export.export(module, tuple(example_inputs), dynamic_shapes=shapes, strict=strict)
-            step = "decompositions"
-            if decompose:
-                program = run_decompositions(program, get_decomposition_table())
-        except Exception as error:
-            first_error = first_error or (step, error)
+            program = export_program(module, example_inputs, shapes, strict=strict, decompose=decompositions)
+        except StepFailure as failure:
+            first_error = first_error or (failure.step, failure.cause)
             continue
         if fallback is not None and notes is not None:
             step, error = first_error

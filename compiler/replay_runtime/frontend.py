@@ -15,8 +15,7 @@ import re
 
 import torch
 
-from .mlir import first_line
-from .signature import normalize
+from .signature import first_line, normalize
 
 _INITIALIZED = False
 _DECOMPOSITIONS = None  # the Library holding our Lazy-key kernels must stay alive
@@ -130,18 +129,47 @@ def run_ltc(module, args, dynamic_shapes) -> str | None:
     return None
 
 
+EXPORT_STEP = "torch.export"
+DECOMPOSITIONS_STEP = "decompositions"  # its own label: another tool fails there
+
+
+class StepFailure(Exception):
+    """A frontend step that raised: `step` names it as the suite's signatures do."""
+
+    def __init__(self, step: str, cause: Exception):
+        super().__init__(f"{step}: {type(cause).__name__}: {first_line(cause)}")
+        self.step, self.cause = step, cause
+
+
+def export_program(module, args, dynamic_shapes, *, strict: bool = False, decompose=None):
+    """`torch.export.export`, then `decompose(program)` when given; the suite's capture
+    stage and the bundles' replay both export through here, so a failure is labelled alike."""
+    step = EXPORT_STEP
+    try:
+        program = torch.export.export(module, tuple(args), dynamic_shapes=dynamic_shapes, strict=strict)
+        step = DECOMPOSITIONS_STEP
+        return decompose(program) if decompose is not None else program
+    except Exception as error:
+        raise StepFailure(step, error) from error
+
+
+def _torch_mlir_decompositions(program):
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    return program.run_decompositions(get_decomposition_table())
+
+
 def run_fx(module, args, dynamic_shapes) -> str | None:
-    """torch.export, torch-mlir's decomposition table, then torch-mlir's FxImporter."""
+    """torch.export, torch-mlir's decomposition table, then torch-mlir's FxImporter. A
+    failure in torch.export itself replays with torch alone (torch-mlir is imported after)."""
+    try:
+        program = export_program(module, args, dynamic_shapes, decompose=_torch_mlir_decompositions)
+    except StepFailure as failure:
+        return str(failure)
     import torch_mlir.dialects.torch as torch_dialect
     from torch_mlir import ir
-    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
     from torch_mlir.extras.fx_importer import FxImporter
 
-    try:
-        program = torch.export.export(module, tuple(args), dynamic_shapes=dynamic_shapes, strict=False)
-        program = program.run_decompositions(get_decomposition_table())
-    except Exception as error:
-        return f"torch.export: {type(error).__name__}: {first_line(error)}"
     context = ir.Context()
     torch_dialect.register_dialect(context)
     try:

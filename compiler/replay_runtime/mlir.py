@@ -12,6 +12,8 @@ import torch_mlir.dialects.torch as torch_dialect  # registers torch and refback
 from torch_mlir import ir, passmanager
 from torch_mlir._mlir_libs import _stablehlo
 
+from .signature import first_line  # noqa: F401  (re-exported: compiler.stages and the frontends quote errors with it)
+
 _stablehlo.register_stablehlo_passes()
 
 
@@ -44,12 +46,6 @@ class StageError(Exception):
 
 def _rebuild_stage_error(stage, message, failing_pass, diagnostics, input_ir) -> StageError:
     return StageError(stage, message, failing_pass=failing_pass, diagnostics=diagnostics, input_ir=input_ir)
-
-
-def first_line(error: BaseException) -> str:
-    """The first line of an exception's text (frontends quote it in StageErrors)."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def new_context() -> ir.Context:

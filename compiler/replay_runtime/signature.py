@@ -139,3 +139,9 @@ def guilty_op(diagnostics: list[str] | str) -> str | None:
         if match:
             return match[1]
     return None
+
+
+def first_line(error: BaseException) -> str:
+    """The first line of an exception's text (frontends quote it in StageErrors)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
