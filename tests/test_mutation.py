@@ -95,14 +95,28 @@ def test_boundary_inputs_tie_and_reach_the_extremes():
 op_test("MutationUnit_GtTies", torch.gt, lambda tu: [tu.boundary(6, 8), tu.boundary(6, 8)])
 op_test("MutationUnit_GtRandom", torch.gt, lambda tu: [tu.rand(3, 4), tu.rand(3, 4)])
 op_test("MutationUnit_Relu", torch.relu, lambda tu: [tu.randn(3, 4)])
+# A float-to-int cast: fptosi compiled as fptoui differs only where the cast is undefined
+# (NaN, inf); x86-64 code for fptoui gives in-range negatives fptosi's bits.
+op_test("MutationUnit_ToInt32", lambda x: x.to(torch.int32), lambda tu: [tu.rand(3, 4, low=-5.0, high=5.0)])
+# Integer inputs only: a strict `>` between two int tensors with distinct values at
+# first; redrawn from those values, ties appear and tell `slt` from `sle`.
+op_test(
+    "MutationUnit_IntGt", torch.gt, lambda tu: [torch.arange(12).reshape(3, 4), torch.arange(12).flip(0).reshape(3, 4)]
+)
 
 
 @pytest.fixture(scope="module")
 def records():
-    names = ("cmpf_ogt_to_oge", "cmpf_ugt_to_uge", "swap_divf")
+    names = ("cmpf_ogt_to_oge", "cmpf_ugt_to_uge", "swap_divf", "fptosi_to_fptoui", "cmpi_sgt_to_sge")
     return {
         name: run_test(Job(name, "linalg", "annotated", False, None, names))
-        for name in ("MutationUnit_GtTies", "MutationUnit_GtRandom", "MutationUnit_Relu")
+        for name in (
+            "MutationUnit_GtTies",
+            "MutationUnit_GtRandom",
+            "MutationUnit_Relu",
+            "MutationUnit_ToInt32",
+            "MutationUnit_IntGt",
+        )
     }
 
 
@@ -129,6 +143,30 @@ def test_an_equivalent_survivor_is_shown_equivalent_and_unreached_mutations_run_
     assert relu["reached"] == 1 and relu["survivors"][0]["verdict"] == EQUIVALENT and status(relu) == "equivalent"
     assert rows["swap_divf"]["reached"] == 0 and status(rows["swap_divf"]) == "unreached"
     assert all(r.baseline == "pass" for r in records.values())
+
+
+def test_a_cast_mutant_is_judged_where_the_cast_is_defined(records):
+    rows = {r["name"]: r for r in kill_matrix([records["MutationUnit_ToInt32"]], catalogue.mutations())}
+    cast = rows["fptosi_to_fptoui"]
+    assert cast["reached"] == 1 and status(cast) == "equivalent", cast
+    assert "finite boundary inputs" in cast["survivors"][0]["detail"]
+
+
+def test_the_same_cast_mutant_judged_on_nan_and_inf_has_a_witness():
+    from e2e.mutation.run import mutation_key
+
+    (fptosi,) = [m for m in catalogue.mutations() if m.name == "fptosi_to_fptoui"]
+    anywhere = catalogue.register(Mutation("unit_fptosi_anywhere", "linalg", "casts", "test", fptosi.rewrite))
+    record = run_test(Job("MutationUnit_ToInt32", "linalg", "annotated", False, None, (anywhere.name,)))
+    verdict, detail = record.verdicts[mutation_key(anywhere)]
+    assert verdict == SURVIVED and "not equivalent" in detail
+
+
+def test_a_test_without_float_inputs_is_checked_on_its_own_values_redrawn(records):
+    rows = {r["name"]: r for r in kill_matrix([records["MutationUnit_IntGt"]], catalogue.mutations())}
+    sgt = rows["cmpi_sgt_to_sge"]
+    assert sgt["reached"] == 1 and not sgt["caught"]  # no ties in the test's own inputs
+    assert sgt["survivors"][0]["verdict"] == SURVIVED and "not equivalent" in sgt["survivors"][0]["detail"]
 
 
 def test_before_after_shows_what_new_tests_changed(records):

@@ -101,7 +101,7 @@ def _run_mutant(prepared, programs, backend: str, mutation: Mutation | None, sam
     For a mutant: its verdict; a surviving one is run on the boundary `samples` too."""
     from compiler.stages import StageError
     from e2e.configs.fx import run_programs
-    from e2e.mutation.equivalence import witness
+    from e2e.mutation.equivalence import judged, witness
     from e2e.mutation.mutant import MutationFailed, compiled
 
     torch.set_num_threads(1)
@@ -120,11 +120,17 @@ def _run_mutant(prepared, programs, backend: str, mutation: Mutation | None, sam
         return None if mismatch is None else [WRONG, str(mismatch)[:300]], mutant
     if mismatch is not None:
         return [WRONG, str(mismatch)[:300]]
+    samples = judged(samples or [], mutation.domain)
     if not samples:
-        return [SURVIVED, "not checked for equivalence: the test has no float inputs to vary"]
+        return [SURVIVED, "not checked for equivalence: the test has no inputs to vary"]
     found = witness(samples, mutant, prepared.test.tolerance)
     if found is None:
-        return [EQUIVALENT, f"no difference on {len(samples)} boundary inputs"]
+        where = (
+            "finite boundary inputs (NaN and inf: undefined for this op)"
+            if mutation.domain == "finite"
+            else "boundary inputs"
+        )
+        return [EQUIVALENT, f"no difference on {len(samples)} {where}"]
     return [SURVIVED, f"not equivalent: {found[:300]}"]
 
 
