@@ -1,6 +1,6 @@
 """Run upstream torch-mlir's own e2e framework on its own test_suite, test by test.
 
-    python benchmarks/upstream_framework.py PATH_TO_TEST_SUITE_DIR [--configs linalg,tosa,stablehlo]
+    python benchmarks/upstream_framework.py PATH_TO_TEST_SUITE_DIR [--configs linalg,tosa,stablehlo,onnx]
         [-j 2] [-k REGEX] [--timeout 60] [--out upstream-framework.json]
 
 The reference `benchmarks/upstream_suite.py --upstream-results FILE` compares with: what
@@ -9,7 +9,8 @@ describe upstream's CI (another torch, another build). It imports upstream's
 `torch_mlir_e2e_test` from the checkout the suite lives in (`<suite>/../..`), never from
 this project, and calls its `compile_and_run_test` and `SingleTestReport` per test with
 the FxImporterTestConfig of each config, as upstream's `main.py --config fx_importer*`
-does (one process per config, no multiprocessing).
+does, or its OnnxBackendTestConfig for `onnx` (`main.py --config onnx`): one process per
+config, no multiprocessing.
 
 Each worker process runs tests one by one and prints a JSON line per test; a worker that
 dies takes only the test it had started (reported `crash`), a test past `--timeout` is
@@ -29,11 +30,19 @@ import threading
 import time
 from pathlib import Path
 
-# config -> (upstream's config module attribute, the backend class, the output type it passes)
+# config -> (upstream's backend class, its module, upstream's TestConfig (module.class
+# under configs/), the output type it passes), as upstream's main.py builds each config.
+FX = "fx_importer_backend.FxImporterTestConfig"
 CONFIGS = {
-    "linalg": ("RefBackendLinalgOnTensorsBackend", "linalg_on_tensors_backends.refbackend", None),
-    "tosa": ("LinalgOnTensorsTosaBackend", "tosa_backends.linalg_on_tensors", "tosa"),
-    "stablehlo": ("LinalgOnTensorsStablehloBackend", "stablehlo_backends.linalg_on_tensors", "stablehlo"),
+    "linalg": ("RefBackendLinalgOnTensorsBackend", "linalg_on_tensors_backends.refbackend", FX, None),
+    "tosa": ("LinalgOnTensorsTosaBackend", "tosa_backends.linalg_on_tensors", FX, "tosa"),
+    "stablehlo": ("LinalgOnTensorsStablehloBackend", "stablehlo_backends.linalg_on_tensors", FX, "stablehlo"),
+    "onnx": (
+        "RefBackendLinalgOnTensorsBackend",
+        "linalg_on_tensors_backends.refbackend",
+        "onnx_backend.OnnxBackendTestConfig",
+        None,
+    ),
 }
 
 
@@ -71,7 +80,6 @@ def worker(python_root: Path, config_name: str | None) -> None:
     configs = types.ModuleType("torch_mlir_e2e_test.configs")
     configs.__path__ = [str(python_root / "torch_mlir_e2e_test" / "configs")]
     sys.modules["torch_mlir_e2e_test.configs"] = configs
-    from torch_mlir_e2e_test.configs.fx_importer_backend import FxImporterTestConfig
     from torch_mlir_e2e_test.framework import compile_and_run_test
     from torch_mlir_e2e_test.registry import GLOBAL_TEST_REGISTRY
     from torch_mlir_e2e_test.reporting import ErrorContext, SingleTestReport
@@ -88,9 +96,11 @@ def worker(python_root: Path, config_name: str | None) -> None:
     if config_name is None:
         print(json.dumps({"registered": sorted(test.unique_name for test in GLOBAL_TEST_REGISTRY)}), flush=True)
         return
-    class_name, module, output_type = CONFIGS[config_name]
+    class_name, module, test_config, output_type = CONFIGS[config_name]
     backend = getattr(importlib.import_module(f"torch_mlir_e2e_test.{module}"), class_name)()
-    config = FxImporterTestConfig(backend, output_type) if output_type else FxImporterTestConfig(backend)
+    config_module, config_class = test_config.rsplit(".", 1)
+    TestConfig = getattr(importlib.import_module(f"torch_mlir_e2e_test.configs.{config_module}"), config_class)
+    config = TestConfig(backend, output_type) if output_type else TestConfig(backend)
     tests = {test.unique_name: test for test in GLOBAL_TEST_REGISTRY}
     torch.autograd.set_grad_enabled(False)  # as upstream's main.py
     for line in sys.stdin:
@@ -163,8 +173,11 @@ class Driver:
                 continue
             if line is None:
                 break
-            message = json.loads(line)
-            if "unimported" in message:
+            try:
+                message = json.loads(line)
+            except ValueError:  # what upstream's code prints (the ONNX exporter's progress)
+                continue
+            if not isinstance(message, dict) or "unimported" in message:
                 continue
             if "start" in message:
                 started, started_at = message["start"], time.monotonic()

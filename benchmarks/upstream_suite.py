@@ -10,9 +10,10 @@ prints per config: tests collected, passed, failed by stage, the ten most common
 failure signatures, the files that did not import, wall time and peak memory.
 
 When upstream's `xfail_sets.py` lies beside the suite (`../../../e2e_testing/` from a
-checkout's test_suite directory, or `--xfail-sets FILE`), static mode is also compared
-with what upstream expects: a test upstream expects to pass is one in neither the
-config's FX_IMPORTER*_XFAIL_SET nor its crashing set. The file is read with `ast`, not
+checkout's test_suite directory, or `--xfail-sets FILE`), each config is also compared
+with what upstream expects, in the shape mode upstream's config exports with (static for
+the FX configs, annotated for `onnx`): a test upstream expects to pass is one in neither
+the config's FX_IMPORTER*_XFAIL_SET (ONNX_XFAIL_SET) nor its crashing set. The file is read with `ast`, not
 imported (it imports upstream's package).
 """
 
@@ -39,6 +40,7 @@ UPSTREAM_SETS = {
     "linalg": ("FX_IMPORTER_XFAIL_SET", "FX_IMPORTER_CRASHING_SET"),
     "tosa": ("FX_IMPORTER_TOSA_XFAIL_SET", "FX_IMPORTER_TOSA_CRASHING_SET"),
     "stablehlo": ("FX_IMPORTER_STABLEHLO_XFAIL_SET", "FX_IMPORTER_STABLEHLO_CRASHING_SET"),
+    "onnx": ("ONNX_XFAIL_SET", "ONNX_CRASHING_SET"),
 }
 
 
@@ -207,6 +209,11 @@ class SetsReader:
         if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "parse" and node.args:
             return self.parse_version(node.args[0].value)
         return None
+
+
+# The shapes upstream's configs export with: its FX configs the example inputs' (static),
+# its ONNX config `annotate_args`' -1 dims as dynamic dims (this suite's `annotated`).
+UPSTREAM_SHAPES = {"onnx": "annotated"}
 
 
 def upstream_expected_failures(xfail_sets: Path, suite: Path) -> dict[str, set[str]]:
@@ -381,13 +388,15 @@ def main() -> None:
             continue
         runs[mode] = run
         print_mode(run, configs)
-        if expected is not None and mode == "static":
-            print_agreement(run, configs, expected, args.verbose)
-        if args.upstream_results and mode == "static":
+        # Each config is compared in the shape mode upstream's config exports with.
+        judged_here = [c for c in configs if UPSTREAM_SHAPES.get(c, "static") == mode]
+        if expected is not None and judged_here:
+            print_agreement(run, judged_here, expected, args.verbose)
+        if args.upstream_results and judged_here:
             failures, errors = upstream_framework_failures(args.upstream_results)
             ran = {c: set(rows) for c, rows in json.loads(args.upstream_results.read_text())["results"].items()}
             print_agreement(
-                run, configs, failures, args.verbose, "upstream's own framework on this machine", errors, ran
+                run, judged_here, failures, args.verbose, "upstream's own framework on this machine", errors, ran
             )
     if "static" in runs and "annotated" in runs:
         print_dynamic_only(runs["static"], runs["annotated"], configs)
