@@ -159,11 +159,39 @@ def _torch_mlir_decompositions(program):
     return program.run_decompositions(get_decomposition_table())
 
 
-def run_fx(module, args, dynamic_shapes) -> str | None:
-    """torch.export, torch-mlir's decomposition table, then torch-mlir's FxImporter. A
-    failure in torch.export itself replays with torch alone (torch-mlir is imported after)."""
+REGISTERED, CIA = "registered", "cia"  # where torch keeps a decomposition
+
+
+def torch_op(name: str):
+    """`aten.x.overload` as its OpOverload."""
+    namespace, packet, overload = name.split(".")
+    return getattr(getattr(getattr(torch.ops, namespace), packet), overload)
+
+
+def torch_decompositions(entries) -> dict:
+    """A decomposition table from torch alone: per (op name, kind), torch's registered
+    decomposition (`registered`) or the op's own CompositeImplicitAutograd kernel (`cia`),
+    the two kinds torch-mlir's table takes from torch."""
+    from torch._decomp import decomposition_table
+    from torch._export.utils import _get_decomp_for_cia
+
+    return {
+        torch_op(name): decomposition_table[torch_op(name)]
+        if kind == REGISTERED
+        else _get_decomp_for_cia(torch_op(name))
+        for name, kind in entries
+    }
+
+
+def run_fx(module, args, dynamic_shapes, decompositions=None) -> str | None:
+    """torch.export, torch-mlir's decomposition table (or `decompositions`, entries of
+    `torch_decompositions`), then torch-mlir's FxImporter. A failure in torch.export, or in
+    decompositions given by entries, replays with torch alone (torch-mlir is imported after)."""
+    decompose = _torch_mlir_decompositions
+    if decompositions is not None:
+        decompose = lambda program: program.run_decompositions(torch_decompositions(decompositions))  # noqa: E731
     try:
-        program = export_program(module, args, dynamic_shapes, decompose=_torch_mlir_decompositions)
+        program = export_program(module, args, dynamic_shapes, decompose=decompose)
     except StepFailure as failure:
         return str(failure)
     import torch_mlir.dialects.torch as torch_dialect
@@ -209,9 +237,12 @@ def run_onnx(module, args, dynamic_shapes) -> str | None:
 RUN = {"ltc": run_ltc, "fx": run_fx, "onnx": run_onnx}
 
 
-def main(module, args, frontend: str, dynamic_shapes, expected: str) -> int:
+def main(module, args, frontend: str, dynamic_shapes, expected: str, decompositions=None) -> int:
     """Exit status: 1 the frontend still fails with `expected` (normalized), 0 it accepts the module, 2 otherwise."""
-    failure = RUN[frontend](module, args, dynamic_shapes)
+    if decompositions is not None:
+        failure = run_fx(module, args, dynamic_shapes, decompositions)
+    else:
+        failure = RUN[frontend](module, args, dynamic_shapes)
     if failure is None:
         print("not reproduced: the frontend accepts the module")
         return 0

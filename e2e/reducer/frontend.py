@@ -19,8 +19,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
+from compiler.replay_runtime.frontend import DECOMPOSITIONS_STEP
 from compiler.stages import StageError, first_line
-from e2e.framework.signature import Signature, stage_signature
+from e2e.framework.signature import Signature, normalize, stage_signature
 from e2e.reducer.bundle import Verification, add_test, claim, save_arrays, signature_key, verify, versions
 from e2e.reducer.case import Case
 from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, GroupModule, ddmin
@@ -83,15 +84,56 @@ def _dynamic_shapes(built: GroupModule) -> str:
     return "{" + ", ".join(f"{k!r}: {v}" for k, v in spec.items()) + "}"
 
 
-def repro_script(built: GroupModule, frontend: str, signature: str) -> str:
-    """A standalone script: the group as an nn.Module, its inputs, and the runtime's frontend step."""
+TABLE_BOX = 60.0  # seconds for the search of the decompositions a failure needs
+
+
+def torch_only_decompositions(built: GroupModule, expected: str, deadline: float) -> list[tuple[str, str]] | None:
+    """The fewest of torch-mlir's decompositions that still fail the group as `expected`
+    (normalized), each one torch's own (`frontend.torch_decompositions` entries): the
+    reproducer then replays with torch alone. None when the failure needs a decomposition
+    torch-mlir writes itself."""
+    import functools
+
+    from torch._decomp import decomposition_table
+    from torch.export import Dim
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    from compiler.replay_runtime.frontend import CIA, REGISTERED, run_fx
+
+    entries = []
+    for op, decomposition in get_decomposition_table().items():
+        if decomposition_table.get(op) is decomposition:
+            entries.append((str(op), REGISTERED))
+        elif isinstance(decomposition, functools.partial) and decomposition.keywords.get("kernel") is op:
+            entries.append((str(op), CIA))
+    shapes = eval(_dynamic_shapes(built), {"Dim": Dim})  # noqa: S307 - our own source text
+
+    def fails(subset) -> bool:
+        return normalize(run_fx(built.module, built.inputs, shapes, subset) or "") == expected
+
+    if not fails(entries):
+        return None
+    kept, _ = ddmin(entries, fails, deadline)
+    return kept
+
+
+def repro_script(
+    built: GroupModule, frontend: str, signature: str, decompositions: list[tuple[str, str]] | None = None
+) -> str:
+    """A standalone script: the group as an nn.Module, its inputs, and the runtime's frontend
+    step (with `decompositions`, torch's own, in place of torch-mlir's table)."""
     code = built.module.code.strip("\n")
     forward = "\n".join("    " + line if line.strip() else "" for line in code.splitlines())
     expected = Signature.parse(signature).message
+    needs = "torch, torch-mlir and numpy only"
+    table = ""
+    if decompositions is not None:
+        needs = "torch and numpy only: DECOMPOSITIONS are torch's own, the fewest of torch-mlir's table that still fail"
+        table = f"\nDECOMPOSITIONS = {decompositions!r}  # (op, registered decomposition or the op's own CIA kernel)\n"
     return f'''#!/usr/bin/env python3
 """Reproducer: {signature.replace(chr(92), "/")}
 
-Needs torch, torch-mlir and numpy only (the frontend step is in {RUNTIME_COPY}/ next to
+Needs {needs} (the frontend step is in {RUNTIME_COPY}/ next to
 this file). The module below is the smallest part of the test's FX graph that still
 fails this frontend; inputs.npz holds its inputs. Exits 1 while the failure is there,
 0 once it is gone, 2 on a different failure.
@@ -108,7 +150,7 @@ from torch.export import Dim  # noqa: F401  (dynamic shapes)
 {LOADER}
 
 EXPECTED = {expected!r}  # the failure, normalized (sizes, paths and SSA names stripped)
-
+{table}
 
 class Repro(torch.nn.Module):
 {forward}
@@ -120,7 +162,7 @@ def inputs():
 
 
 if __name__ == "__main__":
-    sys.exit(runtime("frontend").main(Repro(), inputs(), {frontend!r}, {_dynamic_shapes(built)}, EXPECTED))
+    sys.exit(runtime("frontend").main(Repro(), inputs(), {frontend!r}, {_dynamic_shapes(built)}, EXPECTED{", DECOMPOSITIONS" if table else ""}))
 '''
 
 
@@ -172,6 +214,10 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
         )
     group, completed = ddmin(search.units, fails, start + time_box)
     built = build(group)
+    message = Signature.parse(result.signature).message
+    decompositions = None
+    if frontend == "fx" and message.startswith(DECOMPOSITIONS_STEP + ":"):
+        decompositions = torch_only_decompositions(built, message, time.monotonic() + TABLE_BOX)
     targets = ", ".join(dict.fromkeys(str(search.by_name[n].target) for n in group))
     case = Case(FRONTEND, result.stage, [frontend], result.signature, guilty_op=targets)
     owner = claim(Path(reports_dir) / "repro", signature_key(config.name, case), bundle_dir)
@@ -182,7 +228,7 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
         )
     bundle_dir.mkdir(parents=True, exist_ok=True)
     write_runtime(bundle_dir)
-    (bundle_dir / "repro.py").write_text(repro_script(built, frontend, result.signature))
+    (bundle_dir / "repro.py").write_text(repro_script(built, frontend, result.signature, decompositions))
     (bundle_dir / "case.json").write_text(case.to_json())
     (bundle_dir / "graph.txt").write_text(str(built.module.graph))
     save_arrays(bundle_dir / "inputs.npz", [x.numpy() for x in built.inputs])
@@ -192,7 +238,17 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
     stopped = ONE_MINIMAL if completed else TIME_BOX
     (bundle_dir / "README.md").write_text(
         readme(
-            result, config.name, case, built, tests, verification, len(search.units), queries, reduced - start, stopped
+            result,
+            config.name,
+            case,
+            built,
+            tests,
+            verification,
+            len(search.units),
+            queries,
+            reduced - start,
+            stopped,
+            decompositions,
         )
     )
     return ReduceOutcome(
@@ -221,6 +277,7 @@ def readme(
     queries: int,
     seconds: float,
     stopped: str,
+    decompositions: list[tuple[str, str]] | None = None,
 ) -> str:
     v = versions()
     step = {
@@ -244,7 +301,13 @@ def readme(
         "",
         "## Reproduce",
         "",
-        f"Needs only `torch`, `torch-mlir` and `numpy` (`repro.py` runs the frontend step in `{RUNTIME_COPY}/`):",
+        (
+            f"Needs only `torch`, `torch-mlir` and `numpy` (`repro.py` runs the frontend step in `{RUNTIME_COPY}/`):"
+            if decompositions is None
+            else "Needs only `torch` and `numpy`: of torch-mlir's decomposition table, these of torch's own still "
+            f"fail ({len(decompositions)}, `DECOMPOSITIONS` in `repro.py`): "
+            + ", ".join(f"`{op}` ({kind})" for op, kind in decompositions)
+        ),
         "",
         "```sh",
         "python repro.py          # exits 1 while the failure is there, 0 once fixed",
