@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, available_configs, load_config
+from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, RUNTIME_CONFIG_NAMES, available_configs, load_config
 from e2e.framework import isolation
 from e2e.framework.cache import ResultCache
 from e2e.framework.host import TestHost
@@ -185,9 +185,9 @@ def warm_up_configs(specs: tuple[str, ...]) -> None:
 
 def _selected_configs(config) -> dict[str, str]:
     specs = [n.strip() for opt in config.getoption("config") for n in opt.split(",") if n.strip()]
-    if not specs:  # the default ones, and an opt-in config a node id names (`file::Test::onnx`)
+    if not specs:  # the default ones, and an opt-in or runtime config a node id names (`file::Test::onnx`)
         named = {arg.rsplit("::", 1)[-1] for arg in config.args if "::" in arg}
-        specs = list(CONFIG_NAMES) + [name for name in OPT_IN_CONFIG_NAMES if name in named]
+        specs = list(CONFIG_NAMES) + [name for name in OPT_IN_CONFIG_NAMES + RUNTIME_CONFIG_NAMES if name in named]
     configs = {}
     for spec in specs:
         try:

@@ -126,3 +126,19 @@ def test_no_isolation_runs_in_process_and_says_once_what_it_turns_off(pytester):
     (failed,) = [row for row in rows if row["final"] == "failed"]
     assert failed["signature"].startswith("backend | ") and failed["repro_path"] is None
     assert "reducer: not run: --no-isolation turns it off (it runs in the test host)" in failed["notes"]
+
+
+def test_a_node_id_naming_an_opt_in_or_runtime_config_selects_it():
+    """`python -m pytest 'file::Test::torch@iree'`, as a failing pair's rerun line prints it,
+    runs that pair without `--config` (runtime configs are not in the default set)."""
+    from types import SimpleNamespace
+
+    from e2e.configs import CONFIG_NAMES
+    from e2e.session import _selected_configs
+
+    def selected(*args: str) -> list[str]:
+        return list(_selected_configs(SimpleNamespace(getoption=lambda name: [], args=list(args))))
+
+    assert selected("e2e/test_suite/backward.py::BackwardOp_Silu::torch@iree") == [*CONFIG_NAMES, "torch@iree"]
+    assert selected("e2e/x.py::T::onnx", "e2e/x.py::T::tosa@tosa-ref") == [*CONFIG_NAMES, "onnx", "tosa@tosa-ref"]
+    assert selected("e2e/test_suite") == list(CONFIG_NAMES)
