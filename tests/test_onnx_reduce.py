@@ -81,3 +81,31 @@ def test_a_model_that_disagrees_with_torch_is_not_reduced(tmp_path):
     )  # fmt: skip
     assert outcome.bundle is None and outcome.queries == 0
     assert "disagrees with torch" in outcome.note and "the failure is in the model" in outcome.note
+
+
+class KeepNumbers(torch.nn.Module):
+    def forward(self, x):
+        return torch.where(x == x, x * 2, torch.zeros_like(x)) + 1
+
+
+def test_a_suite_mismatch_on_the_onnx_config_gets_its_bundle(tmp_path):
+    """reduce_result takes the onnx config's compare failures to the ONNX node search:
+    torch-mlir's `onnx.Equal` holds NaN == NaN (as `NanInf_Nanmean` shows in the suite)."""
+    from e2e.framework.isolation import Limits
+    from e2e.framework.registry import Test
+    from e2e.framework.runner import prepare, run_pair
+    from e2e.reducer.failure import reduce_result
+
+    def invoke(module, tu):
+        x = tu.rand(3, 4)
+        x[1, 2] = float("nan")
+        module.forward(x)
+
+    prepared = prepare(Test("KeepNumbers", KeepNumbers, invoke))
+    config = load_config("onnx")
+    result = run_pair(prepared, config, reports_dir=tmp_path, limits=Limits(120, None))
+    assert result.stage == "compare", result.signature
+    outcome = reduce_result(result, prepared, config, tmp_path, time_box=60)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "onnx.Equal"
+    assert [n.op_type for n in onnx.load(str(outcome.bundle / "model.onnx")).graph.node] == ["Equal"]
