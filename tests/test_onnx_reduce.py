@@ -81,6 +81,12 @@ def test_a_model_that_disagrees_with_torch_is_not_reduced(tmp_path):
     )  # fmt: skip
     assert outcome.bundle is None and outcome.queries == 0
     assert "disagrees with torch" in outcome.note and "the failure is in the model" in outcome.note
+    # A model that draws random values is not compared at all.
+    noisy = reduce_onnx_mismatch(
+        chain_model([("RandomUniformLike", ["x"], "u"), ("Add", ["u", "y"], "out")]), [x, y], [x + y],
+        backend_chain(), test="T", config="onnx", reports_dir=tmp_path, time_box=60,
+    )  # fmt: skip
+    assert noisy.bundle is None and "draws random values (RandomUniformLike)" in noisy.note
 
 
 class KeepNumbers(torch.nn.Module):

@@ -36,6 +36,10 @@ from e2e.reducer.graph import (
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
 
 REFERENCE = "onnx.reference.ReferenceEvaluator"  # the oracle: ONNX's own semantics
+# Ops whose values no other run reproduces: a model with one is not compared.
+RANDOM_OPS = frozenset(
+    {"Bernoulli", "Multinomial", "RandomNormal", "RandomNormalLike", "RandomUniform", "RandomUniformLike"}
+)
 
 
 @dataclass
@@ -230,11 +234,11 @@ def localize_onnx_group(search: OnnxSearch, deadline: float) -> OnnxGroupMismatc
     return search.result(group, ONE_MINIMAL if completed else TIME_BOX)
 
 
-def model_is_wrong_note(disagreement: str) -> str:
+def model_is_wrong_note(disagreement: str, golden_from: str = "torch") -> str:
     return (
-        f"{REFERENCE} disagrees with torch ({disagreement}): the exported model itself computes other "
-        "values than torch; the failure is in the model (exporter or ONNX semantics), not in torch-mlir: "
-        "no compile-side reduction"
+        f"{REFERENCE} disagrees with {golden_from} ({disagreement}): the model itself computes other "
+        f"values than {golden_from}; the failure is in the model (exporter or ONNX semantics), not in "
+        "torch-mlir: no compile-side reduction"
     )
 
 
@@ -250,12 +254,14 @@ def reduce_onnx_mismatch(
     tolerance=None,
     time_box: float = 60.0,
     verify: bool = True,
+    golden_from: str = "torch",
 ) -> ReduceOutcome:
     """Wrong results of the onnx config: the smallest group of ONNX nodes whose compiled
     result differs from the reference evaluator's, as a bundle (with the group as `model.onnx`).
 
     `toolchain` compiles torch backend IR to the executor (the config's backend stage);
-    the bundle's pipeline is the onnx torch-backend pipeline followed by it.
+    the bundle's pipeline is the onnx torch-backend pipeline followed by it. `golden_from`
+    names what computed `golden` (for the notes).
     """
     from compiler.onnx_compile import onnx_import
     from compiler.toolchain import TO_TORCH_BACKEND
@@ -268,9 +274,16 @@ def reduce_onnx_mismatch(
         return ReduceOutcome(
             note=f"{REFERENCE} cannot run the model: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION
         )
+    random = sorted({n.op_type for n in search.nodes if n.op_type in RANDOM_OPS})
+    if random:
+        return ReduceOutcome(
+            note=f"the model draws random values ({', '.join(random)}): {REFERENCE}'s values cannot be "
+            "compared with the golden ones or the compiled ones; not reduced",
+            stopped=NO_LOCALIZATION,
+        )
     disagreement = search.disagreement_with(golden)
     if disagreement is not None:
-        return ReduceOutcome(note=model_is_wrong_note(disagreement)[:500], stopped=NO_LOCALIZATION)
+        return ReduceOutcome(note=model_is_wrong_note(disagreement, golden_from)[:500], stopped=NO_LOCALIZATION)
     found = localize_onnx_group(search, start + time_box)
     if isinstance(found, str):
         return ReduceOutcome(
@@ -312,9 +325,9 @@ def reduce_onnx_result(result, prepared, config, reports_dir, time_box: float) -
 
     method, call = prepared.failing_call(result.error)
     item = next(i for i in prepared.golden if i.method == method and i.inputs is call)
-    model = getattr(prepared.module, "onnx_model", None)
+    model = given = getattr(prepared.module, "onnx_model", None)
     try:
-        if model is None:
+        if given is None:
             model = onnx_export(prepared.module, call, prepared.arg_shapes(method), method=method)
     except Exception as error:
         return ReduceOutcome(
@@ -330,4 +343,5 @@ def reduce_onnx_result(result, prepared, config, reports_dir, time_box: float) -
         reports_dir=reports_dir,
         tolerance=prepared.test.tolerance,
         time_box=time_box,
+        golden_from="torch" if given is None else "the test's expected outputs",
     )
