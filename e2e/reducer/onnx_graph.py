@@ -70,10 +70,19 @@ def _subgraph_uses(node) -> list[str]:
 class OnnxSearch:
     """An ONNX model, its reference values at every edge for one call, and group checks."""
 
-    def __init__(self, model: bytes, tensors: Sequence[torch.Tensor], toolchain: Sequence[str], *, tolerance=None):
-        """`toolchain`: the entries from torch backend IR to the executor (the config's backend stage)."""
+    def __init__(
+        self,
+        model: bytes,
+        tensors: Sequence[torch.Tensor],
+        toolchain: Sequence[str],
+        *,
+        tolerance=None,
+        evaluator_seconds: float = QUERY_SECONDS,
+    ):
+        """`toolchain`: the entries from torch backend IR to the executor (the config's backend stage).
+        The reference evaluator (pure Python: slow on large convolutions) runs in a child
+        given `evaluator_seconds`."""
         import onnx
-        from onnx.reference import ReferenceEvaluator
 
         self.toolchain = list(toolchain)
         self.tolerance = tolerance
@@ -84,8 +93,7 @@ class OnnxSearch:
         if len(self.input_names) != len(tensors):
             raise ValueError(f"the ONNX model takes {len(self.input_names)} inputs, the call passes {len(tensors)}")
         feeds = {name: _to_numpy(t) for name, t in zip(self.input_names, tensors)}
-        results = ReferenceEvaluator(self.model).run(None, feeds, intermediate=True)
-        self.values: dict[str, np.ndarray] = {k: np.asarray(v) for k, v in results.items() if k}
+        self.values: dict[str, np.ndarray] = _reference_values(self.model, feeds, evaluator_seconds)
         self.types = {v.name: v.type for v in (*graph.input, *graph.value_info, *graph.output)}
         self.nodes = list(graph.node)
         self.constants = {o for n in self.nodes if n.op_type == "Constant" for o in n.output}
@@ -214,6 +222,26 @@ class OnnxSearch:
         )
 
 
+def _reference_values(model, feeds: dict[str, np.ndarray], seconds: float) -> dict[str, np.ndarray]:
+    """Every value the reference evaluator computes (graph inputs, node outputs), by name."""
+    from onnx.reference import ReferenceEvaluator
+
+    from e2e.framework import isolation
+
+    def evaluate() -> dict[str, np.ndarray]:
+        results = ReferenceEvaluator(model).run(None, feeds, intermediate=True)
+        return {name: np.asarray(value) for name, value in results.items() if name}
+
+    outcome = isolation.run_forked(evaluate, seconds, QUERY_MEMORY)
+    if isinstance(outcome, isolation.Raised):
+        raise RuntimeError(outcome.traceback.strip().splitlines()[-1])
+    if isinstance(outcome, isolation.TimedOut):
+        raise TimeoutError(f"no answer in {seconds:.0f} s")
+    if not isinstance(outcome, dict):
+        raise RuntimeError(f"the evaluator's process ended: {outcome}"[:200])
+    return outcome
+
+
 def compile_and_run(model: bytes, toolchain: Sequence[str], tensors: Sequence[torch.Tensor]):
     """(raw torch-onnx IR, outputs, result dtypes) of an ONNX model compiled as the onnx config does."""
     from compiler.onnx_compile import onnx_import, onnx_torch_backend_ir
@@ -269,7 +297,7 @@ def reduce_onnx_mismatch(
 
     start = time.monotonic()
     try:
-        search = OnnxSearch(model, tensors, toolchain, tolerance=tolerance)
+        search = OnnxSearch(model, tensors, toolchain, tolerance=tolerance, evaluator_seconds=max(time_box, 10.0))
     except Exception as error:
         return ReduceOutcome(
             note=f"{REFERENCE} cannot run the model: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION
