@@ -62,7 +62,7 @@ def with_reproducer_resource(text: str, pipeline: list[str]) -> str:
     text = text.rstrip()
     if text.endswith("#-}"):  # already has resources (dense_resource weights): one section
         head, _, tail = text.rpartition("{-#")
-        return f"{head}{{-#\n{entry},{tail.lstrip(chr(10))}\n"
+        return f"{head}{{-#\n{entry},\n{tail.lstrip(chr(10))}\n"  # own line: replay strips the entry alone
     return f"{text}\n\n{{-#\n{entry}\n#-}}\n"
 
 
