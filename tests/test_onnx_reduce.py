@@ -16,11 +16,12 @@ from e2e.reducer.onnx_graph import reduce_onnx_mismatch  # noqa: E402
 from e2e.reducer.reduce import op_count  # noqa: E402
 
 BROKEN = "python:tests.broken_compilers:"
-CHAIN = [  # Mixed of tests/test_reducer.py, by hand: relu(tanh(exp(x) + y) * y - x) + (exp(x) + y)
+WEIGHT = torch.linspace(-1, 1, 12).reshape(3, 4)
+CHAIN = [  # Mixed of tests/test_reducer.py, by hand, with a weight: relu(tanh(exp(x) + y) * w - x) + (exp(x) + y)
     ("Exp", ["x"], "e"),
     ("Add", ["e", "y"], "a"),
     ("Tanh", ["a"], "t"),
-    ("Mul", ["t", "y"], "b"),
+    ("Mul", ["t", "w"], "b"),
     ("Sub", ["b", "x"], "d"),
     ("Relu", ["d"], "r"),
     ("Add", ["r", "a"], "out"),
@@ -30,13 +31,14 @@ CHAIN = [  # Mixed of tests/test_reducer.py, by hand: relu(tanh(exp(x) + y) * y 
 def chain_model(chain=CHAIN) -> bytes:
     nodes = [helper.make_node(op, inputs, [output]) for op, inputs, output in chain]
     value = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, [3, 4])  # noqa: E731
-    graph = helper.make_graph(nodes, "g", [value("x"), value("y")], [value(chain[-1][2])])
+    weight = onnx.numpy_helper.from_array(WEIGHT.numpy(), "w")
+    graph = helper.make_graph(nodes, "g", [value("x"), value("y")], [value(chain[-1][2])], initializer=[weight])
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)], ir_version=10).SerializeToString()
 
 
 def mixed(x, y):
     a = torch.exp(x) + y
-    return torch.relu(torch.tanh(a) * y - x) + a
+    return torch.relu(torch.tanh(a) * WEIGHT - x) + a
 
 
 def backend_chain(broken: str | None = None) -> list[str]:
@@ -58,6 +60,7 @@ def test_onnx_miscompile_found_node_by_node(tmp_path):
     assert [n.op_type for n in reduced.graph.node] == ["Mul"]
     repro = (outcome.bundle / "repro.mlir").read_text().split("{-#")[0]
     assert 'torch.operator "onnx.Mul"' in repro and "onnx.Tanh" not in repro  # raw torch-onnx IR, the node alone
+    assert "dense_resource<w>" in repro  # the initializer it uses, kept as a resource (and replayed with it)
     assert op_count(repro) <= 4
     readme = (outcome.bundle / "README.md").read_text()
     assert "model.onnx" in readme and "onnx.reference.ReferenceEvaluator" in readme
