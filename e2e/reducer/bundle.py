@@ -2,7 +2,8 @@
 
 A bundle holds `repro.mlir` (reduced, weights as resources, MLIR's `mlir_reproducer`
 resource naming the pipeline), `repro.py` (exits 1 while the bug is there) and the
-replay runtime it calls (`replay_runtime/`, see `e2e.reducer.standalone`), `case.json`, `inputs.npz` / `expected.npz` for mismatches, `original.mlir`,
+replay runtime it calls (`replay_runtime/`, see `e2e.reducer.standalone`), `case.json`, `inputs.npz` / `expected.npz` for mismatches (and `model.onnx`, the
+reduced ONNX model, for the onnx config's), `original.mlir`,
 `tests.txt` (every test that hit it) and an issue-ready `README.md`. Writes are atomic
 and names are unique per process, so `pytest -n 2` workers never collide; the first
 worker to claim a signature (an O_EXCL file) writes the bundle, the others add their
@@ -46,6 +47,8 @@ class BundleInfo:
     inputs: list[np.ndarray] | None = None
     expected: list[np.ndarray] | None = None
     notes: list[str] = field(default_factory=list)
+    expected_from: str = "native PyTorch"  # what computed expected.npz (a mismatch)
+    files: dict[str, bytes] = field(default_factory=dict)  # more files for the bundle (the onnx config: model.onnx)
 
 
 def with_reproducer_resource(text: str, pipeline: list[str]) -> str:
@@ -59,7 +62,7 @@ def with_reproducer_resource(text: str, pipeline: list[str]) -> str:
     text = text.rstrip()
     if text.endswith("#-}"):  # already has resources (dense_resource weights): one section
         head, _, tail = text.rpartition("{-#")
-        return f"{head}{{-#\n{entry},{tail.lstrip(chr(10))}\n"
+        return f"{head}{{-#\n{entry},\n{tail.lstrip(chr(10))}\n"  # own line: replay strips the entry alone
     return f"{text}\n\n{{-#\n{entry}\n#-}}\n"
 
 
@@ -234,7 +237,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         if case.stage == "execute"
         else "the pipeline finishes (or reports an error) without taking the process down.",
         "hang": "the pass finishes (or reports an error) in well under a second: the module is tiny.",
-        "mismatch": "the compiled module returns `expected.npz` (native PyTorch) for `inputs.npz`"
+        "mismatch": f"the compiled module returns `expected.npz` ({info.expected_from}) for `inputs.npz`"
         + (
             f" within rtol={case.tolerance[0]}, atol={case.tolerance[1]}."
             if case.tolerance
@@ -315,6 +318,10 @@ def write_bundle(info: BundleInfo, bundle_dir: Path, *, check: bool = True) -> t
     if info.inputs is not None:
         save_arrays(bundle_dir / "inputs.npz", info.inputs)
         save_arrays(bundle_dir / "expected.npz", info.expected or [])
+    for name, content in info.files.items():
+        tmp = bundle_dir / f".{name}.{os.getpid()}.tmp"
+        tmp.write_bytes(content)
+        os.replace(tmp, bundle_dir / name)
     verification = verify(bundle_dir, info.case) if check else Verification(False, "not checked")
     tests = add_test(bundle_dir, info.test, info.config)
     write_atomic(bundle_dir / "README.md", readme(info, bundle_dir, tests, verification))

@@ -3,6 +3,7 @@
 reduce_result(result, prepared, config, reports_dir)     # a failing (test, config) pair
 reduce_mlir(text, pipeline, stage, error_pattern=...)     # a .mlir file and a pipeline
 reduce_mismatch(module, inputs, toolchain, ...)           # wrong results: the smallest miscompiled FX group
+(onnx config: e2e.reducer.onnx_graph.reduce_onnx_mismatch, the smallest miscompiled group of ONNX nodes)
 """
 
 from __future__ import annotations
@@ -174,10 +175,7 @@ def reduce_mismatch(
         f"compiled vs native: {found.detail}",
     ]
     if search.crashed_queries:
-        notes.append(
-            f"{search.crashed_queries} candidate group(s) crashed, hung or outgrew the cap when compiled "
-            "and run; each was taken as not showing the mismatch, and the search went on"
-        )
+        notes.append(crashed_queries_note(search.crashed_queries))
     if found.literals:
         notes.append(
             "sizes computed in the graph replaced by literals: "
@@ -199,6 +197,13 @@ def reduce_mismatch(
     )
 
 
+def crashed_queries_note(count: int) -> str:
+    return (
+        f"{count} candidate group(s) crashed, hung or outgrew the cap when compiled "
+        "and run; each was taken as not showing the mismatch, and the search went on"
+    )
+
+
 def _mismatch_bundle(
     found,
     guilty: str,
@@ -213,9 +218,12 @@ def _mismatch_bundle(
     config: str,
     reports_dir,
     verify: bool,
+    expected_from: str = "native PyTorch",
+    files: dict[str, bytes] | None = None,
 ) -> ReduceOutcome:
-    """A localized mismatch (`found`: its torch backend IR, inputs, expected values, dtypes,
-    signature, queries) as a bundle, or a share of the bundle of the same bug."""
+    """A localized mismatch (`found`: its IR, inputs, expected values, dtypes, signature,
+    queries) as a bundle, or a share of the bundle of the same bug. `toolchain` compiles
+    `found.torch_backend_ir` (for the onnx config: raw torch-onnx IR); `files` go into the bundle too."""
     case = Case(
         MISMATCH,
         "compare",
@@ -247,6 +255,8 @@ def _mismatch_bundle(
         inputs=found.inputs,
         expected=found.expected,
         notes=notes,
+        expected_from=expected_from,
+        files=dict(files or {}),
     )
     written = time.monotonic()
     verified, detail = write_bundle(info, target, check=verify)
@@ -343,11 +353,9 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     if result.outcome == "timeout":
         return _reduce_hang(result, config, ir_dir, common)
     if result.stage == "compare" and config.toolchain().frontend == "onnx":
-        return ReduceOutcome(
-            note="wrong results of the onnx frontend are not reduced (the FX graph search does not "
-            "see the ONNX model); the onnxruntime oracle's note places them",
-            stopped=NO_LOCALIZATION,
-        )
+        from e2e.reducer.onnx_graph import reduce_onnx_result
+
+        return reduce_onnx_result(result, prepared, config, reports_dir, time_box)
     if result.stage == "compare":
         # A dynamic test is called at several shapes: reduce the call that mismatched.
         method, call = prepared.failing_call(result.error)
