@@ -40,9 +40,9 @@ def summary(rows: list[dict]) -> str:
 
 
 def signature_of(row: dict) -> str:
-    """The failure's signature with its message cut to a line: stage | where | message."""
-    parsed = Signature.parse(row.get("signature") or f"{row.get('stage')} | - | {row['outcome']}")
-    return f"{parsed.stage} | {parsed.where} | {parsed.message[:150]}"
+    """The failure's signature with its message cut short."""
+    parsed = Signature.parse(row.get("signature") or f"{row.get('stage')} | {row['outcome']}")
+    return Signature(parsed.stage, parsed.where, parsed.message and parsed.message[:150]).format()
 
 
 def only_one_fails(mine: dict, twin: dict) -> tuple[dict, dict]:
