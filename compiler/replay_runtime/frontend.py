@@ -175,12 +175,8 @@ def torch_decompositions(entries) -> dict:
     from torch._decomp import decomposition_table
     from torch._export.utils import _get_decomp_for_cia
 
-    return {
-        torch_op(name): decomposition_table[torch_op(name)]
-        if kind == REGISTERED
-        else _get_decomp_for_cia(torch_op(name))
-        for name, kind in entries
-    }
+    ops = [(torch_op(name), kind) for name, kind in entries]
+    return {op: decomposition_table[op] if kind == REGISTERED else _get_decomp_for_cia(op) for op, kind in ops}
 
 
 def run_fx(module, args, dynamic_shapes, decompositions=None) -> str | None:

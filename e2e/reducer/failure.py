@@ -166,9 +166,7 @@ def reduce_mismatch(
         )
     found = localize_group(search, start + time_box)
     if isinstance(found, str):
-        return ReduceOutcome(
-            note=found, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION
-        )
+        return nothing_localized(found, search, start)
     notes = [
         f"localized to {len(found.nodes)} FX node(s) of {len(search.units)}, given golden inputs: "
         + "; ".join(f"`{n}`" for n in found.nodes),
@@ -195,6 +193,11 @@ def reduce_mismatch(
         reports_dir=reports_dir,
         verify=verify,
     )
+
+
+def nothing_localized(why: str, search, start: float) -> ReduceOutcome:
+    """A group search (FX or ONNX nodes) that found no group: why, and what it cost."""
+    return ReduceOutcome(note=why, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
 
 
 def crashed_queries_note(count: int) -> str:

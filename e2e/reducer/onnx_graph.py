@@ -293,7 +293,7 @@ def reduce_onnx_mismatch(
     """
     from compiler.onnx_compile import onnx_import
     from compiler.toolchain import TO_TORCH_BACKEND
-    from e2e.reducer.failure import _mismatch_bundle, crashed_queries_note
+    from e2e.reducer.failure import _mismatch_bundle, crashed_queries_note, nothing_localized
 
     start = time.monotonic()
     try:
@@ -314,9 +314,7 @@ def reduce_onnx_mismatch(
         return ReduceOutcome(note=model_is_wrong_note(disagreement, golden_from)[:500], stopped=NO_LOCALIZATION)
     found = localize_onnx_group(search, start + time_box)
     if isinstance(found, str):
-        return ReduceOutcome(
-            note=found, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION
-        )
+        return nothing_localized(found, search, start)
     notes = [
         f"localized to {len(found.nodes)} ONNX node(s) of {len(search.units)}, given the reference evaluator's "
         "values at their inputs: " + "; ".join(f"`{n}`" for n in found.nodes),
