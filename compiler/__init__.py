@@ -190,9 +190,9 @@ def compile_backend_ir(
     from compiler.executors import replay
 
     backend_ir = module_text(module)
-    with replay.blamed(chain.executor_name, chain.backend, backend_ir):
+    with replay.blamed(chain.executor_name, chain.executor_input, backend_ir):
         program = executor.compile(module, dtypes, snapshots)
-    return replay.BlamedProgram(program, chain.executor_name, chain.backend, backend_ir)
+    return replay.BlamedProgram(program, chain.executor_name, chain.executor_input, backend_ir)
 
 
 @dataclass

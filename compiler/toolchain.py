@@ -27,7 +27,7 @@ TO_TORCH_BACKEND = {
     "onnx": pipelines.ONNX_TO_TORCH_BACKEND,
 }
 # A backend name for executors that take the torch backend contract or raw torch IR
-# themselves (IREE's torch input path): no backend pipeline, no torch-backend stage.
+# themselves (IREE's torch and onnx input paths): no backend pipeline, no torch-backend stage.
 TORCH_INPUT = "torch"
 
 
@@ -49,13 +49,21 @@ class Toolchain:
         return () if self.backend == TORCH_INPUT else pipelines.BACKENDS[self.backend][0]
 
     @property
+    def executor_input(self) -> str:
+        """The IR the executor is handed: the backend's, or with TORCH_INPUT the frontend's
+        imported IR as it is (`onnx`: raw torch-onnx IR, ONNX ops and all; else `torch`)."""
+        if self.backend == TORCH_INPUT and self.frontend == "onnx":
+            return "onnx"
+        return self.backend
+
+    @property
     def lower(self) -> pipelines.Pipeline:
         """Backend IR -> what the executor is handed (LLVM for the RefBackend)."""
         if self.executor_name == "refbackend":
             return (BF16_BOUNDARY, *pipelines.BACKENDS[self.backend][1], *LOWER_PIPELINE)
         from compiler.executors import replay
 
-        return (replay.entry(self.executor_name, self.backend),)
+        return (replay.entry(self.executor_name, self.executor_input),)
 
     @property
     def stages(self) -> dict[str, tuple[str, ...]]:
@@ -70,7 +78,7 @@ class Toolchain:
 
     def executor(self):
         """The executor object (imports its runtime)."""
-        return executor_for(self.executor_name, self.backend)
+        return executor_for(self.executor_name, self.executor_input)
 
 
 def executor_for(name: str, backend: str):

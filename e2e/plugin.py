@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from e2e.collect import E2EFailure, E2EFile, E2EItem, ResultItem
-from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, XfailError, load_xfails
+from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, RUNTIME_CONFIG_NAMES, XfailError, load_xfails
 from e2e.framework import isolation
 from e2e.framework.isolation import GIB
 from e2e.framework.platform import cpu_description, torch_cpu_capability
@@ -60,7 +60,7 @@ def pytest_addoption(parser):
         default=[],
         help=f"configs to run, comma separated or repeated: {', '.join(CONFIG_NAMES)}, "
         f"{', '.join(OPT_IN_CONFIG_NAMES)} (opt-in), a runtime config "
-        "(tosa@tosa-ref, stablehlo@xla, linalg@iree, torch@iree), an installed config's name, "
+        f"({', '.join(RUNTIME_CONFIG_NAMES)}), an installed config's name, "
         f"or module:attribute (default: {', '.join(CONFIG_NAMES)})",
     )
     group.addoption(

@@ -72,6 +72,17 @@ def test_nan_positions_must_match():
     assert check(golden, torch.tensor([math.nan, 1.0])).kind == "nan"
 
 
+def test_wrong_numbers_make_a_values_mismatch_whether_or_not_some_are_nan():
+    # A program reading memory it never wrote returns garbage that holds a NaN on some
+    # runs only; both runs must fail the same way.
+    golden = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    without_nan = check(golden, torch.tensor([1.0, 9.0, 3.0, 7.0]))
+    with_nan = check(golden, torch.tensor([1.0, 9.0, math.nan, 7.0]))
+    assert without_nan.kind == with_nan.kind == "values"
+    assert "2 of 4 elements differ" in with_nan.detail and "max abs error 7" in with_nan.detail
+    assert "1 NaN positions differ, first at index (2,)" in with_nan.detail
+
+
 def test_infinities_must_match_in_sign():
     golden = torch.tensor([math.inf, -math.inf])
     assert check(golden, golden.clone()) is None

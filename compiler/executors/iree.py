@@ -1,4 +1,4 @@
-"""linalg-on-tensors (or torch IR, through IREE's own torch input path) on IREE's llvm-cpu
+"""linalg-on-tensors (or torch IR, or raw torch-onnx IR, through IREE's own input paths) on IREE's llvm-cpu
 backend: `iree-base-compiler` and `iree-base-runtime`, pinned in the `runtimes` extra.
 
 Flags: the local llvm-cpu device for the host CPU, and no f64 -> f32 demotion (without
@@ -25,7 +25,9 @@ COMPILE_FLAGS = (
     "--iree-llvmcpu-target-cpu=host",
     "--iree-input-demote-f64-to-f32=false",
 )
-INPUT_TYPE = {"linalg": "auto", "stablehlo": "stablehlo", "torch": "torch"}
+# the IR given -> iree-compile's input type (`onnx`: raw torch-onnx IR, converted by the
+# convert-torch-onnx-to-torch IREE carries, as iree-import-onnx's output is)
+INPUT_TYPE = {"linalg": "auto", "stablehlo": "stablehlo", "torch": "torch", "onnx": "onnx"}
 RUNTIME_DRIVER = "local-sync"
 
 

@@ -21,7 +21,7 @@ import torch
 from compiler.refbackend import ELEMENT_DTYPES
 
 PYTHON_PASS = "python:compiler.executors.replay:"
-RUNTIMES = (("tosa-ref", "tosa"), ("xla", "stablehlo"), ("iree", "linalg"), ("iree", "torch"))
+RUNTIMES = (("tosa-ref", "tosa"), ("xla", "stablehlo"), ("iree", "linalg"), ("iree", "torch"), ("iree", "onnx"))
 DYNAMIC_DIM = 3
 
 
@@ -104,7 +104,7 @@ def _replay(executor_name: str, backend: str, run: bool):
         from compiler.toolchain import executor_for
 
         text = module_text(module)
-        dtypes = result_dtypes(text) if backend == "torch" else _result_types(text)
+        dtypes = result_dtypes(text) if backend in ("torch", "onnx") else _result_types(text)
         program = executor_for(executor_name, backend).compile(module, dtypes, Snapshots())
         try:
             if run:

@@ -4,6 +4,11 @@ Integers and bools compare exactly; NaN positions must match; the relative error
 never divided by a golden zero. A mismatch says where, what kind (values, shape,
 dtype, nan, type), the max abs/rel error, how many elements differ and the first
 differing index.
+
+The kind is `nan` only when NaN placement is all that is wrong (a NaN not propagated,
+or made from numbers). Wrong numbers among the rest make it `values`, whatever else
+differs: a program that reads memory it never wrote shows NaN on some runs and not on
+others, and its kind must not change with them.
 """
 
 from __future__ import annotations
@@ -89,28 +94,28 @@ def compare_tensors(golden: torch.Tensor, actual: Any, where: str, override: Tol
         if floating:
             g, a = g.to(work), a.to(work)
             # isclose: |a - g| <= atol + rtol * |g|, and infinities must match exactly.
-            found = {
-                "nan": torch.isnan(g) != torch.isnan(a),
-                "values": ~torch.isclose(a, g, rtol=tol.rtol, atol=tol.atol, equal_nan=True),
-            }
+            nan = torch.isnan(g) != torch.isnan(a)
+            found = {"nan": nan, "values": ~nan & ~torch.isclose(a, g, rtol=tol.rtol, atol=tol.atol, equal_nan=True)}
         else:
             found = {"values": a != g}
         for kind, mask in found.items():
             if mask.any():
                 counts[kind] += int(mask.sum())
                 first.setdefault(kind, start + int(mask.nonzero()[0]))
-    if "nan" in first:
-        index = _flat_index(first["nan"], golden.shape)
-        return Mismatch("nan", where, f"{counts['nan']} NaN positions differ, first at index {index}")
+    nan_note = (
+        f"{counts['nan']} NaN positions differ, first at index {_flat_index(first['nan'], golden.shape)}"
+        if "nan" in first
+        else ""
+    )
     if "values" not in first:
-        return None
+        return Mismatch("nan", where, nan_note) if nan_note else None
     # The error magnitudes over every element (floats in the working dtype, integers and
     # bools in float64, where a difference cannot overflow): failures only.
     report = work if floating else torch.float64
     max_abs, max_rel = 0.0, float("nan")
     for _, g, a in _chunks(golden, actual):
         g, a = g.to(report), a.to(report)
-        diff = torch.where((a == g) | torch.isnan(g), 0.0, (a - g).abs())
+        diff = torch.where((a == g) | torch.isnan(g) | torch.isnan(a), 0.0, (a - g).abs())
         max_abs = max(max_abs, diff.max().item())
         magnitude = g.abs()
         nonzero = magnitude > 0
@@ -123,5 +128,6 @@ def compare_tensors(golden: torch.Tensor, actual: Any, where: str, override: Tol
         where,
         f"{counts['values']} of {golden.numel()} elements differ (rtol={tol.rtol}, atol={tol.atol}); "
         f"max abs error {max_abs:.6g}, max rel error {max_rel:.6g} (over nonzero golden); "
-        f"first at index {index}: expected {golden[index].item()}, got {actual[index].item()}",
+        f"first at index {index}: expected {golden[index].item()}, got {actual[index].item()}"
+        + (f"; {nan_note}" if nan_note else ""),
     )

@@ -20,11 +20,11 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from compiler import compile_torch_backend_ir
+from compiler import compile_backend_ir
 from compiler.frontends.onnx import INSTALL_LINE, missing_packages
 from compiler.onnx_compile import onnx_export, onnx_import, onnx_torch_backend_ir
 from compiler.stages import Snapshots, StageError
-from compiler.toolchain import Toolchain, toolchain
+from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
 from e2e.configs import onnx_oracle
 from e2e.configs.fx import Compiled, run_programs, tensor_leaves
 from e2e.framework.compare import compare_traces
@@ -46,13 +46,14 @@ class OnnxCompiled(Compiled):
 @dataclass(frozen=True)
 class OnnxConfig:
     name: str = "onnx"
-    backend: str = "linalg"
+    backend: str = "linalg"  # or TORCH_INPUT: the executor is handed the imported torch-onnx IR
+    executor: str = "refbackend"  # a key of compiler.executors.EXECUTORS
     # What this config compiles: torch modules (exported) and ONNX models (the ONNX backend suite).
     model_formats: tuple[str, ...] = ("torch", "onnx")
 
     def toolchain(self) -> Toolchain:
         """Frontend and per-stage pipelines, for replaying this config's failures."""
-        return toolchain("onnx", self.backend)
+        return toolchain("onnx", self.backend, self.executor)
 
     def warm_up(self) -> None:
         """The exporter's and importer's first call in a process (seconds), before hosts fork."""
@@ -62,7 +63,10 @@ class OnnxConfig:
 
     def compile(self, prepared, snapshots: Snapshots) -> OnnxCompiled:
         if missing := missing_packages():
-            raise NotApplicable(f"the onnx config needs {', '.join(missing)}: {INSTALL_LINE}")
+            raise NotApplicable(f"the {self.name} config needs {', '.join(missing)}: {INSTALL_LINE}")
+        chain = self.toolchain()
+        if (install := chain.executor().missing()) is not None:
+            raise NotApplicable(f"the {chain.executor_name} runtime is not installed: {install}")
         given = getattr(prepared.module, "onnx_model", None)
         compiled = OnnxCompiled({}, tolerance=prepared.test.tolerance)
         for item in prepared.golden:
@@ -72,10 +76,8 @@ class OnnxConfig:
             if key in compiled.programs:
                 continue
             model, notes = given, []
-            if model is None:
-                model = onnx_export(
-                    prepared.module, item.inputs, shapes, method=item.method, snapshots=snapshots, notes=notes
-                )
+            if model is None:  # one export per test, whichever ONNX config asks first
+                model, notes = prepared.share(("onnx-export", *key), lambda: _export(prepared, item, shapes, snapshots))
                 if any(note.startswith("capture fallback") for note in notes):  # exported static: this shape only
                     key = (item.method, call_key(item.inputs))
             compiled.notes.extend(note for note in notes if note not in compiled.notes)
@@ -86,8 +88,11 @@ class OnnxConfig:
                     "capture" if given is None else "import",
                     f"the ONNX model takes {len(imported.input_names)} inputs, the call passes {arguments} tensors",
                 )
-            torch_ir = onnx_torch_backend_ir(imported.raw_ir, snapshots=snapshots)
-            program = compile_torch_backend_ir(torch_ir, self.backend, snapshots=snapshots)
+            if chain.backend == TORCH_INPUT:
+                torch_ir = imported.raw_ir
+            else:
+                torch_ir = onnx_torch_backend_ir(imported.raw_ir, snapshots=snapshots)
+            program = compile_backend_ir(torch_ir, chain, snapshots=snapshots)
             compiled.programs[key] = (program, pytree.tree_flatten(item.outputs)[1])
             compiled.models[key] = model
         return compiled
@@ -106,6 +111,12 @@ class OnnxConfig:
     def _oracle(compiled: OnnxCompiled, golden: Trace, trace: Trace | None) -> list[str]:
         tensors = lambda item: tensor_leaves(item.inputs)  # noqa: E731
         return onnx_oracle.oracle_notes(compiled.model_for, tensors, golden, trace, compiled.tolerance)
+
+
+def _export(prepared, item: TraceItem, shapes, snapshots: Snapshots) -> tuple[bytes, list[str]]:
+    notes: list[str] = []
+    model = onnx_export(prepared.module, item.inputs, shapes, method=item.method, snapshots=snapshots, notes=notes)
+    return model, notes
 
 
 class _Warm(torch.nn.Module):

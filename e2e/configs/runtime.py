@@ -6,6 +6,7 @@
 | `stablehlo@xla` | StableHLO | XLA's CPU client (jax) | `stablehlo` |
 | `linalg@iree` | linalg-on-tensors | IREE llvm-cpu | `linalg` |
 | `torch@iree` | raw torch IR (IREE's own torch input path) | IREE llvm-cpu | `linalg` |
+| `onnx@iree` | raw torch-onnx IR of the exported model (IREE's own ONNX input path) | IREE llvm-cpu | `onnx` |
 
 Each pair also compiles the same lowered program on the RefBackend (its *twin*) and runs
 both. When exactly one of them matches torch, or neither, the result's notes carry a
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from compiler.stages import Snapshots, StageError
 from compiler.toolchain import TORCH_INPUT
 from e2e.configs.fx import Compiled, FxConfig, run_programs
+from e2e.configs.onnx import OnnxConfig
 from e2e.configs.runtime_bundle import write_native_bundle
 from e2e.framework import isolation
 from e2e.framework.compare import compare_traces
@@ -44,7 +46,7 @@ def verdict_kind(note: str) -> str | None:
     return next((kind for kind in VERDICT_KINDS if note.startswith(f"verdict: {kind}")), None)
 
 
-def twin_outcome(twin_config: FxConfig, prepared, golden: Trace) -> str | None:
+def twin_outcome(twin_config, prepared, golden: Trace) -> str | None:
     """None when the RefBackend twin matches torch; else what it did. It compiles and runs in a
     forked child: a twin that crashes (a RefBackend miscompile reading garbage) cannot take
     the runtime's pair down with it."""
@@ -68,9 +70,12 @@ def twin_outcome(twin_config: FxConfig, prepared, golden: Trace) -> str | None:
     return f"ended abnormally ({type(outcome).__name__}: {getattr(outcome, 'reason', '')})"
 
 
-@dataclass(frozen=True)
-class RuntimeConfig(FxConfig):
-    twin: str = ""  # the RefBackend config that compiles the same backend IR
+class OnRuntime:
+    """A config's compile and run on a real runtime, judged beside its RefBackend twin.
+    Mixed into the frontend's config (`FxConfig`, `OnnxConfig`), which compiles for the
+    executor it names; the subclass gives `twin` and `twin_config()`."""
+
+    twin: str
 
     @property
     def runtime(self) -> str:
@@ -78,11 +83,8 @@ class RuntimeConfig(FxConfig):
 
     @property
     def ir_name(self) -> str:
-        return "raw torch" if self.backend == TORCH_INPUT else self.backend
-
-    def twin_config(self) -> FxConfig:
-        static = getattr(self.toolchain().executor(), "static_only", False)
-        return FxConfig(self.twin, backend="linalg" if self.backend == TORCH_INPUT else self.backend, static=static)
+        given = self.toolchain().executor_input
+        return {"torch": "raw torch", "onnx": "raw torch-onnx"}.get(given, given)
 
     def compile(self, prepared, snapshots: Snapshots) -> Compiled:
         try:
@@ -149,22 +151,47 @@ class RuntimeConfig(FxConfig):
             )
         if runtime is None:
             below = "linalg -> LLVM" if self.backend in ("linalg", TORCH_INPUT) else f"{self.backend} -> linalg -> LLVM"
+            if self.toolchain().frontend == "onnx" and self.backend == TORCH_INPUT:
+                below = "convert-torch-onnx-to-torch, the torch backend, linalg -> LLVM"
             return (
                 f"verdict: {REFBACKEND_SIDE}: {self.runtime} runs {same} and matches torch; the RefBackend twin "
-                f"`{self.twin}` {twin}: look at {below} or the RefBackend, not at torch -> {self.ir_name}"
+                f"`{self.twin}` {twin}: look at {below} or the RefBackend, not at {self._produced_by()}"
             )
         return (
             f"verdict: {BOTH_WRONG}: {self.runtime} {runtime}, and the RefBackend twin `{self.twin}` {twin}: "
-            f"look at what produced {same} (torch -> {self.ir_name}), or both executors"
+            f"look at what produced {same} ({self._produced_by()}), or both executors"
         )
 
+    def _produced_by(self) -> str:
+        if self.toolchain().frontend == "onnx":  # both run their own convert-torch-onnx-to-torch
+            return "the ONNX export and importer, or convert-torch-onnx-to-torch"
+        return f"torch -> {self.ir_name}"
 
-CONFIGS: dict[str, RuntimeConfig] = {
+
+@dataclass(frozen=True)
+class RuntimeConfig(OnRuntime, FxConfig):
+    twin: str = ""  # the RefBackend config that compiles the same backend IR
+
+    def twin_config(self) -> FxConfig:
+        static = getattr(self.toolchain().executor(), "static_only", False)
+        return FxConfig(self.twin, backend="linalg" if self.backend == TORCH_INPUT else self.backend, static=static)
+
+
+@dataclass(frozen=True)
+class OnnxRuntimeConfig(OnRuntime, OnnxConfig):
+    twin: str = "onnx"
+
+    def twin_config(self) -> OnnxConfig:
+        return OnnxConfig(self.twin)
+
+
+CONFIGS: dict[str, OnRuntime] = {
     config.name: config
     for config in (
         RuntimeConfig("tosa@tosa-ref", backend="tosa", executor="tosa-ref", twin="tosa"),
         RuntimeConfig("stablehlo@xla", backend="stablehlo", executor="xla", twin="stablehlo"),
         RuntimeConfig("linalg@iree", backend="linalg", executor="iree", twin="linalg"),
         RuntimeConfig("torch@iree", backend=TORCH_INPUT, executor="iree", twin="linalg"),
+        OnnxRuntimeConfig("onnx@iree", backend=TORCH_INPUT, executor="iree"),
     )
 }
