@@ -48,7 +48,7 @@ def test_every_recorded_signature_reads_back_to_its_own_text():
             "backend | convert-torch-to-tosa",
         ),
         ("compare | values", ("compare", "values", None), "compare | values"),
-        ("compare | nan", ("compare", "nan", None), "compare | values"),  # one kind: see key()
+        ("compare | nan", ("compare", "nan", None), "compare | nan"),
         ("timeout | torch-backend", ("timeout", "torch-backend", None), "timeout | torch-backend"),
         (
             "crash | backend | Fatal Python error: Segmentation fault",

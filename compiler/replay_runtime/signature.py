@@ -61,13 +61,9 @@ class Signature:
         return cls(stage.strip(), where, message)
 
     def key(self) -> str:
-        """The part that names the bug's place: stage and pass, op or kind.
-
-        Wrong values and wrong NaN positions are one kind: which one a miscompile that reads
-        uninitialized memory shows changes from run to run.
-        """
-        key = " | ".join(part for part in (self.stage, self.where) if part is not None)
-        return "compare | values" if key == "compare | nan" else key
+        """The part that names the bug's place: stage and pass, op or kind (a mismatch's kind
+        is stable from run to run: see `compare.compare_tensors`)."""
+        return " | ".join(part for part in (self.stage, self.where) if part is not None)
 
 
 def normalize(message: str) -> str:
