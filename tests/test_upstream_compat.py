@@ -46,6 +46,18 @@ def test_upstream_arguments_are_honoured(empty_registry):
     assert basic.source.endswith("basic_suite.py:27")
 
 
+def test_an_upstream_invoker_gets_the_inputs_upstreams_framework_draws(empty_registry, tmp_path):
+    # Upstream's TestUtils seeds the global RNG with 0 and draws from it; an integer
+    # remainder test is valid only for draws whose divisor has no zero, as upstream's has.
+    test = load_suite("basic_suite")["RemainderIntModule_basic"]
+    torch.manual_seed(0)
+    upstream = [torch.randint(0, 10, (3, 4), dtype=torch.int32) for _ in range(2)]
+    assert (upstream[1] != 0).all()
+    (call,) = prepare(test).golden
+    assert all(torch.equal(mine, theirs) for mine, theirs in zip(call.inputs, upstream, strict=True))
+    assert run(test, "linalg", tmp_path).passed
+
+
 def test_upstream_tolerance_is_for_floats_only():
     golden = [TraceItem("forward", [], (torch.tensor([1000.0]), torch.tensor([8_600_000_000])))]
     within_1e3 = [TraceItem("forward", [], (torch.tensor([1000.5]), torch.tensor([8_600_000_000])))]

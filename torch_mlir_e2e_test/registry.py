@@ -1,5 +1,7 @@
 """Upstream's `register_test_case`, registering into this project's registry.
 
+Its tests draw their inputs as upstream does (`framework.UpstreamTestUtils`).
+
 The comparison rule for tests in upstream's form: floating-point and complex outputs
 are judged with upstream's tolerance, `torch.allclose(rtol=1e-3, atol=1e-7,
 equal_nan=True)`, because the authors wrote their tests against it (statistical RNG
@@ -16,6 +18,7 @@ import torch
 
 from e2e.framework import registry
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY, Tolerance
+from torch_mlir_e2e_test.framework import UpstreamTestUtils
 
 __all__ = ["GLOBAL_TEST_REGISTRY", "UPSTREAM_TOLERANCE", "register_test_case"]
 
@@ -26,4 +29,6 @@ UPSTREAM_TIMEOUT_SECONDS = 120
 
 def register_test_case(module_factory: Callable[[], torch.nn.Module], timeout_seconds: int = UPSTREAM_TIMEOUT_SECONDS):
     """Register the decorated invoker, named after the function, as upstream does."""
-    return registry.register_test_case(module_factory, timeout_seconds, tolerance=UPSTREAM_TOLERANCE)
+    return registry.register_test_case(
+        module_factory, timeout_seconds, tolerance=UPSTREAM_TOLERANCE, test_utils=UpstreamTestUtils
+    )

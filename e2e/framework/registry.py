@@ -66,6 +66,8 @@ class Test:
     # The suite file this test belongs to: the file whose module-level code registered it
     # (set by `register`); how the suite loader tells which file's tests these are.
     origin: str = ""
+    # Makes the invoker's `tu` from the test's seed (upstream's form: upstream's own draws).
+    test_utils: Callable[[int], TestUtils] = TestUtils
 
     def arg_shapes(self, module: torch.nn.Module, method: str = "forward") -> list[list[int] | None] | None:
         """Per-argument shapes (-1 = dynamic) from `annotate_args`, without `self`."""
@@ -136,10 +138,12 @@ def register_test_case(
     timeout_seconds: float | None = None,
     *,
     tolerance: Tolerance | None = None,
+    test_utils: Callable[[int], TestUtils] = TestUtils,
 ):
     """Register the decorated invoker as a test named after the function.
 
-    `timeout_seconds` is this test's deadline per config (None: the run's).
+    `timeout_seconds` is this test's deadline per config (None: the run's); `test_utils`
+    makes the invoker's `tu` from the test's seed.
     """
 
     def decorator(invoker: Callable[[Any, TestUtils], None]):
@@ -151,6 +155,7 @@ def register_test_case(
                 tolerance,
                 _source_of(invoker),
                 timeout_seconds=timeout_seconds,
+                test_utils=test_utils,
             )
         )
         return invoker

@@ -16,7 +16,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from e2e.framework.registry import Test
-from e2e.framework.testutils import TestUtils, seed_for
+from e2e.framework.testutils import seed_for
 
 
 @dataclass
@@ -65,7 +65,7 @@ def record_trace(test: Test, call: Callable[[str, list[Any]], Any]) -> Trace:
     """Run the test's invoker with seeded inputs, answering each call with `call`."""
     recorder = _Recorder(call)
     with torch.no_grad():
-        test.program_invoker(recorder, TestUtils(seed_for(test.name)))
+        test.program_invoker(recorder, test.test_utils(seed_for(test.name)))
     return recorder.trace
 
 

@@ -49,3 +49,18 @@ class RandLikeMeanModule(torch.nn.Module):
 @register_test_case(module_factory=lambda: RandLikeMeanModule())
 def RandLikeMeanModule_basic(module, tu: TestUtils):
     module.forward(tu.rand(256, 256).double())
+
+
+class RemainderIntModule(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    @export
+    @annotate_args([None, ([-1, -1], torch.int32, True), ([-1, -1], torch.int32, True)])
+    def forward(self, a, b):
+        return torch.remainder(a, b)
+
+
+@register_test_case(module_factory=lambda: RemainderIntModule())
+def RemainderIntModule_basic(module, tu: TestUtils):
+    module.forward(tu.randint(3, 4, high=10, dtype=torch.int32), tu.randint(3, 4, high=10, dtype=torch.int32))
