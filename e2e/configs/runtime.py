@@ -151,7 +151,7 @@ class OnRuntime:
             )
         if runtime is None:
             below = "linalg -> LLVM" if self.backend in ("linalg", TORCH_INPUT) else f"{self.backend} -> linalg -> LLVM"
-            if self.toolchain().frontend == "onnx" and self.backend == TORCH_INPUT:
+            if self.toolchain().executor_input == "onnx":
                 below = "convert-torch-onnx-to-torch, the torch backend, linalg -> LLVM"
             return (
                 f"verdict: {REFBACKEND_SIDE}: {self.runtime} runs {same} and matches torch; the RefBackend twin "
@@ -159,13 +159,19 @@ class OnRuntime:
             )
         return (
             f"verdict: {BOTH_WRONG}: {self.runtime} {runtime}, and the RefBackend twin `{self.twin}` {twin}: "
-            f"look at what produced {same} ({self._produced_by()}), or both executors"
+            f"look at what produced {same} ({self._produced_by()}){self._shared_below()}, or both executors"
         )
 
     def _produced_by(self) -> str:
-        if self.toolchain().frontend == "onnx":  # both run their own convert-torch-onnx-to-torch
-            return "the ONNX export and importer, or convert-torch-onnx-to-torch"
+        if self.toolchain().frontend == "onnx":
+            return "the ONNX export and importer"
         return f"torch -> {self.ir_name}"
+
+    def _shared_below(self) -> str:
+        """What both executors run of their own below the shared IR (each its own copy)."""
+        if self.toolchain().executor_input == "onnx":
+            return ", at convert-torch-onnx-to-torch (each runs its own)"
+        return ""
 
 
 @dataclass(frozen=True)
