@@ -2,6 +2,8 @@
 
 import ctypes
 import os
+import subprocess
+import sys
 import tempfile
 import time
 import types
@@ -51,6 +53,25 @@ def test_hang_becomes_a_timeout_and_the_child_is_killed():
     outcome = isolation.run_forked(native_hang, timeout=1)
     assert isinstance(outcome, isolation.TimedOut)
     assert time.monotonic() - start < 10
+
+
+def test_a_killed_child_takes_the_processes_it_started_with_it(tmp_path):
+    # A hung compiler is the child's child (iree-compile under iree.compiler): killing
+    # only the child would leave it running, reparented to init, for the rest of the run.
+    pid_file = tmp_path / "grandchild.pid"
+
+    def start_a_compiler_and_hang():
+        compiler = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        pid_file.write_text(str(compiler.pid))
+        compiler.wait()
+
+    outcome = isolation.run_forked(start_a_compiler_and_hang, timeout=3)
+    assert isinstance(outcome, isolation.TimedOut)
+    grandchild = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while grandchild in isolation._live_parents() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert grandchild not in isolation._live_parents()
 
 
 def test_runaway_allocation_is_killed_at_the_cap():

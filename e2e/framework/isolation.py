@@ -11,7 +11,9 @@ faulthandler's Python stack land there). `run_forked` is the one-shot form.
 Children inherit the parent's memory (modules, golden traces, shared IR) for free, and
 their exit frees every ExecutionEngine they created: memory stays flat over long runs.
 Every child asks the kernel to kill it when its parent dies (PR_SET_PDEATHSIG), so a
-killed run never leaves a spinning child behind.
+killed run never leaves a spinning child behind; a child that is killed takes every
+process it started with it (`kill_tree`: a hung `iree-compile` or `tosa-opt` is a
+grandchild, which PR_SET_PDEATHSIG does not reach).
 """
 
 from __future__ import annotations
@@ -116,9 +118,9 @@ def die_with_parent() -> None:
         pass
 
 
-def child_pids(parent: int) -> list[int]:
-    """The live child processes of `parent` (Linux; empty elsewhere)."""
-    children = []
+def _live_parents() -> dict[int, int]:
+    """pid -> ppid of every live process (Linux; empty elsewhere)."""
+    parents = {}
     for entry in Path("/proc").iterdir() if Path("/proc").is_dir() else ():
         if not entry.name.isdigit():
             continue
@@ -127,9 +129,33 @@ def child_pids(parent: int) -> list[int]:
             fields = (entry / "stat").read_text().rpartition(")")[2].split()
         except OSError:
             continue
-        if int(fields[1]) == parent and fields[0] != "Z":
-            children.append(int(entry.name))
-    return children
+        if fields[0] != "Z":
+            parents[int(entry.name)] = int(fields[1])
+    return parents
+
+
+def child_pids(parent: int) -> list[int]:
+    """The live child processes of `parent` (Linux; empty elsewhere)."""
+    return [pid for pid, ppid in _live_parents().items() if ppid == parent]
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL `pid` and every live process below it. The root is stopped first, so it
+    starts no more; its descendants are found before anything dies (once the root is
+    gone, they would belong to init)."""
+    try:
+        os.kill(pid, signal.SIGSTOP)
+    except ProcessLookupError:
+        return
+    parents, tree, frontier = _live_parents(), [], [pid]
+    while frontier:
+        tree.extend(frontier)
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+    for member in tree:
+        try:
+            os.kill(member, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 class Channel:
@@ -202,7 +228,7 @@ class _Reaper:
                     exited = True
                 if not exited and time.monotonic() > deadline:
                     try:
-                        os.kill(pid, signal.SIGKILL)
+                        kill_tree(pid)
                         os.waitpid(pid, 0)
                     except (ProcessLookupError, ChildProcessError):
                         pass
@@ -331,7 +357,7 @@ class Child:
     def kill(self) -> None:
         if self.pid:
             try:
-                os.kill(self.pid, signal.SIGKILL)
+                kill_tree(self.pid)
                 os.waitpid(self.pid, 0)
             except (ProcessLookupError, ChildProcessError):
                 pass
