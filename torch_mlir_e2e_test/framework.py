@@ -1,8 +1,8 @@
 """`TestUtils` (and the test record) under upstream's import path.
 
 A test in upstream's form gets upstream's own inputs: `UpstreamTestUtils` seeds the
-global RNG with 0 and draws `rand`, `randint` and `nans` from it exactly as upstream's
-`TestUtils` does, so an invoker's inputs here are those its authors ran (a
+global RNG with 0 and draws `rand` and `randint` from it exactly as upstream's
+`TestUtils` does (`nans` draws nothing), so an invoker's inputs here are those its authors ran (a
 `remainder` test whose divisor upstream's draw keeps nonzero keeps it nonzero here). Its
 other makers (`randn`, `bools`, `boundary`) are this project's.
 """

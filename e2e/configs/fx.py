@@ -78,9 +78,7 @@ class FxConfig:
         """One program per method when it has dynamic dims; else one per call shape (a static
         export takes only the shapes it was made for, and the program refuses others)."""
         chain = self.toolchain()
-        executor = chain.executor()
-        if (install := executor.missing()) is not None:
-            raise NotApplicable(f"the {chain.executor_name} runtime is not installed: {install}")
+        executor = installed_executor(chain)
         static_only = self.static or getattr(executor, "static_only", False)
         compiled = Compiled({}, tolerance=prepared.test.tolerance)
         for item in prepared.golden:
@@ -116,6 +114,14 @@ class FxConfig:
         trace = run_programs(compiled, golden)
         check_capture(compiled, golden, trace)
         return trace
+
+
+def installed_executor(chain: Toolchain):
+    """The chain's executor; a pair whose runtime is not installed skips with its install line."""
+    executor = chain.executor()
+    if (install := executor.missing()) is not None:
+        raise NotApplicable(f"the {chain.executor_name} runtime is not installed: {install}")
+    return executor
 
 
 def _import(prepared, item: TraceItem, shapes, snapshots: Snapshots):

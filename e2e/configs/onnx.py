@@ -3,7 +3,8 @@ convert-torch-onnx-to-torch + torch backend -> linalg -> RefBackend.
 
 Stages: `capture` (the ONNX export; the result notes its opset), `import` (the ONNX
 importer; the model is kept as `model.onnx` beside the saved IR), `torch-backend`,
-`backend`, `lower`, `execute`, `compare`. A test's `-1` dims are exported as dynamic
+`backend`, `lower`, `execute`, `compare`; with backend TORCH_INPUT (`onnx@iree`) the
+imported torch-onnx IR goes to the executor as it is, so `lower` follows `import`. A test's `-1` dims are exported as dynamic
 dims (`Dim.AUTO`); one program per method then takes every call, else one per call shape.
 
 A test whose module carries an ONNX model (`onnx_model`, bytes: the ONNX backend suite,
@@ -26,7 +27,7 @@ from compiler.onnx_compile import onnx_export, onnx_import, onnx_torch_backend_i
 from compiler.stages import Snapshots, StageError
 from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
 from e2e.configs import onnx_oracle
-from e2e.configs.fx import Compiled, run_programs, tensor_leaves
+from e2e.configs.fx import Compiled, installed_executor, run_programs, tensor_leaves
 from e2e.framework.compare import compare_traces
 from e2e.framework.registry import Tolerance
 from e2e.framework.result import NotApplicable
@@ -65,8 +66,7 @@ class OnnxConfig:
         if missing := missing_packages():
             raise NotApplicable(f"the {self.name} config needs {', '.join(missing)}: {INSTALL_LINE}")
         chain = self.toolchain()
-        if (install := chain.executor().missing()) is not None:
-            raise NotApplicable(f"the {chain.executor_name} runtime is not installed: {install}")
+        installed_executor(chain)
         given = getattr(prepared.module, "onnx_model", None)
         compiled = OnnxCompiled({}, tolerance=prepared.test.tolerance)
         for item in prepared.golden:

@@ -46,7 +46,7 @@ def verdict_kind(note: str) -> str | None:
     return next((kind for kind in VERDICT_KINDS if note.startswith(f"verdict: {kind}")), None)
 
 
-def twin_outcome(twin_config, prepared, golden: Trace) -> str | None:
+def twin_outcome(twin_config: FxConfig | OnnxConfig, prepared, golden: Trace) -> str | None:
     """None when the RefBackend twin matches torch; else what it did. It compiles and runs in a
     forked child: a twin that crashes (a RefBackend miscompile reading garbage) cannot take
     the runtime's pair down with it."""
