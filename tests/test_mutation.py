@@ -1,5 +1,6 @@
 """Mutation testing (e2e.mutation): rewrites count and change sites, tests catch or miss
-mutants, and survivors are told apart by the boundary-input equivalence check."""
+mutants, and survivors are told apart by the boundary-input equivalence check, judged
+by what programs mean where they are defined."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from e2e.mutation import catalogue
 from e2e.mutation.catalogue import Mutation
 from e2e.mutation.report import before_after, kill_matrix, status
 from e2e.mutation.rewrites import int_constant, predicate, rename, swap_operands
-from e2e.mutation.run import CAUGHT, EQUIVALENT, SURVIVED, Job, run_test
+from e2e.mutation.run import CAUGHT, EQUIVALENT, SURVIVED, UNDEFINED, Job, run_test
 
 LINALG = """
 func.func @main(%a: tensor<4xf32>, %b: tensor<4xf32>, %n: index) -> tensor<4xi1> {
@@ -95,9 +96,12 @@ def test_boundary_inputs_tie_and_reach_the_extremes():
 op_test("MutationUnit_GtTies", torch.gt, lambda tu: [tu.boundary(6, 8), tu.boundary(6, 8)])
 op_test("MutationUnit_GtRandom", torch.gt, lambda tu: [tu.rand(3, 4), tu.rand(3, 4)])
 op_test("MutationUnit_Relu", torch.relu, lambda tu: [tu.randn(3, 4)])
-# A float-to-int cast: fptosi compiled as fptoui differs only where the cast is undefined
-# (NaN, inf); x86-64 code for fptoui gives in-range negatives fptosi's bits.
+# A float-to-int cast: fptosi compiled as fptoui is poison on negative inputs, whatever a
+# CPU returns there (-3 for -3.0 on AVX2, -1 on AVX-512). On the test's own negative inputs
+# the mutant is undefined: caught. On non-negative inputs it survives, and boundary values
+# (negatives) witness that it is not equivalent.
 op_test("MutationUnit_ToInt32", lambda x: x.to(torch.int32), lambda tu: [tu.rand(3, 4, low=-5.0, high=5.0)])
+op_test("MutationUnit_ToInt32Positive", lambda x: x.to(torch.int32), lambda tu: [tu.rand(3, 4, low=0.0, high=5.0)])
 # Integer inputs only: a strict `>` between two int tensors with distinct values at
 # first; redrawn from those values, ties appear and tell `slt` from `sle`.
 op_test(
@@ -115,6 +119,7 @@ def records():
             "MutationUnit_GtRandom",
             "MutationUnit_Relu",
             "MutationUnit_ToInt32",
+            "MutationUnit_ToInt32Positive",
             "MutationUnit_IntGt",
         )
     }
@@ -145,21 +150,35 @@ def test_an_equivalent_survivor_is_shown_equivalent_and_unreached_mutations_run_
     assert all(r.baseline == "pass" for r in records.values())
 
 
-def test_a_cast_mutant_is_judged_where_the_cast_is_defined(records):
+def test_a_cast_mutant_undefined_on_the_tests_own_inputs_is_caught_as_undefined(records):
     rows = {r["name"]: r for r in kill_matrix([records["MutationUnit_ToInt32"]], catalogue.mutations())}
     cast = rows["fptosi_to_fptoui"]
-    assert cast["reached"] == 1 and status(cast) == "equivalent", cast
-    assert "finite boundary inputs" in cast["survivors"][0]["detail"]
+    assert cast["reached"] == 1 and status(cast) == "killed", cast
+    (caught,) = cast["caught"]
+    assert caught["verdict"] == UNDEFINED, caught
+    assert "arith.fptoui on i32: poison" in caught["detail"] and "input there: -" in caught["detail"], caught
 
 
-def test_the_same_cast_mutant_judged_on_nan_and_inf_has_a_witness():
+def test_a_cast_mutant_that_survives_has_an_undefined_witness_not_equivalence(records):
+    rows = {r["name"]: r for r in kill_matrix([records["MutationUnit_ToInt32Positive"]], catalogue.mutations())}
+    cast = rows["fptosi_to_fptoui"]
+    (survivor,) = cast["survivors"]
+    assert survivor["verdict"] == SURVIVED and status(cast) == "SURVIVES", survivor
+    assert "not equivalent" in survivor["detail"] and "arith.fptoui on i32: poison" in survivor["detail"], survivor
+
+
+def test_equivalence_is_claimed_only_where_the_unmutated_program_is_defined():
     from e2e.mutation.run import mutation_key
 
-    (fptosi,) = [m for m in catalogue.mutations() if m.name == "fptosi_to_fptoui"]
-    anywhere = catalogue.register(Mutation("unit_fptosi_anywhere", "linalg", "casts", "test", fptosi.rewrite))
-    record = run_test(Job("MutationUnit_ToInt32", "linalg", "annotated", False, None, (anywhere.name,)))
-    verdict, detail = record.verdicts[mutation_key(anywhere)]
-    assert verdict == SURVIVED and "not equivalent" in detail
+    # fptosi "mutated" into itself: equivalent wherever fptosi is defined; NaN, inf and
+    # the out-of-range boundary samples leave the unmutated program undefined.
+    same = catalogue.register(
+        Mutation("unit_fptosi_as_itself", "linalg", "casts", "test", rename("arith.fptosi", "arith.fptosi"))
+    )
+    record = run_test(Job("MutationUnit_ToInt32Positive", "linalg", "annotated", False, None, (same.name,)))
+    verdict, detail = record.verdicts[mutation_key(same)]
+    assert verdict == EQUIVALENT, detail
+    assert "left out: the unmutated program is undefined there" in detail
 
 
 def test_a_test_without_float_inputs_is_checked_on_its_own_values_redrawn(records):

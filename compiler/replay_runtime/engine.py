@@ -7,7 +7,7 @@ are marshalled by the table `DTYPES`; a dtype not in it is refused with a clear 
 rather than read back as wrong values. bf16 has no memref calling convention upstream,
 so bf16 arguments and results cross the boundary as i16 bit patterns
 (`bf16_boundary_as_i16`). f16/bf16 conversions the JIT-compiled code calls come from
-`softfloat`.
+`softfloat`. The JIT compiles for `target.jit_target()`, not for the host.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from torch_mlir.execution_engine import ExecutionEngine
 from .mlir import StageError
 from .native_output import captured_stderr
 from .softfloat import conversion_runtime
+from .target import pin
 
 
 @dataclass(frozen=True)
@@ -311,6 +312,7 @@ class RefBackendProgram:
                 None, *[SCALAR_RESULTS.get(d, ctypes.POINTER(UnrankedMemRef)) for d in self.result_dtypes]
             )
             self._callback = prototype(self._consume)
+        pin(llvm_module)  # compiled for the chosen JIT target, not for this host (target.py)
         with captured_stderr() as jit_output:
             self._engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
             self._engine.raw_register_runtime("memrefCopy", ctypes.cast(_memref_copy, ctypes.c_void_p))

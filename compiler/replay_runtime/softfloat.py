@@ -25,6 +25,7 @@ from torch_mlir import ir, passmanager
 from torch_mlir.execution_engine import ExecutionEngine
 
 from .mlir import new_context
+from .target import pin
 
 # Conversions on raw bits (testable exactly through ctypes), then the C-ABI entry
 # points LLVM's libcalls expect. f64 -> 16-bit goes through f32 rounded to odd: with
@@ -206,6 +207,7 @@ class Runtime:
                 "builtin.module(func.func(convert-math-to-llvm),convert-arith-to-llvm,"
                 "convert-func-to-llvm,reconcile-unrealized-casts)"
             ).run(self._module.operation)
+            pin(self._module)
             self._engine = ExecutionEngine(self._module, opt_level=2, shared_libs=[], enable_object_dump=False)
         self.addresses = {name: self._call_packed(f"e2e_address_of{name}", ctypes.c_void_p) for name in RUNTIME_SYMBOLS}
 

@@ -31,9 +31,6 @@ from e2e.mutation.rewrites import (
 )
 
 BOUNDARIES = ("torch-backend", "backend", "linalg")
-# The inputs a survivor is checked on: "any", or "finite" for ops torch and LLVM leave
-# undefined on NaN and inf (a float-to-int cast), where any answer is right.
-DOMAINS = ("any", "finite")
 
 
 @dataclass(frozen=True)
@@ -43,15 +40,12 @@ class Mutation:
     family: str  # the kind of bug, and the test family expected to catch it
     description: str
     rewrite: Rewrite
-    domain: str = "any"  # one of DOMAINS
 
     def __post_init__(self):
         if self.boundary not in BOUNDARIES:
             raise ValueError(
                 f"mutation {self.name}: unknown boundary {self.boundary!r}; known: {', '.join(BOUNDARIES)}"
             )
-        if self.domain not in DOMAINS:
-            raise ValueError(f"mutation {self.name}: unknown domain {self.domain!r}; known: {', '.join(DOMAINS)}")
 
     def fingerprint(self) -> str:
         """What decides this mutation's effect: its name, boundary and the rewrite's source."""
@@ -59,7 +53,7 @@ class Mutation:
             source = inspect.getsource(inspect.getmodule(self.rewrite) or self.rewrite)
         except (OSError, TypeError):
             source = repr(self.rewrite)
-        return "\0".join((self.name, self.boundary, source, *([self.domain] if self.domain != "any" else [])))
+        return "\0".join((self.name, self.boundary, source))
 
 
 def _cmpf(old: str, new: str, family: str = "comparisons") -> Mutation:
@@ -82,11 +76,9 @@ def _cmpi(old: str, new: str) -> Mutation:
     )
 
 
-def _rename(old: str, new: str, family: str, boundary: str = "linalg", domain: str = "any") -> Mutation:
+def _rename(old: str, new: str, family: str, boundary: str = "linalg") -> Mutation:
     short = lambda name: name.split(".", 1)[1].replace(".", "_")  # noqa: E731
-    return Mutation(
-        f"{short(old)}_to_{short(new)}", boundary, family, f"{old} lowered as {new}", rename(old, new), domain
-    )
+    return Mutation(f"{short(old)}_to_{short(new)}", boundary, family, f"{old} lowered as {new}", rename(old, new))
 
 
 def _swap(op: str, family: str, first: int = 0, second: int = 1) -> Mutation:
@@ -132,7 +124,7 @@ CATALOGUE: tuple[Mutation, ...] = (
     _rename("math.floor", "math.ceil", "rounding"),
     _rename("arith.extsi", "arith.extui", "casts"),
     _rename("arith.sitofp", "arith.uitofp", "casts"),
-    _rename("arith.fptosi", "arith.fptoui", "casts", domain="finite"),
+    _rename("arith.fptosi", "arith.fptoui", "casts"),
     # integer division and wrap
     _rename("arith.divsi", "arith.divui", "integer"),
     _rename("arith.floordivsi", "arith.divsi", "integer"),

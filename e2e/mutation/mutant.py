@@ -23,6 +23,7 @@ from compiler.stages import Snapshots, StageError, module_text, new_context, par
 from e2e.configs.fx import Compiled, _import
 from e2e.framework.trace import call_key
 from e2e.mutation.catalogue import BOUNDARIES, Mutation
+from e2e.mutation.undefined import Fill
 
 
 class MutationFailed(Exception):
@@ -89,9 +90,10 @@ def sites(programs: dict[tuple, ProgramIR], catalogue: list[Mutation]) -> dict[s
     return counts
 
 
-def finish(program: ProgramIR, backend: str, mutation: Mutation | None) -> RefBackendProgram:
+def finish(program: ProgramIR, backend: str, mutation: Mutation | None, fill: Fill | None = None) -> RefBackendProgram:
     """The program compiled from `mutation`'s boundary on, the mutation applied there
-    (None: from linalg-on-tensors, unmutated)."""
+    (None: from linalg-on-tensors, unmutated); with a `fill`, its ops that can be undefined
+    are guarded on linalg-on-tensors (`e2e.mutation.undefined`)."""
     to_backend, to_linalg = pipelines.BACKENDS[backend]
     boundary = mutation.boundary if mutation else "linalg"
     module = parse_module(program.texts[boundary], _context())
@@ -111,6 +113,8 @@ def finish(program: ProgramIR, backend: str, mutation: Mutation | None) -> RefBa
     if after < 2:
         bf16_boundary_as_i16(module)
         run_stage(module, "lower", to_linalg, snapshots)
+    if fill is not None:
+        fill.apply(module)
     run_stage(module, "lower", LOWER_PIPELINE, snapshots)
     try:
         return RefBackendProgram(
@@ -120,9 +124,12 @@ def finish(program: ProgramIR, backend: str, mutation: Mutation | None) -> RefBa
         raise StageError("lower", f"ExecutionEngine: {type(error).__name__}: {error}") from error
 
 
-def compiled(programs: dict[tuple, ProgramIR], backend: str, mutation: Mutation | None) -> Compiled:
-    """Every program of the test finished under `mutation`, as the FX configs' `Compiled`."""
+def compiled(
+    programs: dict[tuple, ProgramIR], backend: str, mutation: Mutation | None, fill: Fill | None = None
+) -> Compiled:
+    """Every program of the test finished under `mutation` (guarded with `fill`, if any), as
+    the FX configs' `Compiled`."""
     result = Compiled({})
     for key, program in programs.items():
-        result.programs[key] = (finish(program, backend, mutation), program.out_spec)
+        result.programs[key] = (finish(program, backend, mutation, fill), program.out_spec)
     return result

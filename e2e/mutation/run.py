@@ -34,11 +34,16 @@ from e2e.mutation.catalogue import Mutation, mutations
 
 # Verdicts of one (test, mutation): the test caught it (and how), or it survived.
 SURVIVED, WRONG, ERROR, CRASH, TIMEOUT = "survived", "wrong-values", "compile-error", "crash", "timeout"
-EQUIVALENT = "equivalent"  # survived, and no boundary input tells the mutant from the program
+EQUIVALENT = "equivalent"  # survived, and no input where both are defined tells the mutant from the program
+# the mutant's result is undefined on the test's own inputs (poison reaches an output): caught,
+# since some CPU returns another value there, though this one may not
+UNDEFINED = "undefined"
 BROKEN_MUTATION = "broken-mutation"  # the rewrite itself raised: neither caught nor survived
-CAUGHT = (WRONG, ERROR, CRASH, TIMEOUT)
+CAUGHT = (WRONG, UNDEFINED, ERROR, CRASH, TIMEOUT)
 # The sources that decide a verdict, read once: a record's cache key includes them.
-_SOURCES = "\0".join((Path(__file__).parent / name).read_text() for name in ("mutant.py", "run.py", "equivalence.py"))
+_SOURCES = "\0".join(
+    (Path(__file__).parent / name).read_text() for name in ("mutant.py", "run.py", "equivalence.py", "undefined.py")
+)
 
 
 @dataclass
@@ -98,10 +103,11 @@ class RecordCache:
 def _run_mutant(prepared, programs, backend: str, mutation: Mutation | None, samples=None):
     """Compile from the boundary on, run the golden calls, compare. For the baseline
     (`mutation` None): None when it matches, else the verdict, and the compiled programs.
-    For a mutant: its verdict; a surviving one is run on the boundary `samples` too."""
+    For a mutant: its verdict; a surviving one is judged on the `samples` by what it means
+    (`equivalence.judge`)."""
     from compiler.stages import StageError
     from e2e.configs.fx import run_programs
-    from e2e.mutation.equivalence import judged, witness
+    from e2e.mutation.equivalence import Meanings, judge
     from e2e.mutation.mutant import MutationFailed, compiled
 
     torch.set_num_threads(1)
@@ -120,24 +126,23 @@ def _run_mutant(prepared, programs, backend: str, mutation: Mutation | None, sam
         return None if mismatch is None else [WRONG, str(mismatch)[:300]], mutant
     if mismatch is not None:
         return [WRONG, str(mismatch)[:300]]
-    samples = judged(samples or [], mutation.domain)
     if not samples:
-        return [SURVIVED, "not checked for equivalence: the test has no inputs to vary"]
-    found = witness(samples, mutant, prepared.test.tolerance)
-    if found is None:
-        where = (
-            "finite boundary inputs (NaN and inf: undefined for this op)"
-            if mutation.domain == "finite"
-            else "boundary inputs"
-        )
-        return [EQUIVALENT, f"no difference on {len(samples)} {where}"]
-    return [SURVIVED, f"not equivalent: {found[:300]}"]
+        return [SURVIVED, "not checked for equivalence: the unmutated program could not be judged"]
+    try:
+        judgement = judge(samples, Meanings(programs, backend, mutation), prepared.test.tolerance)
+    except Exception as error:  # noqa: BLE001 - a guarded compile failed: say so, claim nothing
+        return [SURVIVED, f"not checked for equivalence: {type(error).__name__}: {str(error)[:200]}"]
+    if judgement.verdict == "undefined":
+        return [UNDEFINED, judgement.detail[:400]]
+    if judgement.verdict == "equivalent":
+        return [EQUIVALENT, judgement.detail]
+    return [SURVIVED, f"not equivalent: {judgement.detail[:400]}"]
 
 
 def _serve_host(test_name: str, backend: str, shape_mode: str, by_key: dict[str, Mutation], channel) -> None:
     """A test host: golden trace and survey once, then one forked child per mutant."""
     from e2e.framework.runner import prepare
-    from e2e.mutation.equivalence import boundary_samples, program_thresholds
+    from e2e.mutation.equivalence import Meanings, boundary_samples, program_thresholds
     from e2e.mutation.mutant import sites, survey
 
     torch.set_num_threads(1)
@@ -161,7 +166,7 @@ def _serve_host(test_name: str, backend: str, shape_mode: str, by_key: dict[str,
             try:
                 programs = survey(prepared, backend)
                 outcome = _run_mutant(prepared, programs, backend, None)
-                baseline, unmutated = outcome if isinstance(outcome, tuple) else (outcome, None)
+                baseline, _ = outcome if isinstance(outcome, tuple) else (outcome, None)
             except Exception as error:  # noqa: BLE001
                 channel.send((f"fail: {type(error).__name__}: {str(error)[:200]}", {}, 0.0))
                 continue
@@ -172,7 +177,7 @@ def _serve_host(test_name: str, backend: str, shape_mode: str, by_key: dict[str,
                 # What the unmutated program computes on boundary inputs: shared by every mutant.
                 thresholds = program_thresholds([p.texts["linalg"] for p in programs.values()])
                 found = isolation.run_forked(
-                    lambda: boundary_samples(prepared.golden, unmutated, thresholds),
+                    lambda: boundary_samples(prepared.golden, Meanings(programs, backend, None), thresholds),
                     max(20.0, 20 * seconds),
                     2 * isolation.GIB,
                 )

@@ -1,0 +1,72 @@
+"""The CPU the JIT compiles for: a fixed baseline, not the host.
+
+MLIR's ExecutionEngine builds its TargetMachine for the host: the host's CPU name and every
+feature it has (AVX-512 included), and the Python bindings offer no other choice. But LLVM
+picks each function's subtarget from the function's own `target-cpu` and `target-features`
+attributes when it has them, and that features string *replaces* the TargetMachine's. So a
+function that carries both is compiled for them, whatever the host. (A `target-cpu` alone
+changes nothing: the host's features string still applies.)
+
+`pin(module)` gives every function of a lowered (LLVM dialect) module the target's CPU and
+features before the JIT sees it. The default, `x86-64-v2` (SSE4.2 and POPCNT: every x86-64
+CPU since 2009, qemu's Nehalem included), makes two machines run the same instructions, so a
+program with undefined behaviour (an out-of-range `fptoui`, a shift past the width) reads
+the same on both: without it, `fptoui` of -3.0 gives -3 on an AVX2 CPU (a signed 64-bit
+conversion) and -1 on an AVX-512 one (`vcvttss2usi` saturates).
+
+The choice is the environment's `E2E_JIT_TARGET` (a name of `TARGETS`; `host`: LLVM's own
+choice for this CPU), so forked hosts, reducers and a bundle's replay inherit it.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import dataclass
+
+from torch_mlir import ir
+
+ENV = "E2E_JIT_TARGET"
+
+
+@dataclass(frozen=True)
+class JitTarget:
+    name: str
+    cpu: str | None  # None: the host's CPU and features (no attributes set)
+    features: tuple[str, ...] = ()  # beside those the CPU implies; never empty when cpu is set
+
+
+TARGETS = {
+    target.name: target
+    for target in (
+        JitTarget("x86-64-v2", "x86-64-v2", ("+sse4.2", "+popcnt")),
+        JitTarget("x86-64-v3", "x86-64-v3", ("+avx2", "+fma")),
+        JitTarget("host", None),
+    )
+}
+DEFAULT = "x86-64-v2" if platform.machine() in ("x86_64", "AMD64") else "host"
+
+
+def jit_target() -> JitTarget:
+    """The target named by `E2E_JIT_TARGET` (default `x86-64-v2` on x86-64, else `host`)."""
+    name = os.environ.get(ENV) or DEFAULT
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ValueError(f"{ENV}={name!r}: unknown JIT target; known: {', '.join(TARGETS)}") from None
+
+
+def pin(module: ir.Module, target: JitTarget | None = None) -> None:
+    """Give every `llvm.func` of `module` the target's CPU and features (in place)."""
+    target = target or jit_target()
+    if target.cpu is None:
+        return
+    with module.context:
+        cpu = ir.StringAttr.get(target.cpu)
+        features = ir.Attribute.parse(
+            "#llvm.target_features<[" + ", ".join(f'"{feature}"' for feature in target.features) + "]>"
+        )
+        for op in module.body.operations:
+            if op.operation.name == "llvm.func":
+                op.attributes["target_cpu"] = cpu
+                op.attributes["target_features"] = features
