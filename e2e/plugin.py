@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 
+from compiler.replay_runtime.target import DEFAULT, TARGETS, jit_target
+from compiler.replay_runtime.target import ENV as JIT_TARGET_ENV
 from e2e.collect import E2EFailure, E2EFile, E2EItem, ResultItem
 from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, RUNTIME_CONFIG_NAMES, XfailError, load_xfails
 from e2e.framework import isolation
@@ -104,6 +106,13 @@ def pytest_addoption(parser):
         action="store_true",
         help=f"build, compile and run in the pytest process, for pdb; this turns off {NO_ISOLATION_TURNS_OFF}",
     )
+    group.addoption(
+        "--jit-target",
+        choices=sorted(TARGETS),
+        default=None,
+        help=f"the CPU compiled programs are built for (RefBackend, IREE, XLA; default {DEFAULT}, or "
+        f"E2E_JIT_TARGET): a fixed target makes undefined behaviour read the same on every machine",
+    )
     group.addoption("--no-reduce", action="store_true", help="do not write reproducer bundles for failures")
     group.addoption("--reduce-timeout", type=float, default=60.0, help="reducer time box per failure, s (default 60)")
     group.addoption("--reduce-xfailed", action="store_true", help="write bundles for expected failures too")
@@ -112,6 +121,8 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    if config.getoption("jit_target"):  # before anything compiles; forked hosts inherit it
+        os.environ[JIT_TARGET_ENV] = config.getoption("jit_target")
     state = E2EState(config)
     config.stash[STATE] = state
     for mark, text in (
@@ -207,6 +218,7 @@ def _run_meta(config, state: E2EState) -> dict:
         "torch_mlir": f"{_version('torch-mlir')} ({next(iter(torch_mlir.__path__))})",
         "platform": torch_cpu_capability(),
         "cpu": cpu_description(),
+        "jit_target": jit_target().name,
         "budget_s": state.budget,
         "memory_cap_gib": state.memory_cap / GIB if state.memory_cap else None,
     }

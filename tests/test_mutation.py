@@ -211,3 +211,44 @@ def test_an_off_by_one_constant_wraps_like_its_integer_type():
     )
     assert int_constant(1)(m, True) == 1
     assert "arith.constant -9223372036854775808 : i64" in module_text(m)
+
+
+GUARDED_OPS = """
+func.func @main(%a: tensor<4xi32>, %b: tensor<4xi32>) -> (tensor<4xi32>, tensor<4xi32>) {
+  %e = tensor.empty() : tensor<4xi32>
+  %q, %s = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>,
+      affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<4xi32>, tensor<4xi32>) outs(%e, %e : tensor<4xi32>, tensor<4xi32>) {
+  ^bb0(%x: i32, %y: i32, %o: i32, %p: i32):
+    %d = arith.divsi %x, %y : i32
+    %t = arith.shrsi %x, %y : i32
+    linalg.yield %d, %t : i32, i32
+  } -> (tensor<4xi32>, tensor<4xi32>)
+  return %q, %s : tensor<4xi32>, tensor<4xi32>
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "a, b, defined",
+    [
+        ([8, -9, 7, 100], [2, 3, 1, 31], [True, True, True, True]),
+        ([8, 1, 7, 100], [2, 0, 1, 31], [True, False, True, True]),  # division by zero: no trap
+        ([8, -(2**31), 7, 100], [2, -1, 1, 31], [True, False, True, True]),  # INT_MIN / -1 (and shift -1)
+        ([8, 5, 7, 100], [2, 3, 1, 32], [True, True, True, False]),  # a shift by the width
+    ],
+)
+def test_guarded_ops_are_defined_everywhere_and_the_two_fills_show_where_they_were_not(a, b, defined):
+    from compiler.refbackend import compile_linalg
+    from e2e.mutation.undefined import ONES, ZERO, guard
+
+    outputs = []
+    for fill in (ZERO, ONES):
+        module = parse_module(GUARDED_OPS, new_context())
+        assert guard(module, fill).sites == {"arith.divsi": {32: 1}, "arith.shrsi": {32: 1}}
+        program = compile_linalg(module, [torch.int32, torch.int32])
+        outputs.append(program(torch.tensor(a, dtype=torch.int32), torch.tensor(b, dtype=torch.int32)))
+        program.close()
+    (quotient_zero, shift_zero), (quotient_ones, shift_ones) = outputs
+    same = ((quotient_zero == quotient_ones) & (shift_zero == shift_ones)).tolist()
+    assert same == defined

@@ -6,12 +6,15 @@ What XLA needs that torch-mlir's output is not, and the workaround a StableHLO u
 - StableHLO ops only: tensor `arith.constant`s become `stablehlo.constant`;
 - a StableHLO version it reads: jaxlib 0.10.2 reads up to 1.17.0 and torch-mlir writes
   1.19.0, so the module goes as a portable (VHLO) artifact downgraded to the smaller one;
-- x64 enabled, or int64/f64 arguments are narrowed silently.
+- x64 enabled, or int64/f64 arguments are narrowed silently;
+- the JIT target's instruction set (`--xla_cpu_max_isa`), not the host's, set before jax
+  starts its CPU client.
 Static shapes only: torch-mlir's shape-computation ops do not serialize to VHLO.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +24,7 @@ import torch
 
 from compiler.executors import INSTALL_RUNTIMES, guarded, outputs_as, to_numpy
 from compiler.refbackend import ResultType
+from compiler.replay_runtime.target import jit_target
 from compiler.stages import Snapshots, StageError, new_context, parse_module
 
 XLA_STABLEHLO_VERSION = "1.17.0"  # the newest StableHLO jaxlib 0.10.2 reads
@@ -66,6 +70,7 @@ class Xla:
     def compile(self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots) -> "XlaProgram":
         text = snapshots.record("lower", backend_module)
         artifact = guarded("lower", "StableHLO serialization", lambda: portable_artifact(text))
+        pin_isa()
         import jax
 
         jax.config.update("jax_enable_x64", True)
@@ -100,14 +105,25 @@ class XlaProgram:
         (directory / "program.vhlo.mlirbc").write_bytes(self.artifact)
         for i, tensor in enumerate(tensors):
             np.save(directory / f"input_{i}.npy", to_numpy(tensor))
-        (directory / "run_xla.py").write_text(RUN_XLA.format(inputs=len(tensors)))
+        (directory / "run_xla.py").write_text(RUN_XLA.format(inputs=len(tensors)).replace("{xla_flags}", pin_isa()))
         return "python run_xla.py"
 
     def close(self) -> None:
         self.executable = None
 
 
+def pin_isa() -> str:
+    """XLA_FLAGS with the JIT target's instruction set (read when jax starts its CPU client)."""
+    isa = jit_target().xla_isa
+    flags = os.environ.get("XLA_FLAGS", "")
+    if isa and "--xla_cpu_max_isa" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_max_isa={isa}".strip()
+    return os.environ.get("XLA_FLAGS", "")
+
+
 RUN_XLA = '''"""Run program.vhlo.mlirbc (StableHLO {version}, as a portable artifact) on XLA's CPU client."""
+import os
+os.environ["XLA_FLAGS"] = "{{xla_flags}}"
 import jax, numpy as np
 jax.config.update("jax_enable_x64", True)
 from jax.extend.backend import get_backend

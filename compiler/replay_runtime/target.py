@@ -15,7 +15,9 @@ the same on both: without it, `fptoui` of -3.0 gives -3 on an AVX2 CPU (a signed
 conversion) and -1 on an AVX-512 one (`vcvttss2usi` saturates).
 
 The choice is the environment's `E2E_JIT_TARGET` (a name of `TARGETS`; `host`: LLVM's own
-choice for this CPU), so forked hosts, reducers and a bundle's replay inherit it.
+choice for this CPU), so forked hosts, reducers and a bundle's replay inherit it. The real
+runtimes that compile for the CPU follow it too: IREE's llvm-cpu target CPU, XLA's
+`--xla_cpu_max_isa`.
 """
 
 from __future__ import annotations
@@ -34,13 +36,18 @@ class JitTarget:
     name: str
     cpu: str | None  # None: the host's CPU and features (no attributes set)
     features: tuple[str, ...] = ()  # beside those the CPU implies; never empty when cpu is set
+    xla_isa: str | None = None  # XLA's `--xla_cpu_max_isa` for the same instruction set
+
+    def iree_cpu(self) -> str:
+        """IREE's `--iree-llvmcpu-target-cpu` for this target."""
+        return self.cpu or "host"
 
 
 TARGETS = {
     target.name: target
     for target in (
-        JitTarget("x86-64-v2", "x86-64-v2", ("+sse4.2", "+popcnt")),
-        JitTarget("x86-64-v3", "x86-64-v3", ("+avx2", "+fma")),
+        JitTarget("x86-64-v2", "x86-64-v2", ("+sse4.2", "+popcnt"), "SSE4_2"),
+        JitTarget("x86-64-v3", "x86-64-v3", ("+avx2", "+fma"), "AVX2"),
         JitTarget("host", None),
     )
 }

@@ -29,13 +29,16 @@ _UNCACHED = (TIMEOUT, MEMORY)
 
 @functools.cache
 def toolchain_fingerprint() -> str:
-    """torch and torch-mlir versions, torch's kernel ISA (the golden values depend on it),
+    """torch and torch-mlir versions, torch's kernel ISA (the golden values depend on it), the JIT target,
     torch-mlir's native libraries, the onnx packages' versions, this project's sources
     (xfail sets are not among them: they change how a result is judged, not the result)."""
     import torch
     import torch_mlir
 
-    digest = hashlib.sha256(f"{torch.__version__} {torch_cpu_capability()}".encode())
+    from compiler.replay_runtime.target import jit_target
+
+    # torch's kernels make the golden values; the JIT target, the compiled code's instructions.
+    digest = hashlib.sha256(f"{torch.__version__} {torch_cpu_capability()} {jit_target()}".encode())
     libs = Path(next(iter(torch_mlir.__path__))) / "_mlir_libs"
     for path in sorted(libs.glob("*.so*")):
         stat = path.stat()

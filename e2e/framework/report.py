@@ -33,7 +33,8 @@ def header_lines(meta: dict, suites: list[Path], reports_dir: Path) -> list[str]
         f"e2e: torch {meta['torch']}",
         f"e2e: torch-mlir {meta['torch_mlir']}",
         f"e2e: platform {meta['platform']} on {meta['cpu']} (golden values from torch's {meta['platform']} kernels; "
-        f"xfail entries marked @<platform> hold only there)",
+        f"xfail entries marked @<platform> hold only there); compiled for {meta['jit_target']} "
+        f"(E2E_JIT_TARGET / --jit-target)",
         f"e2e: suites {', '.join(str(s) for s in suites)}; configs {', '.join(meta['configs'])}; "
         f"shapes {meta['shape_mode']}; budget {meta['budget_s']:.0f} s and "
         f"{memory} per pair; "
