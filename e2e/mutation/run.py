@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 
 from e2e.framework import isolation
-from e2e.framework.cache import _file_digest, toolchain_fingerprint
+from e2e.framework.cache import cache_key, source_digest
 from e2e.framework.compare import compare_traces
 from e2e.framework.isolation import Limits
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY
@@ -40,10 +40,8 @@ EQUIVALENT = "equivalent"  # survived, and no input where both are defined tells
 UNDEFINED = "undefined"
 BROKEN_MUTATION = "broken-mutation"  # the rewrite itself raised: neither caught nor survived
 CAUGHT = (WRONG, UNDEFINED, ERROR, CRASH, TIMEOUT)
-# The sources that decide a verdict, read once: a record's cache key includes them.
-_SOURCES = "\0".join(
-    (Path(__file__).parent / name).read_text() for name in ("mutant.py", "run.py", "equivalence.py", "undefined.py")
-)
+# The sources that decide a verdict (besides the toolchain's): a record's cache key includes them.
+_MUTATION_SOURCES = "e2e/mutation"
 
 
 @dataclass
@@ -61,15 +59,8 @@ def mutation_key(mutation: Mutation) -> str:
 
 
 def _record_key(test: str, config: str, shape_mode: str) -> str:
-    parts = [
-        toolchain_fingerprint(),
-        test,
-        _file_digest(GLOBAL_TEST_REGISTRY[test].source.rsplit(":", 1)[0]),
-        config,
-        shape_mode,
-        _SOURCES,
-    ]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    """The key `cache_key` gives a result, with mutation testing's own sources."""
+    return cache_key(GLOBAL_TEST_REGISTRY[test], config, shape_mode, source_digest(_MUTATION_SOURCES))
 
 
 class RecordCache:
