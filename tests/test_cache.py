@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from e2e.framework import cache, registry
+from e2e.framework.result import PASS, TIMEOUT, Result
 from e2e.framework.suite_files import load_suite
 from e2e.mutation import run as mutation_run
 
@@ -188,3 +189,37 @@ def test_the_opinfo_database_is_where_the_toolchain_looks_for_it():
     assert cache.tree_digest(torch_root, ("testing/_internal/common_methods_invocations.py",)) != cache.tree_digest(
         torch_root, ("testing/_internal/no_such_file.py",)
     )
+
+
+# --- the store ------------------------------------------------------------------------
+
+
+def test_the_json_store_round_trips_and_leaves_no_temporary_files(tmp_path):
+    store = cache.JsonStore(tmp_path / "store")
+    assert store.get("k") is None
+    store.put("k", {"a": 1})
+    store.put("k", {"a": 2})
+    assert store.get("k") == {"a": 2}
+    assert [p.name for p in (tmp_path / "store").iterdir()] == ["k.json"]
+    (tmp_path / "store" / "bad.json").write_text("{not json")
+    assert store.get("bad") is None
+    disabled = cache.JsonStore(None)
+    disabled.put("k", {"a": 1})
+    assert disabled.get("k") is None
+
+
+def test_result_and_record_caches_share_the_store(tmp_path):
+    results = cache.ResultCache(tmp_path / "results")
+    results.put("pass", Result("T", "linalg", PASS))
+    results.put("timeout", Result("T", "linalg", TIMEOUT))
+    cached = results.get("pass")
+    assert cached is not None and cached.cached and cached.outcome == PASS
+    assert results.get("timeout") is None  # never cached: it depends on the machine's load
+
+    records = mutation_run.RecordCache(tmp_path / "records")
+    record = mutation_run.TestRecord("T", "file", "pass", {"m1": 1, "m2": 1}, {"m1": ["wrong-values", ""]})
+    record.verdicts["m2"] = [mutation_run.TIMEOUT, "over 20 s"]
+    records.put("key", record)
+    assert cache.JsonStore(tmp_path / "records").get("key")["verdicts"] == {"m1": ["wrong-values", ""]}
+    kept = records.get("key")
+    assert kept.verdicts == {"m1": ["wrong-values", ""]} and kept.sites == {"m1": 1}

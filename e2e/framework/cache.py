@@ -24,9 +24,9 @@ Not in the key: xfail sets (they change how a result is judged, not the result),
 source of a config given as `--config module:attribute` from outside the project, and
 modules imported dynamically (`importlib`) rather than by an import statement.
 
-Mutation testing's records are keyed by the same `cache_key`. Timeouts and memory-cap
-kills depend on the machine's load and are never cached. Entries are small JSON files
-under pytest's cache directory.
+Timeouts and memory-cap kills depend on the machine's load and are never cached. Entries
+are small JSON files under pytest's cache directory (`JsonStore`), which mutation testing's
+record cache shares, with keys from the same `cache_key`.
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def _module_files(parts: list[str], bases: tuple[Path, ...]) -> list[Path]:
     return files
 
 
-# --- keys ------------------------------------------------------------------------
+# --- keys and the store --------------------------------------------------------------
 
 
 def cache_key(test: Test, *parts: str) -> str:
@@ -267,21 +267,46 @@ def pair_key(test: Test, config: str, shape_mode: str, budget: float) -> str:
     return cache_key(test, config, shape_mode, str(budget))
 
 
-class ResultCache:
-    """Results by pair key, in `directory` (None: disabled)."""
+class JsonStore:
+    """JSON objects by key, one file each in `directory` (None: a store that keeps nothing).
+    A write is atomic: a reader sees the old entry or the new one, never half of one."""
 
     def __init__(self, directory: Path | None):
         self.directory = directory
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
 
-    def get(self, key: str) -> Result | None:
+    def get(self, key: str) -> dict | None:
         if self.directory is None:
             return None
         try:
             data = json.loads((self.directory / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def put(self, key: str, data: dict) -> None:
+        if self.directory is None:
+            return
+        path = self.directory / f"{key}.json"
+        tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+
+
+class ResultCache:
+    """Results by pair key, in `directory` (None: disabled)."""
+
+    def __init__(self, directory: Path | None):
+        self.store = JsonStore(directory)
+
+    def get(self, key: str) -> Result | None:
+        data = self.store.get(key)
+        if data is None:
+            return None
+        try:
             result = Result(**data)
-        except (OSError, ValueError, TypeError):
+        except TypeError:
             return None
         if result.repro_path and not Path(result.repro_path).exists():
             result.notes.append(f"the reproducer of an earlier run is gone ({result.repro_path})")
@@ -290,9 +315,6 @@ class ResultCache:
         return result
 
     def put(self, key: str, result: Result) -> None:
-        if self.directory is None or result.outcome in _UNCACHED or result.cached:
+        if result.outcome in _UNCACHED or result.cached:
             return
-        path = self.directory / f"{key}.json"
-        tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(result.to_json()))
-        os.replace(tmp, path)
+        self.store.put(key, result.to_json())
