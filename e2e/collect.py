@@ -134,7 +134,7 @@ class E2EItem(ResultItem):
         limits = state.limits(test)
         if self.xfail_entry is not None and not self.config.getoption("runxfail"):
             limits = dataclasses.replace(limits, seconds=self.xfail_entry.budget(limits.seconds))
-        key = pair_key(test.name, test.source, self.config_name, state.shape_mode, limits.seconds)
+        key = pair_key(test, self.config_name, state.shape_mode, limits.seconds)
         result = state.cache.get(key)
         if result is None:
             result = state.run_pair(test, self.config_name, limits)

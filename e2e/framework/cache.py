@@ -1,37 +1,89 @@
 """A result cache across runs: an unchanged test on an unchanged compiler is not rerun.
 
-A pair's key hashes everything that decides its result: the test's name and the text
-of the file that defines it, the config, the shape mode, the versions of torch and
-torch-mlir (and of the onnx packages, where installed) and the identity of torch-mlir's
-native libraries (a user's own build at the same version still changes the key), and the sources of this project's compiler and
-framework. Timeouts and memory-cap kills depend on the machine's load and are never
-cached. Entries are small JSON files under pytest's cache directory.
+A pair's key (`pair_key`) hashes:
+
+- the test: its name, and the text (with the project-relative path) of every file it
+  depends on (`test_dependencies`): the suite file that registered it (`Test.origin`),
+  the file its `source` names (where its invoker was defined, e.g. a helper such as
+  `zoo_common.py`), and every project or suite module those import, transitively (import
+  statements read with `ast`; a module is looked for under the project root and beside
+  the importing file, never in site-packages);
+- the pair: the config's name, the shape mode and the budget;
+- the toolchain (`toolchain_fingerprint`): the versions of torch and torch-mlir, torch's
+  kernel ISA and the JIT target, the identity of torch-mlir's native libraries (a user's
+  own build at the same version still changes the key), the versions of the optional
+  packages a result depends on (`_PACKAGES`: the onnx exporter, its backend cases and
+  oracle, hypothesis, which draws the property families, transformers, which builds the
+  zoo, and the runtimes), the OpInfo database in torch's installed testing sources
+  (`torch/testing/_internal/common_methods_invocations.py` and `opinfo/`), and every
+  source of this project's `_SOURCE_DIRS`: the compiler, the framework, the configs, the
+  reducer, the generated suites' sources (`e2e/onnx_backend`, `e2e/opinfo`,
+  `e2e/properties`) and the upstream compat layer (`torch_mlir_e2e_test`).
+
+Not in the key: xfail sets (they change how a result is judged, not the result), the
+source of a config given as `--config module:attribute` from outside the project, and
+modules imported dynamically (`importlib`) rather than by an import statement.
+
+Timeouts and memory-cap kills depend on the machine's load and are never cached. Entries
+are small JSON files under pytest's cache directory (`JsonStore`), which mutation testing's
+record cache shares, with keys from the same `cache_key`.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import hashlib
 import json
 import os
+import re
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING, Iterable
 
 from e2e.framework.platform import torch_cpu_capability
 from e2e.framework.result import MEMORY, TIMEOUT, Result
 
-_PROJECT = Path(__file__).resolve().parents[2]
-_SOURCE_DIRS = ("compiler", "e2e/framework", "e2e/configs", "e2e/reducer", "e2e/onnx_backend")
-# Optional packages a result depends on (the ONNX exporter, its cases, the oracle), by version.
-_PACKAGES = ("onnx", "onnxscript", "onnxruntime")
+if TYPE_CHECKING:
+    from e2e.framework.registry import Test
+
+PROJECT = Path(__file__).resolve().parents[2]
+# The project's sources every result may depend on, imported by a test or not.
+_SOURCE_DIRS = (
+    "compiler",
+    "e2e/framework",
+    "e2e/configs",
+    "e2e/reducer",
+    "e2e/onnx_backend",
+    "e2e/opinfo",
+    "e2e/properties",
+    "torch_mlir_e2e_test",
+)
+# Optional packages a result depends on, by version: the ONNX exporter, its cases and the
+# oracle; hypothesis (it draws the Property_* tests); transformers (the zoo's models); the runtimes.
+_PACKAGES = (
+    "onnx",
+    "onnxscript",
+    "onnxruntime",
+    "hypothesis",
+    "transformers",
+    "iree-base-compiler",
+    "iree-base-runtime",
+    "jax",
+    "jaxlib",
+)
+# The OpInfo sweep's data, in torch's installed package (not its version alone: a patched
+# or locally built torch keeps its version string).
+_TORCH_DATA = ("testing/_internal/common_methods_invocations.py", "testing/_internal/opinfo")
 _UNCACHED = (TIMEOUT, MEMORY)
 
 
 @functools.cache
 def toolchain_fingerprint() -> str:
     """torch and torch-mlir versions, torch's kernel ISA (the golden values depend on it), the JIT target,
-    torch-mlir's native libraries, the onnx packages' versions, this project's sources
-    (xfail sets are not among them: they change how a result is judged, not the result)."""
+    torch-mlir's native libraries, the optional packages' versions, torch's OpInfo database,
+    this project's sources (xfail sets are not among them: they change how a result is
+    judged, not the result)."""
     import torch
     import torch_mlir
 
@@ -48,42 +100,213 @@ def toolchain_fingerprint() -> str:
             digest.update(f"{package}=={metadata.version(package)}".encode())
         except metadata.PackageNotFoundError:
             pass
-    for directory in _SOURCE_DIRS:
-        for path in sorted((_PROJECT / directory).rglob("*.py")):
-            digest.update(path.relative_to(_PROJECT).as_posix().encode())
-            digest.update(path.read_bytes())
+    torch_root = Path(torch.__file__).resolve().parent
+    digest.update(tree_digest(torch_root, _TORCH_DATA).encode())
+    digest.update(source_digest(*_SOURCE_DIRS).encode())
+    return digest.hexdigest()
+
+
+def source_digest(*directories: str) -> str:
+    """The `*.py` files under the project's `directories` (relative to the project root)."""
+    return tree_digest(PROJECT, directories)
+
+
+@functools.cache
+def tree_digest(root: Path, entries: tuple[str, ...]) -> str:
+    """The `*.py` files of `entries` under `root` (each a file or a directory), names and text."""
+    digest = hashlib.sha256()
+    for entry in entries:
+        path = root / entry
+        files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        for file in files:
+            digest.update(f"{file.relative_to(root).as_posix()}\0{file_digest(file)}\0".encode())
     return digest.hexdigest()
 
 
 @functools.cache
-def _file_digest(path: str) -> str:
+def file_digest(path: Path) -> str:
+    """A file's text, hashed (read once per process)."""
     try:
         return hashlib.sha256(Path(path).read_bytes()).hexdigest()
     except OSError:
         return "missing"
 
 
-def pair_key(test_name: str, test_source: str, config: str, shape_mode: str, budget: float) -> str:
-    source_file = test_source.rsplit(":", 1)[0]
-    parts = [toolchain_fingerprint(), test_name, _file_digest(source_file), config, shape_mode, str(budget)]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+def forget_files() -> None:
+    """Forget what was read from files (each is read once per process): digests, imports,
+    the toolchain's fingerprint. For a process that outlives an edit (a test of the cache)."""
+    for cached in (toolchain_fingerprint, tree_digest, file_digest, _imports, _closure, _files_digest):
+        cached.cache_clear()
 
 
-class ResultCache:
-    """Results by pair key, in `directory` (None: disabled)."""
+# --- what a test depends on ------------------------------------------------------------
+
+_SOURCE_FILE = re.compile(r"(.+?\.py)(?=:\d+$|\s|$)")
+
+
+def source_file(source: str) -> Path | None:
+    """The file a `Test.source` names ("file.py:line", "file.py (a description)"), if it is
+    one (an OpInfo case's source, "op_db: ...", names none)."""
+    match = _SOURCE_FILE.match(source)
+    if match is None or not os.path.isfile(match.group(1)):
+        return None
+    return Path(match.group(1)).resolve()
+
+
+def test_dependencies(test: Test) -> list[Path]:
+    """The files `test`'s result depends on by its own code: the file that registered it,
+    the file its invoker was defined in, and the project and suite modules they import,
+    transitively. A suite directory is the registering file's; only files in it or under
+    the project root are followed (never site-packages)."""
+    origin = Path(test.origin).resolve() if test.origin and os.path.isfile(test.origin) else None
+    starts = tuple(dict.fromkeys(p for p in (origin, source_file(test.source)) if p is not None))
+    roots = (PROJECT,) if origin is None else (PROJECT, origin.parent)
+    return list(_closure(starts, roots))
+
+
+test_dependencies.__test__ = False  # not a pytest test, wherever it is imported
+
+
+def module_dependencies(path: Path) -> list[Path]:
+    """`path` and the project and suite modules it imports, transitively (its directory
+    being its suite directory): what a suite file's import runs of this project's code."""
+    path = Path(path).resolve()
+    return list(_closure((path,), (PROJECT, path.parent)))
+
+
+def files_digest(paths: Iterable[Path]) -> str:
+    """The files' names (project-relative where they are the project's) and texts."""
+    return _files_digest(tuple(paths))
+
+
+@functools.cache
+def _files_digest(paths: tuple[Path, ...]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        name = path.relative_to(PROJECT).as_posix() if path.is_relative_to(PROJECT) else str(path)
+        digest.update(f"{name}\0{file_digest(path)}\0".encode())
+    return digest.hexdigest()
+
+
+@functools.cache
+def _closure(starts: tuple[Path, ...], roots: tuple[Path, ...]) -> tuple[Path, ...]:
+    """`starts` and what they import, transitively, within `roots` (a start outside them
+    counts, but what it imports is not followed)."""
+    found = dict.fromkeys(starts)
+    queue = [path for path in starts if _inside(path, roots)]
+    while queue:
+        for module in _imports(queue.pop()):
+            if module not in found and _inside(module, roots):
+                found[module] = None
+                queue.append(module)
+    return tuple(found)
+
+
+def _inside(path: Path, roots: tuple[Path, ...]) -> bool:
+    return any(path.is_relative_to(root) for root in roots)
+
+
+@functools.cache
+def _imports(path: Path) -> tuple[Path, ...]:
+    """The files `path`'s import statements (anywhere in it) may load: looked for under
+    the project root and beside `path` (a suite directory on `sys.path`), relative
+    imports under its package; with every package `__init__.py` on the way."""
+    try:
+        tree = ast.parse(path.read_bytes(), str(path))
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    absolute = (PROJECT, path.parent)
+    found: dict[Path, None] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found.update(dict.fromkeys(_module_files(alias.name.split("."), absolute)))
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                bases = (path.parents[node.level - 1],) if node.level <= len(path.parents) else ()
+            else:
+                bases = absolute
+            module = node.module.split(".") if node.module else []
+            found.update(dict.fromkeys(_module_files(module, bases)))
+            for alias in node.names:  # `from package import module`
+                if alias.name != "*":
+                    found.update(dict.fromkeys(_module_files([*module, alias.name], bases)))
+    found.pop(path, None)
+    return tuple(found)
+
+
+def _module_files(parts: list[str], bases: tuple[Path, ...]) -> list[Path]:
+    """The files importing the dotted name `parts` from `bases` runs: each package's
+    `__init__.py` on the way and the module itself."""
+    files = []
+    for base in bases:
+        directory = base
+        for i, part in enumerate(parts):
+            module = directory / f"{part}.py"
+            directory = directory / part
+            if i == len(parts) - 1 and module.is_file():
+                files.append(module)
+            if not directory.is_dir():
+                break
+            if (directory / "__init__.py").is_file():
+                files.append(directory / "__init__.py")
+    return files
+
+
+# --- keys and the store --------------------------------------------------------------
+
+
+def cache_key(test: Test, *parts: str) -> str:
+    """The key of a result of `test` that also depends on `parts` (a config, a shape mode,
+    ...): the toolchain, the test's name and every file it depends on, the parts."""
+    test_part = f"{test.name}\0{files_digest(test_dependencies(test))}"
+    return hashlib.sha256("\0".join([toolchain_fingerprint(), test_part, *parts]).encode()).hexdigest()
+
+
+def pair_key(test: Test, config: str, shape_mode: str, budget: float) -> str:
+    return cache_key(test, config, shape_mode, str(budget))
+
+
+class JsonStore:
+    """JSON objects by key, one file each in `directory` (None: a store that keeps nothing).
+    A write is atomic: a reader sees the old entry or the new one, never half of one."""
 
     def __init__(self, directory: Path | None):
         self.directory = directory
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
 
-    def get(self, key: str) -> Result | None:
+    def get(self, key: str) -> dict | None:
         if self.directory is None:
             return None
         try:
             data = json.loads((self.directory / f"{key}.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def put(self, key: str, data: dict) -> None:
+        if self.directory is None:
+            return
+        path = self.directory / f"{key}.json"
+        tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+
+
+class ResultCache:
+    """Results by pair key, in `directory` (None: disabled)."""
+
+    def __init__(self, directory: Path | None):
+        self.store = JsonStore(directory)
+
+    def get(self, key: str) -> Result | None:
+        data = self.store.get(key)
+        if data is None:
+            return None
+        try:
             result = Result(**data)
-        except (OSError, ValueError, TypeError):
+        except TypeError:
             return None
         if result.repro_path and not Path(result.repro_path).exists():
             result.notes.append(f"the reproducer of an earlier run is gone ({result.repro_path})")
@@ -92,9 +315,6 @@ class ResultCache:
         return result
 
     def put(self, key: str, result: Result) -> None:
-        if self.directory is None or result.outcome in _UNCACHED or result.cached:
+        if result.outcome in _UNCACHED or result.cached:
             return
-        path = self.directory / f"{key}.json"
-        tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(result.to_json()))
-        os.replace(tmp, path)
+        self.store.put(key, result.to_json())

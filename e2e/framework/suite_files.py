@@ -12,8 +12,9 @@ file such as the OpInfo sweep computes its tests at import, which takes minutes,
 pair's seconds): a segfault, an abort, `sys.exit()`, a hang or an exception there becomes
 that file's result (stage `import`), and only a file that imported cleanly in the child is
 imported in the loading process to register its tests. A clean probe is remembered by the
-file's content and toolchain (`ProbeCache`). A file whose import needs an optional package
-that is not installed (or calls `pytest.skip`) is skipped with the reason.
+text of the file and of the project modules it imports, and the toolchain (`ProbeCache`).
+A file whose import needs an optional package that is not installed (or calls
+`pytest.skip`) is skipped with the reason.
 """
 
 from __future__ import annotations
@@ -105,19 +106,19 @@ def _probe(path: Path) -> tuple[str, Any]:
 
 
 class ProbeCache:
-    """Files that imported cleanly in a probe, by content and toolchain (None: no memory),
-    and by path, what this run's xdist controller probed (`known`: its workers need not
-    probe again)."""
+    """Files that imported cleanly in a probe, by their text, the text of the project modules
+    they import, and the toolchain (None: no memory), and by path, what this run's xdist
+    controller probed (`known`: its workers need not probe again)."""
 
     def __init__(self, cache, known: dict[str, list[str]] | None = None):  # a pytest Cache, or None
         self.cache = cache
         self.known = known or {}
 
     def _key(self, path: Path) -> str:
-        from e2e.framework.cache import toolchain_fingerprint
+        from e2e.framework.cache import files_digest, module_dependencies, toolchain_fingerprint
 
-        digest = hashlib.sha256(path.read_bytes() + toolchain_fingerprint().encode()).hexdigest()
-        return f"e2e/probes/{digest[:32]}"
+        text = f"{toolchain_fingerprint()}\0{files_digest(module_dependencies(path))}"
+        return f"e2e/probes/{hashlib.sha256(text.encode()).hexdigest()[:32]}"
 
     def get(self, path: Path) -> list[str] | None:
         if str(path) in self.known:

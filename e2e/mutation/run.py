@@ -15,7 +15,6 @@ an unchanged suite and compiler only runs what is new.
 from __future__ import annotations
 
 import hashlib
-import json
 import multiprocessing
 import os
 import signal
@@ -26,7 +25,7 @@ from pathlib import Path
 import torch
 
 from e2e.framework import isolation
-from e2e.framework.cache import _file_digest, toolchain_fingerprint
+from e2e.framework.cache import JsonStore, cache_key, source_digest
 from e2e.framework.compare import compare_traces
 from e2e.framework.isolation import Limits
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY
@@ -40,10 +39,8 @@ EQUIVALENT = "equivalent"  # survived, and no input where both are defined tells
 UNDEFINED = "undefined"
 BROKEN_MUTATION = "broken-mutation"  # the rewrite itself raised: neither caught nor survived
 CAUGHT = (WRONG, UNDEFINED, ERROR, CRASH, TIMEOUT)
-# The sources that decide a verdict, read once: a record's cache key includes them.
-_SOURCES = "\0".join(
-    (Path(__file__).parent / name).read_text() for name in ("mutant.py", "run.py", "equivalence.py", "undefined.py")
-)
+# The sources that decide a verdict (besides the toolchain's): a record's cache key includes them.
+_MUTATION_SOURCES = "e2e/mutation"
 
 
 @dataclass
@@ -61,43 +58,30 @@ def mutation_key(mutation: Mutation) -> str:
 
 
 def _record_key(test: str, config: str, shape_mode: str) -> str:
-    parts = [
-        toolchain_fingerprint(),
-        test,
-        _file_digest(GLOBAL_TEST_REGISTRY[test].source.rsplit(":", 1)[0]),
-        config,
-        shape_mode,
-        _SOURCES,
-    ]
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+    """A record's key: `cache_key`'s, with mutation testing's own sources as one more part."""
+    return cache_key(GLOBAL_TEST_REGISTRY[test], config, shape_mode, source_digest(_MUTATION_SOURCES))
 
 
 class RecordCache:
+    """Test records by key, in `directory` (None: disabled), in the result cache's store."""
+
     def __init__(self, directory: Path | None):
-        self.directory = directory
-        if directory is not None:
-            directory.mkdir(parents=True, exist_ok=True)
+        self.store = JsonStore(directory)
 
     def get(self, key: str) -> TestRecord | None:
-        if self.directory is None:
-            return None
+        data = self.store.get(key)
         try:
-            return TestRecord(**json.loads((self.directory / f"{key}.json").read_text()))
-        except (OSError, ValueError, TypeError):
+            return None if data is None else TestRecord(**data)
+        except TypeError:
             return None
 
     def put(self, key: str, record: TestRecord) -> None:
-        if self.directory is None:
-            return
         # Timeouts depend on the machine's load: not cached.
         kept = TestRecord(
             **{**asdict(record), "verdicts": {k: v for k, v in record.verdicts.items() if v[0] != TIMEOUT}}
         )
         kept.sites = {k: v for k, v in record.sites.items() if v == 0 or k in kept.verdicts}
-        path = self.directory / f"{key}.json"
-        tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(asdict(kept)))
-        os.replace(tmp, path)
+        self.store.put(key, asdict(kept))
 
 
 def _run_mutant(prepared, programs, backend: str, mutation: Mutation | None, samples=None):

@@ -1,0 +1,243 @@
+"""The result cache's key: a pair reruns when anything its result depends on is edited,
+and only then. Every edit is made to a copy in a temporary project (`cache.PROJECT` points
+there), never to the project's own files; nothing is compiled."""
+
+import dataclasses
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from e2e.framework import cache, registry
+from e2e.framework.result import PASS, TIMEOUT, Result
+from e2e.framework.suite_files import ProbeCache, load_suite
+from e2e.mutation import run as mutation_run
+
+REAL_PROJECT = cache.PROJECT
+
+# A suite file that registers its test through a helper (as zoo_vision.py does through
+# zoo_common.py): the invoker is defined in the helper, which imports a second helper.
+FILES = {
+    "suite/zoo_like.py": "from helpers.registering import register_neg\n\nregister_neg('Tmp_Neg')\n",
+    "suite/unrelated.py": "from e2e.framework import op_test\n",
+    "helpers/__init__.py": "",
+    "helpers/registering.py": (
+        "import torch\n\n"
+        "from e2e.framework import op_test\n\n"
+        "from .shapes import SHAPE\n\n\n"
+        "def register_neg(name):\n"
+        "    op_test(name, torch.neg, lambda tu: [tu.rand(*SHAPE)])\n"
+    ),
+    "helpers/shapes.py": "SHAPE = (2, 3)\n",
+    "e2e/mutation/catalogue.py": "MUTATIONS = []\n",
+}
+# Copies of the project's own files the key must cover though no suite file imports them.
+COPIED = (
+    "torch_mlir_e2e_test/registry.py",
+    "e2e/properties/strategies.py",
+    "e2e/opinfo/collect.py",
+    "e2e/onnx_backend/cases.py",
+)
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A temporary project with `FILES` and `COPIED`, `suite/zoo_like.py` loaded (its test
+    registered in an empty registry), and every file digest forgotten before and after."""
+    root = tmp_path / "project"
+    for name, text in FILES.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    for name in COPIED:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REAL_PROJECT / name, root / name)
+    monkeypatch.setattr(cache, "PROJECT", root)
+    # torch's OpInfo database, where the toolchain looks for it (`torch.__file__`'s directory)
+    database = root / "torch" / "testing" / "_internal" / "common_methods_invocations.py"
+    database.parent.mkdir(parents=True)
+    database.write_text("op_db = []\n")
+    monkeypatch.setattr(torch, "__file__", str(root / "torch" / "__init__.py"))
+    tests: dict = {}
+    monkeypatch.setattr(registry, "GLOBAL_TEST_REGISTRY", tests)
+    monkeypatch.setattr(mutation_run, "GLOBAL_TEST_REGISTRY", tests)
+    monkeypatch.syspath_prepend(str(root))
+    modules = set(sys.modules)
+    cache.forget_files()
+    loaded = load_suite([root / "suite" / "zoo_like.py"], isolate=False)
+    assert [f.tests for f in loaded.values()] == [["Tmp_Neg"]]
+    yield root
+    for name in set(sys.modules) - modules:
+        del sys.modules[name]
+    cache.forget_files()
+
+
+def _key() -> str:
+    cache.forget_files()  # a new run: every file read again
+    return cache.pair_key(registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"], "linalg", "annotated", 300.0)
+
+
+def _edit(path: Path) -> None:
+    path.write_text(path.read_text() + "\n# edited\n")
+
+
+def test_the_registry_records_the_registering_file_and_the_helper_as_source(project):
+    test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
+    assert test.origin == str(project / "suite" / "zoo_like.py")
+    assert cache.source_file(test.source) == project / "helpers" / "registering.py"
+    assert set(cache.test_dependencies(test)) == {
+        project / "suite" / "zoo_like.py",
+        project / "helpers" / "__init__.py",
+        project / "helpers" / "registering.py",
+        project / "helpers" / "shapes.py",
+    }
+
+
+@pytest.mark.parametrize(
+    "edited",
+    [
+        "suite/zoo_like.py",  # the file that registered the test
+        "helpers/registering.py",  # the test's source, imported by it
+        "helpers/shapes.py",  # two imports away
+        "torch_mlir_e2e_test/registry.py",  # the upstream compat layer
+        "e2e/properties/strategies.py",  # the property families' data
+        "e2e/opinfo/collect.py",  # OpInfo cases' making
+        "e2e/onnx_backend/cases.py",  # ONNX backend cases' making
+        "torch/testing/_internal/common_methods_invocations.py",  # torch's OpInfo database
+    ],
+)
+def test_an_edit_to_what_the_result_depends_on_changes_the_key(project, edited):
+    before = _key()
+    assert _key() == before  # read again, unedited: the same key
+    _edit(project / edited)
+    assert _key() != before
+
+
+def test_an_edit_to_another_suite_file_keeps_the_key(project):
+    before = _key()
+    _edit(project / "suite" / "unrelated.py")
+    _edit(project / "e2e" / "mutation" / "catalogue.py")  # mutation testing's, not a pair's
+    assert _key() == before
+
+
+def test_imports_are_followed_only_in_the_project_and_the_suite_directory(project, tmp_path):
+    outside = tmp_path / "site-packages" / "lib"  # where a test's invoker may come from
+    outside.mkdir(parents=True)
+    (outside / "__init__.py").write_text("")
+    (outside / "invokers.py").write_text("from . import other\n")
+    (outside / "other.py").write_text("")
+    test = dataclasses.replace(registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"], source=f"{outside / 'invokers.py'}:1")
+    dependencies = cache.test_dependencies(test)
+    assert outside / "invokers.py" in dependencies  # the source itself counts
+    assert outside / "other.py" not in dependencies  # what it imports there is not followed
+    assert project / "helpers" / "shapes.py" in dependencies
+
+
+def test_the_key_is_the_pairs(project):
+    test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
+    keys = {
+        cache.pair_key(test, "linalg", "annotated", 300.0),
+        cache.pair_key(test, "tosa", "annotated", 300.0),
+        cache.pair_key(test, "linalg", "static", 300.0),
+        cache.pair_key(test, "linalg", "annotated", 60.0),
+    }
+    assert len(keys) == 4
+
+
+def test_the_mutation_record_key_is_built_like_a_pairs_with_the_mutation_sources(project):
+    before = mutation_run._record_key("Tmp_Neg", "linalg", "annotated")
+    assert before != _key()
+    _edit(project / "e2e" / "mutation" / "catalogue.py")
+    cache.forget_files()
+    after_mutation_edit = mutation_run._record_key("Tmp_Neg", "linalg", "annotated")
+    assert after_mutation_edit != before
+    _edit(project / "helpers" / "shapes.py")
+    cache.forget_files()
+    assert mutation_run._record_key("Tmp_Neg", "linalg", "annotated") != after_mutation_edit
+
+
+def test_an_import_probe_is_forgotten_when_a_module_the_file_imports_changes(project):
+    class PytestCache(dict):  # the two methods of pytest's Cache that ProbeCache uses
+        def get(self, key, default):
+            return super().get(key, default)
+
+        def set(self, key, value):
+            self[key] = value
+
+    probes = ProbeCache(PytestCache())
+    suite_file = project / "suite" / "zoo_like.py"
+    probes.put(suite_file, ["Tmp_Neg"])
+    cache.forget_files()
+    assert probes.get(suite_file) == ["Tmp_Neg"]
+    _edit(project / "helpers" / "shapes.py")
+    cache.forget_files()
+    assert probes.get(suite_file) is None
+
+
+# --- the project's own suites, read (not edited) ----------------------------------------
+
+
+def test_a_zoo_test_depends_on_its_suite_file_and_helpers_not_on_other_suite_files():
+    suite = REAL_PROJECT / "e2e" / "test_suite"
+    test = registry.Test("ZooResNet_Static", lambda: None, lambda m, tu: None, source=f"{suite / 'zoo_common.py'}:88")
+    test = dataclasses.replace(test, origin=str(suite / "zoo_vision.py"))
+    dependencies = cache.test_dependencies(test)
+    assert dependencies[:2] == [suite / "zoo_vision.py", suite / "zoo_common.py"]
+    assert REAL_PROJECT / "e2e" / "framework" / "registry.py" in dependencies
+    assert suite / "matmul.py" not in dependencies
+    assert all(path.is_relative_to(REAL_PROJECT) for path in dependencies)  # never site-packages
+
+
+def test_generated_cases_name_their_suite_file_or_none():
+    opinfo_ci = REAL_PROJECT / "e2e" / "opinfo" / "ci" / "opinfo_ci.py"
+    test = registry.Test("add_float32_0", lambda: None, lambda m, tu: None, source="op_db: add (float32 sample 0)")
+    test = dataclasses.replace(test, origin=str(opinfo_ci))
+    assert cache.source_file(test.source) is None  # no file named `op_db`
+    dependencies = cache.test_dependencies(test)
+    assert dependencies[0] == opinfo_ci
+    assert REAL_PROJECT / "e2e" / "opinfo" / "collect.py" in dependencies
+    onnx_suite = REAL_PROJECT / "e2e" / "onnx_backend" / "suite" / "onnx_backend.py"
+    assert cache.source_file(f"{onnx_suite} (static case of the onnx backend test suite)") == onnx_suite
+
+
+def test_the_opinfo_database_is_where_the_toolchain_looks_for_it():
+    torch_root = Path(torch.__file__).resolve().parent
+    assert (torch_root / "testing" / "_internal" / "common_methods_invocations.py").is_file()
+    assert cache.tree_digest(torch_root, ("testing/_internal/common_methods_invocations.py",)) != cache.tree_digest(
+        torch_root, ("testing/_internal/no_such_file.py",)
+    )
+
+
+# --- the store ------------------------------------------------------------------------
+
+
+def test_the_json_store_round_trips_and_leaves_no_temporary_files(tmp_path):
+    store = cache.JsonStore(tmp_path / "store")
+    assert store.get("k") is None
+    store.put("k", {"a": 1})
+    store.put("k", {"a": 2})
+    assert store.get("k") == {"a": 2}
+    assert [p.name for p in (tmp_path / "store").iterdir()] == ["k.json"]
+    (tmp_path / "store" / "bad.json").write_text("{not json")
+    assert store.get("bad") is None
+    disabled = cache.JsonStore(None)
+    disabled.put("k", {"a": 1})
+    assert disabled.get("k") is None
+
+
+def test_result_and_record_caches_share_the_store(tmp_path):
+    results = cache.ResultCache(tmp_path / "results")
+    results.put("pass", Result("T", "linalg", PASS))
+    results.put("timeout", Result("T", "linalg", TIMEOUT))
+    cached = results.get("pass")
+    assert cached is not None and cached.cached and cached.outcome == PASS
+    assert results.get("timeout") is None  # never cached: it depends on the machine's load
+
+    records = mutation_run.RecordCache(tmp_path / "records")
+    record = mutation_run.TestRecord("T", "file", "pass", {"m1": 1, "m2": 1}, {"m1": ["wrong-values", ""]})
+    record.verdicts["m2"] = [mutation_run.TIMEOUT, "over 20 s"]
+    records.put("key", record)
+    assert cache.JsonStore(tmp_path / "records").get("key")["verdicts"] == {"m1": ["wrong-values", ""]}
+    kept = records.get("key")
+    assert kept.verdicts == {"m1": ["wrong-values", ""]} and kept.sites == {"m1": 1}
