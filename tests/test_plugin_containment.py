@@ -200,8 +200,11 @@ def test_a_killed_run_keeps_its_results_and_leaves_no_process(tmp_path, signal_n
     assert spawned, "the run had started no process"
     process.send_signal(signal_number)
     out, _ = process.communicate(timeout=120)
-    time.sleep(1)
-    left = {pid for pid in spawned if Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid)}
+    left = _alive(spawned)
+    deadline = time.monotonic() + 60  # poll: a loaded machine reaps late, a leak stays
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = _alive(spawned)
     assert not left, f"processes left behind: {left}\n{out}"
     run_info = json.loads((tmp_path / "reports" / "run.json").read_text())
     rows = json.loads((tmp_path / "reports" / "results.json").read_text())
@@ -250,6 +253,10 @@ def _state(pid: int) -> str:
         return "zombie"
 
 
+def _alive(pids) -> set[int]:
+    return {pid for pid in pids if Path(f"/proc/{pid}").exists() and "zombie" not in _state(pid)}
+
+
 # A plugin on the process that runs the session (the xdist controller, or the serial run): after
 # the third result a finalizer receives Ctrl-C, and Python swallows its KeyboardInterrupt.
 SIGNAL_IN_A_CONTROLLER_FINALIZER = """
@@ -280,7 +287,6 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_ends_the_run_interrupted(tmp_path
     # A plugin given with -p (the run's cwd is on sys.path): a conftest.py there would sit
     # above the rootdir pytest picks for the suite, and not be loaded.
     (tmp_path / "signal_in_a_finalizer.py").write_text(SIGNAL_IN_A_CONTROLLER_FINALIZER)
-    started = time.monotonic()
     run = subprocess.run(
         e2e_command(suite, tmp_path, "--config", "tosa", "-p", "signal_in_a_finalizer", *workers),
         cwd=tmp_path,
@@ -294,7 +300,9 @@ def test_ctrl_c_swallowed_by_a_finalizer_still_ends_the_run_interrupted(tmp_path
     assert run.returncode == pytest.ExitCode.INTERRUPTED, out
     run_info = json.loads((tmp_path / "reports" / "run.json").read_text())
     assert run_info["status"] == "interrupted" and 3 <= run_info["rows"] < 40, out
-    assert time.monotonic() - started < 150  # not after a 200 s test ended on its own
+    # Ended by the signal, not after a 200 s test ended on its own: none of those passed.
+    rows = [json.loads(line) for line in (tmp_path / "reports" / "results.jsonl").read_text().splitlines()]
+    assert not [r for r in rows if int(r["test"][-2:]) >= 4 and r["outcome"] == "pass"], out
 
 
 def test_a_second_run_on_a_busy_reports_dir_is_refused(tmp_path):

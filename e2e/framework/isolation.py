@@ -82,9 +82,6 @@ class Raised:
     traceback: str
 
 
-Ended = Crashed | TimedOut | OverMemory
-
-
 def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name

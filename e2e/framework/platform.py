@@ -1,6 +1,7 @@
 """The platform a run's verdicts hold on.
 
-Compiled programs compute the same bits on every x86-64 CPU (the RefBackend emits no
+Compiled programs compute the same bits on every x86-64 CPU (compiled for one fixed JIT target,
+`compiler.replay_runtime.target`, and the RefBackend emits no
 CPU-dependent lowering: `compiler.pipelines.LINALG_TO_LLVM`, `compiler.replay_runtime.softfloat`), but
 the golden values come from native torch, whose CPU kernels are chosen by ISA: a few
 ops give other answers on AVX-512 than on AVX2 or the scalar kernels (`gelu(-inf)`:
@@ -39,7 +40,3 @@ def cpu_description() -> str:
     flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
     present = [f for f in _FEATURES if f in flags]
     return f"{model or platform.machine()} [{' '.join(present) or 'none of ' + ','.join(_FEATURES)}]"
-
-
-def platform_line() -> str:
-    return f"torch kernels {torch_cpu_capability()} on {cpu_description()}"

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 # Why a reduction stopped (ReduceOutcome.stopped)
-NO_LOCALIZATION, CRASHED = "no localization", "crash"
+NO_LOCALIZATION = "no localization"
 
 
 @dataclass
