@@ -179,20 +179,11 @@ def compile_backend_ir(
     """Stages `backend` (`chain.to_backend`) and `lower` (the chain's executor) of torch IR."""
     snapshots = snapshots if snapshots is not None else Snapshots()
     dtypes = result_dtypes(torch_ir)
-    executor = chain.executor()
-    if chain.executor_name == "refbackend":
-        executor.opt_level = opt_level_for(torch_ir) if opt_level is None else opt_level
     module = parse_module(torch_ir, new_context())
     if chain.backend != TORCH_INPUT:
         run_stage(module, "backend", chain.to_backend, snapshots)
-    if chain.executor_name == "refbackend":
-        return executor.compile(module, dtypes, snapshots)
-    from compiler.executors import replay
-
-    backend_ir = module_text(module)
-    with replay.blamed(chain.executor_name, chain.executor_input, backend_ir):
-        program = executor.compile(module, dtypes, snapshots)
-    return replay.BlamedProgram(program, chain.executor_name, chain.executor_input, backend_ir)
+    level = opt_level_for(torch_ir) if opt_level is None else opt_level
+    return chain.executor().program_for(module, dtypes, snapshots, opt_level=level)
 
 
 @dataclass

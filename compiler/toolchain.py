@@ -2,9 +2,11 @@
 that stage's input IR down to what the executor takes.
 
 Every config compiles with exactly these pipelines (FX, ONNX, LTC, TorchScript and
-eager: `to_torch_backend`; `to_backend`, `executor()` through `compile_backend_ir`), and the reducer replays a failure through `stages[stage]`, so the two
-cannot drift. For the RefBackend a stage's list ends in LLVM; for a runtime it ends
-with the Python pass entry that compiles on that runtime (`compiler.executors.replay`).
+eager: `to_torch_backend`; `to_backend`, `executor()` through `compile_backend_ir`), and
+the reducer replays a failure through `stages[stage]`, so the two cannot drift. The last
+part of each stage's list is the executor's own (`Executor.lower_entries`): for the
+RefBackend it ends in LLVM; for a runtime it is the Python pass entry that compiles on that
+runtime (`compiler.executors.replay`).
 """
 
 from __future__ import annotations
@@ -12,11 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from compiler import pipelines
-from compiler.refbackend import LOWER_PIPELINE
+from compiler.executors import executor_class, load_executor
 from compiler.replay_runtime.passes import ERASE_DEAD_ALLOCATIONS  # after the JIT frontends' torch-backend pipeline
-
-# The reference backend's boundary rewrite, as a pass entry (`lower_to_llvm` runs it first).
-BF16_BOUNDARY = "python:compiler.replay_runtime.engine:bf16_boundary_as_i16"
 
 # frontend -> the pipeline from its imported IR to the torch backend contract
 TO_TORCH_BACKEND = {
@@ -58,12 +57,8 @@ class Toolchain:
 
     @property
     def lower(self) -> pipelines.Pipeline:
-        """Backend IR -> what the executor is handed (LLVM for the RefBackend)."""
-        if self.executor_name == "refbackend":
-            return (BF16_BOUNDARY, *pipelines.BACKENDS[self.backend][1], *LOWER_PIPELINE)
-        from compiler.executors import replay
-
-        return (replay.entry(self.executor_name, self.executor_input),)
+        """Backend IR -> what the executor runs: the executor's own entries."""
+        return self.executor().lower_entries()
 
     @property
     def stages(self) -> dict[str, tuple[str, ...]]:
@@ -77,25 +72,16 @@ class Toolchain:
         }
 
     def executor(self):
-        """The executor object (imports its runtime)."""
-        return executor_for(self.executor_name, self.executor_input)
-
-
-def executor_for(name: str, backend: str):
-    """An executor configured for the IR of `backend`."""
-    from compiler.executors import load_executor
-
-    if name == "refbackend":
-        return load_executor(name, backend=backend)
-    if name == "iree":
-        return load_executor(name, input=backend)
-    return load_executor(name)
+        """The executor object, configured for the IR it is handed (its runtime is imported when it compiles)."""
+        return load_executor(self.executor_name, input=self.executor_input)
 
 
 def toolchain(frontend: str, backend: str, executor: str = "refbackend") -> Toolchain:
     if frontend not in TO_TORCH_BACKEND:
         raise ValueError(f"unknown frontend {frontend!r}; known: {', '.join(TO_TORCH_BACKEND)}")
-    if backend not in pipelines.BACKENDS and not (backend == TORCH_INPUT and executor != "refbackend"):
+    if backend not in pipelines.BACKENDS and not (
+        backend == TORCH_INPUT and TORCH_INPUT in executor_class(executor).accepts
+    ):
         raise ValueError(f"unknown backend {backend!r}; known: {', '.join(pipelines.BACKENDS)}")
     return Toolchain(frontend, backend, executor)
 

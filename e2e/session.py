@@ -157,6 +157,7 @@ class E2EState:
                 shape_mode=self.shape_mode,
                 config_loader=lambda name: load_config(self.configs[name]),
                 golden_limits=self.limits(test),
+                reducer=_reduce_on_host,
             )
         return self.host
 
@@ -204,3 +205,10 @@ def _budget(config) -> float:
 
 def has_timeout(config) -> bool:
     return config.pluginmanager.hasplugin("timeout")
+
+
+def _reduce_on_host(result, prepared, config, reports_dir, time_box, memory_bytes):
+    """The reducer a test host is handed (imported in the host, when a failure needs it)."""
+    from e2e.reducer.failure import reduce_isolated
+
+    return reduce_isolated(result, prepared, config, reports_dir, time_box, memory_bytes)

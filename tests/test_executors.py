@@ -159,7 +159,7 @@ def test_onnx_at_iree_judges_a_model_both_torch_mlir_and_iree_convert_wrong(tmp_
 
 
 def test_the_refbackend_compiles_through_the_same_seam():
-    executor = load_executor("refbackend", backend="linalg")
+    executor = load_executor("refbackend", input="linalg")
     assert executor.missing() is None and "linalg" in executor.accepts
 
 

@@ -1,20 +1,32 @@
 """Executors: what runs a backend IR program. The RefBackend is one executor among several.
 
-    executor = load_executor("iree")
-    program = executor.compile(backend_module, result_dtypes, snapshots)   # stage `lower`
-    outputs = program(*tensors)                                            # stage `execute`
+    executor = load_executor("iree", input="linalg")
+    program = executor.program_for(backend_module, result_dtypes, snapshots)   # stage `lower`
+    outputs = program(*tensors)                                                # stage `execute`
     program.close()
 
-An executor takes the IR of one backend dialect (`accepts`), compiles it in stage
-`lower` (raising `StageError`), and returns a program callable with torch tensors that
-returns tensors of `result_dtypes` (or Python scalars). Executors of real runtimes need
-packages outside the core install: `missing()` says what to install, and a config whose
-executor is missing is skipped with that line as its reason.
+An executor is given the IR of one dialect (`input`, one of `accepts`), compiles it in
+stage `lower` (raising `StageError`), and returns a program callable with torch tensors
+that returns tensors of `result_dtypes` (or Python scalars). It owns what differs between
+executors, so no caller branches on its name:
+
+- `lower_entries()`: stage `lower` as pass entries, from its input IR to what it runs (the
+  RefBackend: its conversion to linalg and the LLVM passes; a runtime: its replay entry,
+  `compiler.executors.replay`), which the reducer replays;
+- `program_for(...)`: compile, with failures blamed on those entries (a runtime's errors
+  name its replay entry as the failing pass, so a result's signature and its replay agree);
+- `missing()`: None, or what to install: a config whose executor is missing is skipped
+  with that line as its reason.
+
+Executors are registered by name in `EXECUTORS` (module:attribute, imported when used:
+runtimes are heavy) or by an installed package's `e2e_conformance.executors` entry point.
+Real runtimes derive from `RuntimeExecutor`.
 """
 
 from __future__ import annotations
 
 import importlib
+from importlib import metadata
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -41,23 +53,73 @@ class Program(Protocol):
     def close(self) -> None: ...
 
 
+ENTRY_POINTS = "e2e_conformance.executors"
+
+
 @runtime_checkable
 class Executor(Protocol):
     name: str
-    accepts: tuple[str, ...]  # backend IRs it compiles: "linalg", "tosa", "stablehlo", "torch"
+    accepts: tuple[str, ...]  # IRs it compiles: "linalg", "tosa", "stablehlo", "torch", "onnx"
+    input: str  # the one it is given
 
     def missing(self) -> str | None:
         """None when the runtime is usable; else what to run to install it."""
 
-    def compile(self, backend_module: Any, result_dtypes: Sequence[ResultType], snapshots: Snapshots) -> Program: ...
+    def compile(self, backend_module: Any, result_dtypes: Sequence[ResultType], snapshots: Snapshots) -> Program:
+        """The program, from `backend_module` (stage `lower`)."""
+
+    def lower_entries(self) -> tuple[str, ...]:
+        """Stage `lower` as pass entries: what the reducer replays."""
+
+    def program_for(
+        self, backend_module: Any, result_dtypes: Sequence[ResultType], snapshots: Snapshots, opt_level: int = 0
+    ) -> Program:
+        """`compile`, its failures blamed on `lower_entries` (`opt_level`: the JIT's, where there is one)."""
 
 
-def load_executor(name: str, **options: Any) -> Executor:
-    try:
+def executor_class(name: str) -> type:
+    """The class registered as executor `name` (built in, or an installed entry point)."""
+    if name in EXECUTORS:
         module, _, attribute = EXECUTORS[name].partition(":")
-    except KeyError:
-        raise ValueError(f"unknown executor {name!r}; known: {', '.join(EXECUTORS)}") from None
-    return getattr(importlib.import_module(module), attribute)(**options)
+        return getattr(importlib.import_module(module), attribute)
+    for point in metadata.entry_points(group=ENTRY_POINTS):
+        if point.name == name:
+            return point.load()
+    known = [*EXECUTORS, *(p.name for p in metadata.entry_points(group=ENTRY_POINTS))]
+    raise ValueError(f"unknown executor {name!r}; known: {', '.join(known)}")
+
+
+def load_executor(name: str, input: str | None = None) -> Executor:
+    """Executor `name`, configured for the IR `input` (default: the first it accepts)."""
+    cls = executor_class(name)
+    return cls(input=input or cls.accepts[0])
+
+
+def runtime_executors() -> dict[str, type]:
+    """The built-in executors that are real runtimes, by name."""
+    return {name: cls for name in EXECUTORS if issubclass(cls := executor_class(name), RuntimeExecutor)}
+
+
+class RuntimeExecutor:
+    """A real runtime: its stage `lower` is one replay entry (`compiler.executors.replay`),
+    which compiles on the runtime, and its errors, at compile and at run, name that entry."""
+
+    name: str
+    input: str
+
+    def lower_entries(self) -> tuple[str, ...]:
+        from compiler.executors import replay
+
+        return (replay.entry(self.name, self.input),)
+
+    def program_for(self, backend_module, result_dtypes, snapshots, opt_level: int = 0):
+        from compiler.executors import replay
+        from compiler.stages import module_text
+
+        backend_ir = module_text(backend_module)
+        with replay.blamed(self.name, self.input, backend_ir):
+            program = self.compile(backend_module, result_dtypes, snapshots)
+        return replay.BlamedProgram(program, self.name, self.input, backend_ir)
 
 
 # --- marshalling shared by the runtimes (numpy in, numpy out) ---------------------------

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from compiler.executors import INSTALL_RUNTIMES, guarded, outputs_as, to_numpy
+from compiler.executors import INSTALL_RUNTIMES, RuntimeExecutor, guarded, outputs_as, to_numpy
 from compiler.refbackend import ResultType
 from compiler.replay_runtime.target import jit_target
 from compiler.stages import Snapshots, StageError
@@ -40,7 +40,7 @@ RUNTIME_DRIVER = "local-sync"
 
 
 @dataclass
-class Iree:
+class Iree(RuntimeExecutor):
     input: str = "linalg"  # a key of INPUT_TYPE: which IR it is given
     name: str = "iree"
     accepts: tuple[str, ...] = field(default=tuple(INPUT_TYPE))

@@ -7,13 +7,16 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from compiler import pipelines
-from compiler.refbackend import RefBackendProgram, ResultType, compile_linalg
+from compiler.refbackend import LOWER_PIPELINE, RefBackendProgram, ResultType, compile_linalg
 from compiler.stages import Snapshots
+
+# The reference backend's boundary rewrite, as a pass entry (`lower_to_llvm` runs it first).
+BF16_BOUNDARY = "python:compiler.replay_runtime.engine:bf16_boundary_as_i16"
 
 
 @dataclass
 class RefBackend:
-    backend: str = "linalg"  # which dialect it is given: picks the conversion to linalg
+    input: str = "linalg"  # which dialect it is given: picks the conversion to linalg
     opt_level: int = 0
     name: str = "refbackend"
     accepts: tuple[str, ...] = ("linalg", "tosa", "stablehlo")
@@ -21,8 +24,19 @@ class RefBackend:
     def missing(self) -> str | None:
         return None
 
+    def lower_entries(self) -> tuple[str, ...]:
+        """The backend's conversion to linalg, then linalg -> LLVM; the JIT loads the result."""
+        return (BF16_BOUNDARY, *pipelines.BACKENDS[self.input][1], *LOWER_PIPELINE)
+
     def compile(self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots) -> RefBackendProgram:
-        to_linalg = pipelines.BACKENDS[self.backend][1]
+        to_linalg = pipelines.BACKENDS[self.input][1]
         return compile_linalg(
             backend_module, result_dtypes, to_linalg=to_linalg, snapshots=snapshots, opt_level=self.opt_level
         )
+
+    def program_for(
+        self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots, opt_level: int = 0
+    ) -> RefBackendProgram:
+        """`compile` at `opt_level` (its pass failures name their passes already)."""
+        self.opt_level = opt_level
+        return self.compile(backend_module, result_dtypes, snapshots)

@@ -18,10 +18,12 @@ import sys
 import numpy as np
 import torch
 
+from compiler.executors import load_executor, runtime_executors
 from compiler.refbackend import ELEMENT_DTYPES
 
 PYTHON_PASS = "python:compiler.executors.replay:"
-RUNTIMES = (("tosa-ref", "tosa"), ("xla", "stablehlo"), ("iree", "linalg"), ("iree", "torch"), ("iree", "onnx"))
+# (executor, the IR it is given): every runtime, with every IR it accepts
+RUNTIMES = tuple((name, accepted) for name, cls in runtime_executors().items() for accepted in cls.accepts)
 DYNAMIC_DIM = 3
 
 
@@ -45,10 +47,9 @@ def parse(pass_entry: str) -> tuple[str, str, bool] | None:
 def compile_for(pass_entry: str, module, result_dtypes):
     """The program the runtime a replay entry names compiles from `module`."""
     from compiler.stages import Snapshots
-    from compiler.toolchain import executor_for
 
     executor, backend, _ = parse(pass_entry)
-    return executor_for(executor, backend).compile(module, result_dtypes, Snapshots())
+    return load_executor(executor, input=backend).compile(module, result_dtypes, Snapshots())
 
 
 @contextlib.contextmanager
@@ -101,11 +102,10 @@ def _replay(executor_name: str, backend: str, run: bool):
     def replay(module) -> None:
         from compiler import result_dtypes
         from compiler.stages import Snapshots, module_text
-        from compiler.toolchain import executor_for
 
         text = module_text(module)
         dtypes = result_dtypes(text) if backend in ("torch", "onnx") else _result_types(text)
-        program = executor_for(executor_name, backend).compile(module, dtypes, Snapshots())
+        program = load_executor(executor_name, input=backend).compile(module, dtypes, Snapshots())
         try:
             if run:
                 program(*_argument_tensors(text))

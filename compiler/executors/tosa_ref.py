@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from compiler.executors import outputs_as, to_numpy
+from compiler.executors import RuntimeExecutor, outputs_as, to_numpy
 from compiler.refbackend import ResultType, argument_types
 from compiler.stages import Snapshots, StageError, module_text
 
@@ -117,7 +117,8 @@ def _run(command: list[str], stage: str, what: str) -> None:
 
 
 @dataclass
-class TosaReferenceModel:
+class TosaReferenceModel(RuntimeExecutor):
+    input: str = "tosa"
     name: str = "tosa-ref"
     accepts: tuple[str, ...] = ("tosa",)
     static_only: bool = True

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import torch
 
-from compiler.executors import INSTALL_RUNTIMES, guarded, outputs_as, to_numpy
+from compiler.executors import INSTALL_RUNTIMES, RuntimeExecutor, guarded, outputs_as, to_numpy
 from compiler.refbackend import ResultType
 from compiler.replay_runtime.target import jit_target
 from compiler.stages import Snapshots, StageError, new_context, parse_module
@@ -55,7 +55,8 @@ def portable_artifact(stablehlo_text: str) -> bytes:
 
 
 @dataclass
-class Xla:
+class Xla(RuntimeExecutor):
+    input: str = "stablehlo"
     name: str = "xla"
     accepts: tuple[str, ...] = ("stablehlo",)
     static_only: bool = True

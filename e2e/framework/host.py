@@ -64,7 +64,7 @@ class _Reduce:
     limits: Limits
 
 
-def _serve(test: Test, shape_mode: str, config_loader, shared: dict, channel: Channel) -> None:
+def _serve(test: Test, shape_mode: str, config_loader, reducer, shared: dict, channel: Channel) -> None:
     """The host's loop (in the child): prepare once, then answer requests until EOF.
     `shared`: what an earlier host of this test computed for its configs."""
     torch.set_num_threads(1)  # a forked grandchild of a multi-threaded OpenMP process hangs
@@ -89,18 +89,16 @@ def _serve(test: Test, shape_mode: str, config_loader, shared: dict, channel: Ch
                 return
             channel.send(result)
         elif isinstance(request, _Reduce):
-            channel.send(_reduce(prepared, config_loader, request))
+            channel.send(_reduce(prepared, config_loader, reducer, request))
         else:
             channel.send(isolation.Raised(None, f"unknown request {request!r}"))
 
 
-def _reduce(prepared, config_loader, request: _Reduce):
-    from e2e.reducer.failure import reduce_isolated
-
+def _reduce(prepared, config_loader, reducer, request: _Reduce):
+    if reducer is None:
+        return isolation.Raised(None, "this host was given no reducer")
     config = config_loader(request.result.config)
-    return reduce_isolated(
-        request.result, prepared, config, request.reports_dir, request.time_box, request.limits.memory_bytes
-    )
+    return reducer(request.result, prepared, config, request.reports_dir, request.time_box, request.limits.memory_bytes)
 
 
 class TestHost:
@@ -108,10 +106,14 @@ class TestHost:
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, test: Test, *, shape_mode: str, config_loader, golden_limits: Limits):
+    def __init__(self, test: Test, *, shape_mode: str, config_loader, golden_limits: Limits, reducer=None):
+        """`reducer(result, prepared, config, reports_dir, time_box, memory_bytes)` reduces a
+        failure on the host (the plugin hands it `e2e.reducer.failure.reduce_isolated`; the
+        framework does not import the reducer)."""
         self.test = test
         self.shape_mode = shape_mode
         self._config_loader = config_loader
+        self._reducer = reducer
         self._golden_limits = golden_limits
         self._child: Child | None = None
         self._shared: dict = {}  # what a retired host handed over
@@ -125,7 +127,8 @@ class TestHost:
         test = self.test
         shared = self._shared
         self._child = Child(
-            lambda channel: _serve(test, self.shape_mode, self._config_loader, shared, channel), name="host"
+            lambda channel: _serve(test, self.shape_mode, self._config_loader, self._reducer, shared, channel),
+            name="host",
         )
         reply = self._child.request("ready?", self._golden_limits)
         self.peak_rss = max(self.peak_rss, self._child.peak_rss)

@@ -15,7 +15,8 @@ from typing import Any, Sequence
 
 from e2e.framework.signature import Signature, guilty_op
 from e2e.reducer.bundle import BundleInfo, add_test, claim, signature_key, write_bundle
-from e2e.reducer.case import CRASH, ERROR, MISMATCH, Case, compile_signature, observe, single_threaded
+from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, observe, single_threaded
+from e2e.reducer.finish import bundle_dir_for, crashed_queries_note, mismatch_bundle, nothing_localized
 from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, localize_group
 from e2e.reducer.localize import (
     Localized,
@@ -31,10 +32,6 @@ from e2e.reducer.reduce import behavioural_ops, op_count, reduce_ops
 DEFAULT_TIME_BOX = 60.0
 # At most this long to find the pass a hanging stage hangs in (the passes before it run first).
 HANG_LOCALIZE_SECONDS = 30.0
-
-
-def bundle_dir_for(reports_dir: Path, test: str, config: str) -> Path:
-    return Path(reports_dir) / "repro" / test / config
 
 
 def _name_guilty_op(case: Case, text: str) -> str | None:
@@ -179,7 +176,7 @@ def reduce_mismatch(
             "sizes computed in the graph replaced by literals: "
             + ", ".join(f"{k} -> {v}" for k, v in found.literals.items())
         )
-    return _mismatch_bundle(
+    return mismatch_bundle(
         found,
         found.guilty_op,
         toolchain,
@@ -192,89 +189,6 @@ def reduce_mismatch(
         config=config,
         reports_dir=reports_dir,
         verify=verify,
-    )
-
-
-def nothing_localized(why: str, search, start: float) -> ReduceOutcome:
-    """A group search (FX or ONNX nodes) that found no group: why, and what it cost."""
-    return ReduceOutcome(note=why, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
-
-
-def crashed_queries_note(count: int) -> str:
-    return (
-        f"{count} candidate group(s) crashed, hung or outgrew the cap when compiled "
-        "and run; each was taken as not showing the mismatch, and the search went on"
-    )
-
-
-def _mismatch_bundle(
-    found,
-    guilty: str,
-    toolchain,
-    tolerance,
-    notes: list[str],
-    original_ir: str,
-    stopped: str,
-    *,
-    start: float,
-    test: str,
-    config: str,
-    reports_dir,
-    verify: bool,
-    expected_from: str = "native PyTorch",
-    files: dict[str, bytes] | None = None,
-) -> ReduceOutcome:
-    """A localized mismatch (`found`: its IR, inputs, expected values, dtypes, signature,
-    queries) as a bundle, or a share of the bundle of the same bug. `toolchain` compiles
-    `found.torch_backend_ir` (for the onnx config: raw torch-onnx IR); `files` go into the bundle too."""
-    case = Case(
-        MISMATCH,
-        "compare",
-        list(toolchain),
-        found.signature,
-        guilty_op=guilty,
-        result_dtypes=found.result_dtypes,
-        tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None,
-    )
-    target = bundle_dir_for(reports_dir, test, config)
-    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
-    if owner is not None:
-        add_test(owner, test, config)
-        return ReduceOutcome(
-            owner, True, True, guilty_op=guilty, note=f"shares the bundle of {owner}", stopped="shared"
-        )
-    ops_after = op_count(found.torch_backend_ir)
-    info = BundleInfo(
-        test,
-        config,
-        case,
-        found.torch_backend_ir,
-        original_ir or found.torch_backend_ir,
-        op_count(original_ir) if original_ir else ops_after,
-        ops_after,
-        queries=found.queries,
-        seconds=time.monotonic() - start,
-        minimal=stopped == ONE_MINIMAL,
-        inputs=found.inputs,
-        expected=found.expected,
-        notes=notes,
-        expected_from=expected_from,
-        files=dict(files or {}),
-    )
-    written = time.monotonic()
-    verified, detail = write_bundle(info, target, check=verify)
-    return ReduceOutcome(
-        target,
-        verified,
-        False,
-        info.ops_before,
-        ops_after,
-        found.queries,
-        time.monotonic() - start,
-        guilty,
-        detail,
-        stopped=stopped,
-        verify_seconds=time.monotonic() - written,
     )
 
 
@@ -308,7 +222,7 @@ def reduce_jit_mismatch(
         f"own run, here alone with the native values of its inputs: `{found.node}`",
         f"compiled vs native: {found.detail}",
     ]
-    return _mismatch_bundle(
+    return mismatch_bundle(
         found,
         "torch." + found.kind.replace("::", "."),
         toolchain,

@@ -128,9 +128,10 @@ def run_torch_backend_ir(torch_ir: str, toolchain: Sequence[str], inputs: Sequen
     """(outputs, result dtypes) of torch backend IR compiled by `toolchain` and run on `inputs`:
     on the RefBackend, or on the runtime its last entry names (`compiler.executors.replay`)."""
     from compiler import result_dtypes
+    from compiler.executors import load_executor
     from compiler.refbackend import RefBackendProgram
     from compiler.stages import Snapshots, new_context, parse_module
-    from compiler.toolchain import executor_for, split_executor
+    from compiler.toolchain import split_executor
     from e2e.reducer.case import run_entries
 
     dtypes = result_dtypes(torch_ir)
@@ -140,7 +141,7 @@ def run_torch_backend_ir(torch_ir: str, toolchain: Sequence[str], inputs: Sequen
     program = (
         RefBackendProgram(compiled, dtypes)
         if runtime is None
-        else executor_for(*runtime).compile(compiled, dtypes, Snapshots())
+        else load_executor(runtime[0], input=runtime[1]).compile(compiled, dtypes, Snapshots())
     )
     try:
         actual = program(*inputs)

@@ -293,7 +293,7 @@ def reduce_onnx_mismatch(
     """
     from compiler.onnx_compile import onnx_import
     from compiler.toolchain import TO_TORCH_BACKEND
-    from e2e.reducer.failure import _mismatch_bundle, crashed_queries_note, nothing_localized
+    from e2e.reducer.finish import crashed_queries_note, mismatch_bundle, nothing_localized
 
     start = time.monotonic()
     try:
@@ -324,7 +324,7 @@ def reduce_onnx_mismatch(
     ]
     if search.crashed_queries:
         notes.append(crashed_queries_note(search.crashed_queries))
-    return _mismatch_bundle(
+    return mismatch_bundle(
         found,
         found.guilty_op,
         [*TO_TORCH_BACKEND["onnx"], *toolchain],

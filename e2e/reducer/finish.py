@@ -1,0 +1,104 @@
+"""Finishing a reduction: where a failure's bundle goes, a localized mismatch written as a
+bundle (or shared with the bundle of the same bug), and the outcomes every search reports.
+
+Below the searches (MLIR ops, FX and ONNX graph groups, the JIT graph) and the dispatcher
+(`failure.py`), so each of them finishes the same way without importing another.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from e2e.reducer.bundle import BundleInfo, add_test, claim, signature_key, write_bundle
+from e2e.reducer.case import MISMATCH, Case
+from e2e.reducer.graph import ONE_MINIMAL
+from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
+from e2e.reducer.reduce import op_count
+
+
+def bundle_dir_for(reports_dir: Path, test: str, config: str) -> Path:
+    return Path(reports_dir) / "repro" / test / config
+
+
+def nothing_localized(why: str, search, start: float) -> ReduceOutcome:
+    """A group search (FX or ONNX nodes) that found no group: why, and what it cost."""
+    return ReduceOutcome(note=why, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
+
+
+def crashed_queries_note(count: int) -> str:
+    return (
+        f"{count} candidate group(s) crashed, hung or outgrew the cap when compiled "
+        "and run; each was taken as not showing the mismatch, and the search went on"
+    )
+
+
+def mismatch_bundle(
+    found,
+    guilty: str,
+    toolchain,
+    tolerance,
+    notes: list[str],
+    original_ir: str,
+    stopped: str,
+    *,
+    start: float,
+    test: str,
+    config: str,
+    reports_dir,
+    verify: bool,
+    expected_from: str = "native PyTorch",
+    files: dict[str, bytes] | None = None,
+) -> ReduceOutcome:
+    """A localized mismatch (`found`: its IR, inputs, expected values, dtypes, signature,
+    queries) as a bundle, or a share of the bundle of the same bug. `toolchain` compiles
+    `found.torch_backend_ir` (for the onnx config: raw torch-onnx IR); `files` go into the bundle too."""
+    case = Case(
+        MISMATCH,
+        "compare",
+        list(toolchain),
+        found.signature,
+        guilty_op=guilty,
+        result_dtypes=found.result_dtypes,
+        tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None,
+    )
+    target = bundle_dir_for(reports_dir, test, config)
+    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
+    if owner is not None:
+        add_test(owner, test, config)
+        return ReduceOutcome(
+            owner, True, True, guilty_op=guilty, note=f"shares the bundle of {owner}", stopped="shared"
+        )
+    ops_after = op_count(found.torch_backend_ir)
+    info = BundleInfo(
+        test,
+        config,
+        case,
+        found.torch_backend_ir,
+        original_ir or found.torch_backend_ir,
+        op_count(original_ir) if original_ir else ops_after,
+        ops_after,
+        queries=found.queries,
+        seconds=time.monotonic() - start,
+        minimal=stopped == ONE_MINIMAL,
+        inputs=found.inputs,
+        expected=found.expected,
+        notes=notes,
+        expected_from=expected_from,
+        files=dict(files or {}),
+    )
+    written = time.monotonic()
+    verified, detail = write_bundle(info, target, check=verify)
+    return ReduceOutcome(
+        target,
+        verified,
+        False,
+        info.ops_before,
+        ops_after,
+        found.queries,
+        time.monotonic() - start,
+        guilty,
+        detail,
+        stopped=stopped,
+        verify_seconds=time.monotonic() - written,
+    )
