@@ -219,3 +219,24 @@ def test_an_iree_compile_crash_names_its_signal_and_pass():
         "Invoked with:\n iree-compile - --iree-input-type=auto\n"
     )
     assert compile_error(crashed).splitlines()[0] == "crashed (signal 11) in FormDispatchRegionsPass"
+
+
+def test_a_capture_taken_over_from_an_earlier_host_is_checked_all_the_same():
+    """A host that retired hands its captures to the next one without their ExportedPrograms
+    (they do not cross processes); the capture check captures again, so the pair's verdict
+    is `capture` whether or not an earlier config of the test ran first."""
+    import pickle
+
+    config = load_config("linalg")
+    prepared = prepare(Test("PaddedEncoder", PaddedEncoder, padded_batch))
+    prepared.shape_mode = "static"
+    config.compile(prepared, Snapshots()).close()  # an earlier config's host captured it
+    taken_over = prepare(Test("PaddedEncoder", PaddedEncoder, padded_batch))
+    taken_over.shape_mode = "static"
+    taken_over.shared.update(pickle.loads(pickle.dumps(prepared.new_shared)))
+    compiled = config.compile(taken_over, Snapshots())
+    assert taken_over.reused and all(getattr(i, "exported", None) is None for i in compiled.imported.values())
+    with pytest.raises(StageError, match="capture discrepancy") as raised:
+        config.run(compiled, taken_over.golden)
+    compiled.close()
+    assert raised.value.stage == "capture"

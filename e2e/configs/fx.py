@@ -36,7 +36,7 @@ class Compiled:
     notes: list[str] = field(default_factory=list)
     imported: dict[tuple[str, Any], Any] = field(default_factory=dict)  # the FxImport of each program
     tolerance: Tolerance | None = None
-    prepared: Any = None  # set by a runtime config: the prepared test its RefBackend twin compiles
+    prepared: Any = None  # the prepared test it was compiled from (a capture check recaptures from it)
     ir_dir: Path | None = None  # where the pair's IR is saved (a runtime config writes its native bundle there)
 
     def program_for(self, method: str, inputs: list[Any]) -> tuple[Any, Any]:
@@ -80,7 +80,7 @@ class FxConfig:
         chain = self.toolchain()
         executor = installed_executor(chain)
         static_only = self.static or getattr(executor, "static_only", False)
-        compiled = Compiled({}, tolerance=prepared.test.tolerance)
+        compiled = Compiled({}, tolerance=prepared.test.tolerance, prepared=prepared)
         for item in prepared.golden:
             shapes = prepared.arg_shapes(item.method)
             dynamic = bool(shapes) and any(s and -1 in s for s in shapes)
@@ -112,8 +112,17 @@ class FxConfig:
 
     def run(self, compiled: Compiled, golden: Trace) -> Trace:
         trace = run_programs(compiled, golden)
-        check_capture(compiled, golden, trace)
+        check_capture(compiled, golden, trace, recapture=lambda call: self._recapture(compiled.prepared, call))
         return trace
+
+    def _recapture(self, prepared, call: TraceItem):
+        """The captured program of `call` again, as `compile` captured it (its shapes included)."""
+        shapes = prepared.arg_shapes(call.method)
+        dynamic = bool(shapes) and any(s and -1 in s for s in shapes)
+        static_only = self.static or getattr(self.toolchain().executor(), "static_only", False)
+        if not dynamic or static_only:
+            shapes = None
+        return _import(prepared, call, shapes, Snapshots()).exported
 
 
 def installed_executor(chain: Toolchain):
