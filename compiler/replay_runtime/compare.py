@@ -41,6 +41,7 @@ class Mismatch:
     kind: str  # values | shape | dtype | nan | structure | type
     where: str  # "trace item #0 (forward) @ output[1]"
     detail: str
+    call: int | None = None  # the index of the trace item that mismatched, when traces were compared
 
     def __str__(self) -> str:
         return f"{self.kind} mismatch @ {self.where}: {self.detail}"

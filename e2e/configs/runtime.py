@@ -18,7 +18,6 @@ A runtime that is not installed makes its pairs skip, naming the install command
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from compiler.stages import Snapshots, StageError
@@ -112,15 +111,14 @@ class OnRuntime:
         if (verdict := self.verdict(outcome, twin)) is not None:
             compiled.notes.append(verdict)
         if mismatch is not None:
-            self._native_bundle(compiled, golden, f"{self.runtime} gives wrong results: {mismatch}", mismatch.where)
+            self._native_bundle(compiled, golden, f"{self.runtime} gives wrong results: {mismatch}", mismatch.call)
         return trace
 
-    def _native_bundle(self, compiled: Compiled, golden: Trace, failure: str, where: str = "") -> None:
+    def _native_bundle(self, compiled: Compiled, golden: Trace, failure: str, call: int | None = None) -> None:
         """The failing call's program, inputs and expected outputs in the runtime's own terms."""
         if getattr(compiled, "ir_dir", None) is None:
             return
-        match = re.search(r"trace item #(\d+)", where)
-        item = golden[int(match[1])] if match else golden[0]
+        item = golden[call or 0]
         program, _ = compiled.program_for(item.method, item.inputs)
         tolerance = compiled.tolerance or Tolerance(1e-4, 1e-5)
         try:

@@ -70,5 +70,6 @@ def compare_traces(golden: Trace, actual: Trace, override: Tolerance | None = No
     for i, (g, a) in enumerate(zip(golden, actual)):
         where = f"trace item #{i} ({g.method}) @ output"
         if (mismatch := compare_values(g.outputs, a.outputs, where, override)) is not None:
+            mismatch.call = i
             return mismatch
     return None

@@ -31,6 +31,7 @@ class Result:
     error: str = ""  # what a person reads
     ir_path: str | None = None  # saved IR of the failing stage, under reports/
     failing_pass: str | None = None
+    failing_call: int | None = None  # the golden trace item a compare failure mismatched on
     duration: float = 0.0
     notes: list[str] = field(default_factory=list)  # e.g. "torch.jit.trace fallback: ..."
     repro_path: str | None = None  # reproducer bundle, when one was written

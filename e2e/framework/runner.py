@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import re
 import shutil
 import time
 import traceback
@@ -76,11 +75,10 @@ class PreparedTest:
     def first_call(self, method: str) -> list[Any]:
         return next(item.inputs for item in self.golden if item.method == method)
 
-    def failing_call(self, error: str) -> tuple[str, list[Any]]:
-        """The method and inputs of the trace item a mismatch names (`trace item #N`); else the first call."""
-        match = re.search(r"trace item #(\d+)", error)
-        if match and int(match.group(1)) < len(self.golden):
-            item = self.golden[int(match.group(1))]
+    def failing_call(self, index: int | None) -> tuple[str, list[Any]]:
+        """The method and inputs of golden trace item `index` (a Result's `failing_call`); else the first call."""
+        if index is not None and index < len(self.golden):
+            item = self.golden[index]
             return item.method, item.inputs
         method = self.methods()[0]
         return method, self.first_call(method)
@@ -277,6 +275,7 @@ def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, a
             stage="compare",
             signature=mismatch_signature(mismatch.kind),
             error=str(mismatch),
+            failing_call=mismatch.call,
             notes=notes,
         ),
         prepared.new_shared,

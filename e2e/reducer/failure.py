@@ -275,7 +275,7 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
         return reduce_onnx_result(result, prepared, config, reports_dir, time_box)
     if result.stage == "compare":
         # A dynamic test is called at several shapes: reduce the call that mismatched.
-        method, call = prepared.failing_call(result.error)
+        method, call = prepared.failing_call(result.failing_call)
         shapes = prepared.arg_shapes(method)
         # LTC traces and eager ops are compiled for the example inputs' shapes.
         tries = [None] if config.toolchain().frontend in ("ltc", "eager") or shapes is None else [shapes, None]

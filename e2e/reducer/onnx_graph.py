@@ -349,7 +349,7 @@ def reduce_onnx_result(result, prepared, config, reports_dir, time_box: float) -
     from e2e.configs.fx import tensor_leaves
     from e2e.reducer.localize import toolchain_for
 
-    method, call = prepared.failing_call(result.error)
+    method, call = prepared.failing_call(result.failing_call)
     item = next(i for i in prepared.golden if i.method == method and i.inputs is call)
     model = given = getattr(prepared.module, "onnx_model", None)
     try:
