@@ -23,8 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.suite_report import load  # noqa: E402
-from e2e.configs.runtime import CONFIGS, VERDICT_KINDS  # noqa: E402
+from e2e.configs.runtime import CONFIGS  # noqa: E402
 from e2e.framework.html_report import runtime_verdicts  # noqa: E402
+from e2e.framework.result import VERDICT_KINDS  # noqa: E402
 from e2e.framework.signature import Signature  # noqa: E402
 
 

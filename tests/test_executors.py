@@ -240,3 +240,18 @@ def test_a_capture_taken_over_from_an_earlier_host_is_checked_all_the_same():
         config.run(compiled, taken_over.golden)
     compiled.close()
     assert raised.value.stage == "capture"
+
+
+def test_a_pairs_verdict_and_twin_are_result_fields(tmp_path):
+    from e2e.framework.runner import attempt_pair
+
+    needs("tosa-ref", "tosa")
+    prepared = prepare(Test("MmInt64", MmInt64, mm_int64))
+    result, _ = attempt_pair(prepared, load_config("tosa@tosa-ref"), tmp_path)
+    assert (result.stage, result.twin, result.verdict) == ("execute", "tosa", "runtime-side"), result
+    passed, _ = attempt_pair(
+        prepare(Test("Small", Small, lambda m, tu: m.forward(tu.rand(2, 4), torch.arange(6).reshape(2, 3)))),
+        load_config("linalg"),
+        tmp_path,
+    )
+    assert (passed.twin, passed.verdict) == (None, None)

@@ -297,13 +297,16 @@ def test_runtimes_are_shown_beside_their_refbackend_twins(tmp_path):
     tosa_ref = CONFIGS["tosa@tosa-ref"]
     runtime_bug = tosa_ref.verdict("gives wrong results (values mismatch)", None)
     refbackend_bug = tosa_ref.verdict(None, "gives wrong results (values mismatch)")
+    assert (runtime_bug.kind, refbackend_bug.kind, runtime_bug.twin) == ("runtime-side", "RefBackend-side", "tosa")
     rows = [
         {"test": "A", "config": "tosa", "final": "passed"},
-        {"test": "A", "config": "tosa@tosa-ref", "final": "failed", "notes": [runtime_bug]},
-        {"test": "B", "config": "tosa@tosa-ref", "final": "passed", "notes": [refbackend_bug]},
-        {"test": "C", "config": "tosa@tosa-ref", "final": "passed"},
+        {"test": "A", "config": "tosa@tosa-ref", "final": "failed", "notes": [runtime_bug], "twin": "tosa",
+         "verdict": runtime_bug.kind},
+        {"test": "B", "config": "tosa@tosa-ref", "final": "passed", "notes": [refbackend_bug], "twin": "tosa",
+         "verdict": refbackend_bug.kind},
+        {"test": "C", "config": "tosa@tosa-ref", "final": "passed", "twin": "tosa"},
         {"test": "C", "config": "linalg", "final": "passed"},
-    ]
+    ]  # fmt: skip
     verdicts = runtime_verdicts(rows)
     assert list(verdicts) == ["tosa@tosa-ref"]
     entry = verdicts["tosa@tosa-ref"]

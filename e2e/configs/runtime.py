@@ -9,8 +9,8 @@
 | `onnx@iree` | raw torch-onnx IR of the exported model (IREE's own ONNX input path) | IREE llvm-cpu | `onnx` |
 
 Each pair also compiles the same lowered program on the RefBackend (its *twin*) and runs
-both. When exactly one of them matches torch, or neither, the result's notes carry a
-`verdict:` saying which side the bug is on: a runtime-side bug (the twin runs the same IR
+both. When exactly one of them matches torch, or neither, the Result's `verdict` field says
+which side the bug is on (and a note says why, in words): a runtime-side bug (the twin runs the same IR
 right), a RefBackend-side one (the runtime runs it right: look at `<backend>` -> linalg or
 the RefBackend, not at torch -> `<backend>`), or one in the lowered IR itself (both wrong).
 A runtime that is not installed makes its pairs skip, naming the install command.
@@ -28,21 +28,13 @@ from e2e.configs.runtime_bundle import write_native_bundle
 from e2e.framework import isolation
 from e2e.framework.compare import compare_traces
 from e2e.framework.registry import Tolerance
+from e2e.framework.result import BOTH_WRONG, REFBACKEND_SIDE, RUNTIME_SIDE, Verdict
 from e2e.framework.trace import Trace
 
 RUNTIME_EXECUTORS = {"tosa-ref": "the TOSA reference model", "xla": "XLA", "iree": "IREE"}
 
 
 TWIN_TIMEOUT = 120.0  # seconds for the twin's compile and run
-
-# A verdict note reads `verdict: <kind>...`, the kind saying which side the bug is on.
-RUNTIME_SIDE, REFBACKEND_SIDE, BOTH_WRONG = "runtime-side", "RefBackend-side", "both wrong"
-VERDICT_KINDS = (RUNTIME_SIDE, REFBACKEND_SIDE, BOTH_WRONG)
-
-
-def verdict_kind(note: str) -> str | None:
-    """The kind of a result note that is a verdict (None: another note)."""
-    return next((kind for kind in VERDICT_KINDS if note.startswith(f"verdict: {kind}")), None)
 
 
 def twin_outcome(twin_config: FxConfig | OnnxConfig, prepared, golden: Trace) -> str | None:
@@ -137,27 +129,33 @@ class OnRuntime:
             return
         compiled.notes.append(f"native reproducer ({self.runtime}'s own tools): {readme}")
 
-    def verdict(self, runtime: str | None, twin: str | None) -> str | None:
+    def verdict(self, runtime: str | None, twin: str | None) -> Verdict | None:
         """Which of the runtime and the RefBackend twin matches torch on the same program (None: both)."""
         same = f"the same {self.ir_name} IR"
         if runtime is None and twin is None:
             return None
         if twin is None:
-            return (
+            return Verdict(
                 f"verdict: {RUNTIME_SIDE} ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
-                f"torch; {self.runtime} {runtime}"
+                f"torch; {self.runtime} {runtime}",
+                RUNTIME_SIDE,
+                self.twin,
             )
         if runtime is None:
             below = "linalg -> LLVM" if self.backend in ("linalg", TORCH_INPUT) else f"{self.backend} -> linalg -> LLVM"
             if self.toolchain().executor_input == "onnx":
                 below = "convert-torch-onnx-to-torch, the torch backend, linalg -> LLVM"
-            return (
+            return Verdict(
                 f"verdict: {REFBACKEND_SIDE}: {self.runtime} runs {same} and matches torch; the RefBackend twin "
-                f"`{self.twin}` {twin}: look at {below} or the RefBackend, not at {self._produced_by()}"
+                f"`{self.twin}` {twin}: look at {below} or the RefBackend, not at {self._produced_by()}",
+                REFBACKEND_SIDE,
+                self.twin,
             )
-        return (
+        return Verdict(
             f"verdict: {BOTH_WRONG}: {self.runtime} {runtime}, and the RefBackend twin `{self.twin}` {twin}: "
-            f"look at what produced {same} ({self._produced_by()}){self._shared_below()}, or both executors"
+            f"look at what produced {same} ({self._produced_by()}){self._shared_below()}, or both executors",
+            BOTH_WRONG,
+            self.twin,
         )
 
     def _produced_by(self) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from e2e.framework.html_page import PAGE_SCRIPT, PAGE_STYLE
+from e2e.framework.result import VERDICT_KINDS
 
 # Final outcomes as the plugin records them (after xfail sets), in display order.
 FINAL_OUTCOMES = ("passed", "failed", "xfailed", "xpassed", "skipped")
@@ -238,30 +239,28 @@ def _counts_table(rows: list[dict]) -> str:
 
 
 def runtime_verdicts(rows: list[dict]) -> dict[str, dict]:
-    """Per runtime config (`<backend>@<executor>`) in `rows`: its RefBackend twin, its pairs
-    by verdict (`agree`: runtime and twin both match torch or neither was judged), and
-    the pairs on which they disagree, with the twin's own outcome when the run had it."""
-    from e2e.configs.runtime import CONFIGS, verdict_kind  # here: the configs import the framework
-
+    """Per runtime config in `rows` (a config whose pairs name a `twin`): its RefBackend twin,
+    its pairs by `verdict` (`agree`: runtime and twin both match torch or neither was judged),
+    and the pairs on which they disagree, with the twin's own outcome when the run had it."""
     final = {(row["test"], row["config"]): row["final"] for row in rows}
+    twins = {row["config"]: row["twin"] for row in rows if row.get("twin")}
     found: dict[str, dict] = {}
     for row in rows:
-        config = CONFIGS.get(row["config"])
-        if config is None:
+        if row["config"] not in twins:
             continue
-        entry = found.setdefault(row["config"], {"twin": config.twin, "counts": Counter(), "disagreements": []})
-        note = next((n for n in row.get("notes") or [] if verdict_kind(n)), None)
-        entry["counts"][verdict_kind(note) if note else "agree"] += 1
-        if note:
-            twin_final = final.get((row["test"], config.twin), "not in this run")
-            entry["disagreements"].append((row["test"], twin_final, row["final"], note))
+        twin = twins[row["config"]]
+        entry = found.setdefault(row["config"], {"twin": twin, "counts": Counter(), "disagreements": []})
+        entry["counts"][row.get("verdict") or "agree"] += 1
+        if row.get("verdict"):
+            note = next((n for n in row.get("notes") or [] if n.startswith("verdict:")), row["verdict"])
+            entry["disagreements"].append(
+                (row["test"], final.get((row["test"], twin), "not in this run"), row["final"], note)
+            )
     return dict(sorted(found.items()))
 
 
 def _runtimes_section(rows: list[dict]) -> str:
     """Runtime configs beside their RefBackend twins: where the two executors disagree."""
-    from e2e.configs.runtime import VERDICT_KINDS
-
     verdicts = runtime_verdicts(rows)
     if not verdicts:
         return ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import Protocol, runtime_checkable
 
 # How a pair ended before xfail sets are applied (the plugin adds xfail / xpass).
 PASS, FAIL, CRASH, TIMEOUT, ERROR = "pass", "fail", "crash", "timeout", "error"
@@ -15,6 +16,36 @@ SKIP = "skip"
 # Shape modes: `annotated` exports `-1` dims of `annotate_args` as dynamic; `static`
 # exports the example inputs' shapes, as upstream torch-mlir's FX configs do.
 SHAPE_MODES = ("annotated", "static")
+
+
+# Which side a runtime config's failure is on, judged beside its RefBackend twin
+# (`e2e.configs.runtime`): the runtime's, the RefBackend's, or the IR both ran.
+RUNTIME_SIDE, REFBACKEND_SIDE, BOTH_WRONG = "runtime-side", "RefBackend-side", "both wrong"
+VERDICT_KINDS = (RUNTIME_SIDE, REFBACKEND_SIDE, BOTH_WRONG)
+
+
+class Verdict(str):
+    """A verdict note: the sentence a person reads, carrying its facts as fields (`kind`, one
+    of VERDICT_KINDS, and the `twin` it was judged beside), which the runner copies into
+    the Result; nothing parses the sentence back."""
+
+    kind: str
+    twin: str
+
+    def __new__(cls, text: str, kind: str, twin: str) -> "Verdict":
+        note = super().__new__(cls, text)
+        note.kind, note.twin = kind, twin
+        return note
+
+    def __reduce__(self):
+        return (Verdict, (str(self), self.kind, self.twin))
+
+
+@runtime_checkable
+class Twinned(Protocol):
+    """A config judged beside a RefBackend twin (the runtime configs)."""
+
+    twin: str
 
 
 class NotApplicable(Exception):
@@ -32,6 +63,8 @@ class Result:
     ir_path: str | None = None  # saved IR of the failing stage, under reports/
     failing_pass: str | None = None
     failing_call: int | None = None  # the golden trace item a compare failure mismatched on
+    twin: str | None = None  # a runtime config's RefBackend twin
+    verdict: str | None = None  # one of VERDICT_KINDS when runtime and twin disagree (see `notes` for why)
     duration: float = 0.0
     notes: list[str] = field(default_factory=list)  # e.g. "torch.jit.trace fallback: ..."
     repro_path: str | None = None  # reproducer bundle, when one was written

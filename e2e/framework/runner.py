@@ -30,7 +30,19 @@ from e2e.framework import isolation
 from e2e.framework.compare import compare_traces
 from e2e.framework.isolation import Limits
 from e2e.framework.registry import Test
-from e2e.framework.result import CRASH, ERROR, FAIL, MEMORY, PASS, SKIP, TIMEOUT, NotApplicable, Result
+from e2e.framework.result import (
+    CRASH,
+    ERROR,
+    FAIL,
+    MEMORY,
+    PASS,
+    SKIP,
+    TIMEOUT,
+    NotApplicable,
+    Result,
+    Twinned,
+    Verdict,
+)
 from e2e.framework.signature import (
     broken_test_signature,
     crash_signature,
@@ -189,6 +201,9 @@ def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tu
     """Compile, run, compare. Returns the Result and newly shared values."""
     artifacts: list[Any] = []
     result, shared = _compile_run_compare(config, prepared, snapshots, artifacts)
+    if isinstance(config, Twinned):
+        result.twin = config.twin
+    result.verdict = next((note.kind for note in result.notes if isinstance(note, Verdict)), None)
     # A test host runs every config of its test: free each one's ExecutionEngines, unless
     # the program misbehaved (its heap may be corrupt: freeing can abort or hang; the
     # host retires instead).
