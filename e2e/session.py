@@ -188,7 +188,8 @@ def _selected_configs(config) -> dict[str, str]:
     specs = [n.strip() for opt in config.getoption("config") for n in opt.split(",") if n.strip()]
     if not specs:  # the default ones, and an opt-in or runtime config a node id names (`file::Test::onnx`)
         named = {arg.rsplit("::", 1)[-1] for arg in config.args if "::" in arg}
-        specs = list(CONFIG_NAMES) + [name for name in OPT_IN_CONFIG_NAMES + RUNTIME_CONFIG_NAMES if name in named]
+        chosen = OPT_IN_CONFIG_NAMES + RUNTIME_CONFIG_NAMES
+        specs = list(CONFIG_NAMES) + sorted(name for name in named if name in chosen or "@" in name)
     configs = {}
     for spec in specs:
         try:

@@ -114,11 +114,11 @@ def test_iree_and_xla_follow_the_target(monkeypatch):
     from compiler.executors import iree, xla
 
     monkeypatch.setenv(target.ENV, "x86-64-v2")
-    assert "--iree-llvmcpu-target-cpu=x86-64-v2" in iree.compile_flags()
+    assert "--iree-llvmcpu-target-cpu=x86-64-v2" in iree.Iree().compile_flags()
     monkeypatch.delenv("XLA_FLAGS", raising=False)
     assert xla.pin_isa() == "--xla_cpu_max_isa=SSE4_2"
     monkeypatch.setenv(target.ENV, "host")
-    assert "--iree-llvmcpu-target-cpu=host" in iree.compile_flags()
+    assert "--iree-llvmcpu-target-cpu=host" in iree.Iree().compile_flags()
 
 
 def test_a_pinned_module_links_and_runs_through_the_packed_interface():

@@ -105,6 +105,7 @@ class RuntimeExecutor:
     which compiles on the runtime, and its errors, at compile and at run, name that entry."""
 
     name: str
+    title: str  # how reports name it ("IREE")
     input: str
 
     def lower_entries(self) -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """linalg-on-tensors (or torch IR, or raw torch-onnx IR, through IREE's own input paths) on IREE's llvm-cpu
 backend: `iree-base-compiler` and `iree-base-runtime`, pinned in the `runtimes` extra.
 
-Flags: the local llvm-cpu device for the JIT target's CPU (`replay_runtime.target`), and no f64 -> f32 demotion (without
+Flags: the local llvm-cpu device for the JIT target's CPU (`replay_runtime.target`;
+`device_flags`, which another IREE target overrides), and no f64 -> f32 demotion (without
 `--iree-input-demote-f64-to-f32=false` IREE narrows f64 programs, signature included).
 """
 
@@ -21,18 +22,6 @@ from compiler.replay_runtime.target import jit_target
 from compiler.stages import Snapshots, StageError
 
 
-def compile_flags() -> tuple[str, ...]:
-    """iree-compile's flags beside the input type: the local llvm-cpu device, for the JIT
-    target's CPU (not the host: a shift past the width or an out-of-range fptoui must read
-    the same on every machine), and no f64 demotion."""
-    return (
-        "--iree-hal-target-device=local",
-        "--iree-hal-local-target-device-backends=llvm-cpu",
-        f"--iree-llvmcpu-target-cpu={jit_target().iree_cpu()}",
-        "--iree-input-demote-f64-to-f32=false",
-    )
-
-
 # the IR given -> iree-compile's input type (`onnx`: raw torch-onnx IR, converted by the
 # convert-torch-onnx-to-torch IREE carries, as iree-import-onnx's output is)
 INPUT_TYPE = {"linalg": "auto", "stablehlo": "stablehlo", "torch": "torch", "onnx": "onnx"}
@@ -43,6 +32,7 @@ RUNTIME_DRIVER = "local-sync"
 class Iree(RuntimeExecutor):
     input: str = "linalg"  # a key of INPUT_TYPE: which IR it is given
     name: str = "iree"
+    title: str = "IREE"  # how reports name it
     accepts: tuple[str, ...] = field(default=tuple(INPUT_TYPE))
     static_only: bool = False
 
@@ -54,16 +44,31 @@ class Iree(RuntimeExecutor):
             return INSTALL_RUNTIMES
         return None
 
+    def device_flags(self) -> tuple[str, ...]:
+        """The local llvm-cpu device, for the JIT target's CPU (not the host: a shift past the
+        width or an out-of-range fptoui must read the same on every machine)."""
+        return (
+            "--iree-hal-target-device=local",
+            "--iree-hal-local-target-device-backends=llvm-cpu",
+            f"--iree-llvmcpu-target-cpu={jit_target().iree_cpu()}",
+        )
+
     def compile_flags(self) -> list[str]:
-        """iree-compile's command-line flags for this input (as a bundle's README gives them)."""
-        return [f"--iree-input-type={INPUT_TYPE[self.input]}", *compile_flags()]
+        """iree-compile's command-line flags for this input (as a bundle's README gives them):
+        the input type, the device, and no f64 demotion."""
+        return [
+            f"--iree-input-type={INPUT_TYPE[self.input]}",
+            *self.device_flags(),
+            "--iree-input-demote-f64-to-f32=false",
+        ]
 
     def compile(self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots) -> "IreeProgram":
         import iree.compiler
 
         text = snapshots.record("lower", backend_module)
+        flags = self.compile_flags()
         try:
-            vmfb = iree.compiler.compile_str(text, input_type=INPUT_TYPE[self.input], extra_args=list(compile_flags()))
+            vmfb = iree.compiler.compile_str(text, input_type=INPUT_TYPE[self.input], extra_args=flags[1:])
         except iree.compiler.CompilerToolError as error:
             raise StageError("lower", f"iree-compile: {compile_error(str(error))}") from error
         return IreeProgram(vmfb, list(result_dtypes), text, self.compile_flags())

@@ -19,6 +19,7 @@ class RefBackend:
     input: str = "linalg"  # which dialect it is given: picks the conversion to linalg
     opt_level: int = 0
     name: str = "refbackend"
+    title: str = "the RefBackend"
     accepts: tuple[str, ...] = ("linalg", "tosa", "stablehlo")
 
     def missing(self) -> str | None:

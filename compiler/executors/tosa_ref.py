@@ -120,6 +120,7 @@ def _run(command: list[str], stage: str, what: str) -> None:
 class TosaReferenceModel(RuntimeExecutor):
     input: str = "tosa"
     name: str = "tosa-ref"
+    title: str = "the TOSA reference model"  # how reports name it
     accepts: tuple[str, ...] = ("tosa",)
     static_only: bool = True
 

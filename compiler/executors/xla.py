@@ -58,6 +58,7 @@ def portable_artifact(stablehlo_text: str) -> bytes:
 class Xla(RuntimeExecutor):
     input: str = "stablehlo"
     name: str = "xla"
+    title: str = "XLA"  # how reports name it
     accepts: tuple[str, ...] = ("stablehlo",)
     static_only: bool = True
 

@@ -74,8 +74,8 @@ def load_config(spec: str) -> Config:
     """A config by built-in name, entry-point name, or `module:attribute`."""
     if spec in CONFIG_NAMES + OPT_IN_CONFIG_NAMES:
         config = importlib.import_module(f"e2e.configs.{spec}").CONFIG
-    elif spec in RUNTIME_CONFIG_NAMES:
-        config = importlib.import_module("e2e.configs.runtime").CONFIGS[spec]
+    elif spec in RUNTIME_CONFIG_NAMES or "@" in spec:  # `<input>@<executor>`
+        config = importlib.import_module("e2e.configs.runtime").runtime_config(spec)
         # Import the runtime's Python package now, before test hosts fork (jax: ~1.6 s each).
         config.toolchain().executor().missing()
     elif ":" in spec:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from compiler.executors import RuntimeExecutor, executor_class
 from compiler.stages import Snapshots, StageError
 from compiler.toolchain import TORCH_INPUT
 from e2e.configs.fx import Compiled, FxConfig, run_programs
@@ -31,7 +32,6 @@ from e2e.framework.registry import Tolerance
 from e2e.framework.result import BOTH_WRONG, REFBACKEND_SIDE, RUNTIME_SIDE, Verdict
 from e2e.framework.trace import Trace
 
-RUNTIME_EXECUTORS = {"tosa-ref": "the TOSA reference model", "xla": "XLA", "iree": "IREE"}
 
 
 TWIN_TIMEOUT = 120.0  # seconds for the twin's compile and run
@@ -70,7 +70,7 @@ class OnRuntime:
 
     @property
     def runtime(self) -> str:
-        return RUNTIME_EXECUTORS.get(self.executor, self.executor)
+        return executor_class(self.executor).title
 
     @property
     def ir_name(self) -> str:
@@ -187,13 +187,24 @@ class OnnxRuntimeConfig(OnRuntime, OnnxConfig):
         return OnnxConfig(self.twin)
 
 
+def runtime_config(name: str) -> OnRuntime:
+    """The config `<input>@<executor>`: the IR `input` (linalg, tosa or stablehlo from the FX
+    frontend; `torch`: raw torch IR; `onnx`: the exported ONNX model) run on a registered
+    runtime executor (`compiler.executors`), beside the RefBackend twin that runs the same IR.
+    A new runtime needs its executor's registration, nothing here."""
+    given, _, executor = name.partition("@")
+    cls = executor_class(executor)  # an unknown executor: ValueError, naming the known ones
+    if not issubclass(cls, RuntimeExecutor) or given not in cls.accepts:
+        accepted = ", ".join(cls.accepts) if issubclass(cls, RuntimeExecutor) else "nothing: it is not a runtime"
+        raise ValueError(f"config {name!r}: executor {executor!r} accepts {accepted}")
+    if given == "onnx":
+        return OnnxRuntimeConfig(name, backend=TORCH_INPUT, executor=executor)
+    twin = "linalg" if given == TORCH_INPUT else given
+    return RuntimeConfig(name, backend=given, executor=executor, twin=twin)
+
+
+# The runtime configs this project documents and records xfail sets for; any other
+# `<input>@<executor>` of a registered runtime loads the same way.
 CONFIGS: dict[str, OnRuntime] = {
-    config.name: config
-    for config in (
-        RuntimeConfig("tosa@tosa-ref", backend="tosa", executor="tosa-ref", twin="tosa"),
-        RuntimeConfig("stablehlo@xla", backend="stablehlo", executor="xla", twin="stablehlo"),
-        RuntimeConfig("linalg@iree", backend="linalg", executor="iree", twin="linalg"),
-        RuntimeConfig("torch@iree", backend=TORCH_INPUT, executor="iree", twin="linalg"),
-        OnnxRuntimeConfig("onnx@iree", backend=TORCH_INPUT, executor="iree"),
-    )
+    name: runtime_config(name) for name in ("tosa@tosa-ref", "stablehlo@xla", "linalg@iree", "torch@iree", "onnx@iree")
 }
