@@ -21,7 +21,6 @@ from compiler.refbackend import ResultType
 from compiler.replay_runtime.target import jit_target
 from compiler.stages import Snapshots, StageError
 
-
 # the IR given -> iree-compile's input type (`onnx`: raw torch-onnx IR, converted by the
 # convert-torch-onnx-to-torch IREE carries, as iree-import-onnx's output is)
 INPUT_TYPE = {"linalg": "auto", "stablehlo": "stablehlo", "torch": "torch", "onnx": "onnx"}

@@ -32,8 +32,6 @@ from e2e.framework.registry import Tolerance
 from e2e.framework.result import BOTH_WRONG, REFBACKEND_SIDE, RUNTIME_SIDE, Verdict
 from e2e.framework.trace import Trace
 
-
-
 TWIN_TIMEOUT = 120.0  # seconds for the twin's compile and run
 
 
