@@ -43,6 +43,7 @@ EXECUTORS: dict[str, str] = {
     "tosa-ref": "compiler.executors.tosa_ref:TosaReferenceModel",
     "xla": "compiler.executors.xla:Xla",
     "iree": "compiler.executors.iree:Iree",
+    "iree-vmvx": "compiler.executors.iree_vmvx:IreeVmvx",
 }
 
 
