@@ -286,7 +286,9 @@ def pytest_collection_modifyitems(session, config, items):
     e2e_items = [i for i in items if isinstance(i, E2EItem)]
     if not e2e_items:
         return
-    xfails = _load_xfail_sets(state, list(state.suite.values()))
+    xfails = _load_xfail_sets(
+        state, list(state.loaded_suite.values()), every_file=set(state.loaded_suite) >= state.suite_files
+    )
     budget_backstop = _backstop(config, state)
     for item in e2e_items:
         entry = xfails[item.config_name].get(item.test_name)
@@ -299,10 +301,11 @@ def pytest_collection_modifyitems(session, config, items):
     _longest_first(config, items)
 
 
-def _load_xfail_sets(state: E2EState, files: list[SuiteFile]) -> dict[str, dict]:
+def _load_xfail_sets(state: E2EState, files: list[SuiteFile], every_file: bool = True) -> dict[str, dict]:
     """Each selected config's xfail set, validated against every suite file's tests (not
-    only the selected ones); when a file did not import, stale names cannot be told."""
-    complete = all(f.broken is None and f.skip_reason is None for f in files)
+    only the selected ones, `-k` or not). When collection loaded only some files (a run of
+    one file), or a file did not import, stale names cannot be told: they are not checked."""
+    complete = every_file and all(f.broken is None and f.skip_reason is None for f in files)
     known = {name for f in files for name in f.tests} if complete else None
     try:
         return {

@@ -65,7 +65,7 @@ class E2EState:
         known = getattr(config, "workerinput", {}).get("e2e_probed")
         self.probes = ProbeCache(config.cache if cache_dir is not None else None, known)
         self.probed: dict[Path, SuiteFile] = {}  # the controller's probes, under xdist
-        self._suite: dict[Path, SuiteFile] | None = None
+        self._suite: dict[Path, SuiteFile] = {}  # the suite files loaded so far, by resolved path
         self.prepared = PreparedCache()  # --no-isolation only
         self.host: TestHost | None = None
         self.record: RunRecord | None = None
@@ -120,13 +120,23 @@ class E2EState:
 
     @property
     def suite(self) -> dict[Path, SuiteFile]:
-        """Every suite file, imported (on first use: collection), with its tests."""
-        if self._suite is None:
-            self._suite = load_suite(self.suite_paths, self.import_limits, isolate=self.isolate, probes=self.probes)
+        """Every suite file, imported (those collection has not loaded yet, now), with its tests."""
+        for path in sorted(self.suite_files - set(self._suite)):
+            self.suite_file(path)
+        return self._suite
+
+    @property
+    def loaded_suite(self) -> dict[Path, SuiteFile]:
+        """The suite files collection loaded: those the command line reached, not every file."""
         return self._suite
 
     def suite_file(self, path: Path) -> SuiteFile:
-        return self.suite[path.resolve()]
+        """One suite file, imported on first use (collection): a run of one file imports only
+        that file (and what it imports), not the whole suite."""
+        path = path.resolve()
+        if path not in self._suite:
+            self._suite.update(load_suite([path], self.import_limits, isolate=self.isolate, probes=self.probes))
+        return self._suite[path]
 
     def run_pair(self, test, config: str, limits: Limits) -> Result:
         """Where a pair runs, decided here alone: on its test's host, where a crash, hang or
