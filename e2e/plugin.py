@@ -129,6 +129,13 @@ def pytest_addoption(parser):
         help="the results (reports dir, results.json or results.jsonl) whose durations --shard balances by "
         "(default: the durations pytest's cache keeps for ordering); give every shard the same",
     )
+    group.addoption(
+        "--baseline",
+        default=None,
+        metavar="PATH",
+        help="an earlier run's results (reports dir, results.json or .jsonl): the e2e summary says what changed "
+        "(as python -m e2e.diff does), for the pairs this run ran",
+    )
     group.addoption("--no-reduce", action="store_true", help="do not write reproducer bundles for failures")
     group.addoption("--reduce-timeout", type=float, default=60.0, help="reducer time box per failure, s (default 60)")
     group.addoption("--reduce-xfailed", action="store_true", help="write bundles for expected failures too")
@@ -153,7 +160,7 @@ def pytest_configure(config):
         isolation.die_with_parent()
     _stop_on_sigterm()
     config.pluginmanager.register(RunRecorder(state), "e2e-run-recorder")
-    _configure_shard(config, state)
+    _configure_shard_and_baseline(config, state)
     if _runs_the_suite(config, state) and not state.is_worker and not config.option.collectonly:
         if getattr(config.option, "numprocesses", None) and state.xfail_dir:
             # A worker's collection error reaches the controller as an opaque INTERNALERROR:
@@ -168,9 +175,9 @@ def pytest_configure(config):
             raise pytest.UsageError(str(error)) from None
 
 
-def _configure_shard(config, state: E2EState) -> None:
-    """`--shard` and `--shard-durations`, checked before anything runs."""
-    from e2e.framework.results_files import ResultsError, results_file
+def _configure_shard_and_baseline(config, state: E2EState) -> None:
+    """`--shard`, `--shard-durations` and `--baseline`, checked before anything runs."""
+    from e2e.framework.results_files import ResultsError, load_rows, results_file
 
     if config.getoption("shard"):
         try:
@@ -180,13 +187,18 @@ def _configure_shard(config, state: E2EState) -> None:
         config.pluginmanager.register(Sharder(state), "e2e-sharder")
     elif config.getoption("shard_durations"):
         raise pytest.UsageError("--shard-durations is for --shard I/N")
-    for option in ("shard_durations",):
+    for option in ("shard_durations", "baseline"):
         path = config.getoption(option)
         if path:
             try:
                 results_file(path)
             except ResultsError as error:
                 raise pytest.UsageError(f"--{option.replace('_', '-')}: {error}") from None
+    if config.getoption("baseline") and not state.is_worker:
+        try:
+            state.baseline = load_rows(config.getoption("baseline"))[0]
+        except ResultsError as error:
+            raise pytest.UsageError(f"--baseline: {error}") from None
 
 
 def _args_given(config) -> bool:
@@ -592,3 +604,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_line(f"results: {state.reports_dir / 'results.json'} (run {state.record.run_id})")
     if state.html_report is not None:
         terminalreporter.write_line(f"html report: {state.html_report}")
+    if state.baseline is not None:
+        _baseline_summary(terminalreporter, config, state)
+
+
+def _baseline_summary(terminalreporter, config, state: E2EState) -> None:
+    """`--baseline`: what changed since that run, for the tests and configs this run ran
+    (a shard, `-k` or `--config` leave the rest of the baseline out)."""
+    from e2e.diff import compare, format_report
+
+    tests = {row["test"] for row in state.record.rows}
+    configs = {row["config"] for row in state.record.rows}
+    base = [row for row in state.baseline if row["test"] in tests and row["config"] in configs]
+    diff = compare(base, state.record.rows)
+    terminalreporter.section("e2e changes since the baseline")
+    terminalreporter.write_line(
+        f"baseline: {config.getoption('baseline')} ({len(base)} of its {len(state.baseline)} pairs are of "
+        "the tests and configs this run ran)"
+    )
+    terminalreporter.write_line(format_report(diff))

@@ -42,17 +42,21 @@ def pytest_run(directory: Path, reports: str, *args: str) -> subprocess.Complete
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> dict:
     """The suite run whole, and as shard 1/2 and shard 2/2 (under xdist: its workers must
-    compute the same plan as a single process)."""
+    compute the same plan as a single process), each shard with a --baseline."""
     directory = tmp_path_factory.mktemp("runs")
     (directory / "suite").mkdir()
     (directory / "suite" / "ops.py").write_text(SUITE)
     (directory / "xfails").mkdir()
     (directory / "xfails" / "tosa.txt").write_text(XFAIL_TOSA)
-    done = {
-        "full": pytest_run(directory, "full"),
-        "s1": pytest_run(directory, "s1", "--shard", "1/2"),
-        "s2": pytest_run(directory, "s2", "--shard", "2/2", "-n", "2"),
-    }
+    done = {"full": pytest_run(directory, "full")}
+    # A baseline in which every linalg pair failed: each shard's linalg pairs newly pass.
+    rows = json.loads((directory / "full" / "results.json").read_text())
+    for row in rows:
+        if row["config"] == "linalg":
+            row.update(outcome="fail", final="failed", stage="backend", signature="backend | some-pass | broken")
+    (directory / "linalg_broken.json").write_text(json.dumps(rows))
+    done["s1"] = pytest_run(directory, "s1", "--shard", "1/2", "--baseline", "full")
+    done["s2"] = pytest_run(directory, "s2", "--shard", "2/2", "-n", "2", "--baseline", "linalg_broken.json")
     for name, result in done.items():
         assert result.returncode in (0, 1), (name, result.stdout[-3000:], result.stderr[-3000:])
     # Mm fails on tosa: in the whole run, and in the one shard that has it.
@@ -145,6 +149,21 @@ def test_overlapping_pairs_and_missing_shards_are_refused(runs, tmp_path, capsys
     assert run["status"] == "incomplete" and "missing shard 2/2" in run["missing"][0]
     assert main([str(directory / "s1"), str(directory / "full"), "-o", str(tmp_path / "cli")]) == 2
     assert "e2e.merge: " in capsys.readouterr().err
+
+
+def test_baseline_prints_what_changed_for_the_pairs_the_shard_ran(runs):
+    directory = runs["dir"]
+    ran = [read(directory / name / "results.json") for name in ("s1", "s2")]
+    same = runs["s1"].stdout
+    assert "e2e changes since the baseline" in same
+    assert f"baseline: full ({len(ran[0])} of its 12 pairs are of the tests and configs this run ran)" in same
+    assert "0 pairs changed; no new failure" in same  # the other shard's pairs are not `removed`
+    fixed = runs["s2"].stdout  # under xdist: the controller compares
+    linalg = sorted(r["test"] for r in ran[1] if r["config"] == "linalg")
+    assert f"{len(linalg)} pairs changed; no new failure" in fixed
+    assert f"newly passing ({len(linalg)}):" in fixed
+    for test in linalg:
+        assert f"linalg  {test}: failed (fail: backend | some-pass) -> passed" in fixed
 
 
 # --- synthetic runs -----------------------------------------------------------------------

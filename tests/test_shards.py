@@ -147,10 +147,13 @@ def test_the_shards_of_a_suite_cover_it_once_keeping_each_tests_configs_together
     assert tests[0] == {"Op3"} and len(shards[1]) == 14  # 28 s alone; the 7 others weigh 14 s
 
 
-def test_a_bad_shard_option_is_a_usage_error(tmp_path):
+def test_bad_shard_and_baseline_options_are_usage_errors(tmp_path):
     (tmp_path / "suite").mkdir()
     (tmp_path / "suite" / "ops.py").write_text(SUITE)
     result = collect(tmp_path, "--shard", "3/2")
     assert result.returncode == 4 and "I must be between 1 and N" in result.stderr
     result = collect(tmp_path, "--shard", "1/2", "--shard-durations", "nowhere")
     assert result.returncode == 4 and "--shard-durations: nowhere: no such file or directory" in result.stderr
+    (tmp_path / "empty").mkdir()
+    result = collect(tmp_path, "--baseline", "empty")
+    assert result.returncode == 4 and "--baseline: empty: no results.json or results.jsonl" in result.stderr
