@@ -250,7 +250,8 @@ def _page_run(run: dict) -> dict:
     """The run record as the HTML page shows it: one line per merged input."""
     shown = {k: v for k, v in run.items() if k != "merged_from"}
     shown["merged_from"] = [
-        f"{m.get('shard', 'run')} {m['path']}: {m['rows']} pairs, {m.get('status')}, {m.get('duration_s')} s"
+        f"{'shard ' + m['shard'] if 'shard' in m else 'run'}: {m['rows']} pairs {m.get('status')} in "
+        f"{m.get('duration_s')} s ({m['path']})"
         for m in run.get("merged_from", [])
     ]
     return shown

@@ -96,6 +96,7 @@ def test_merged_shards_are_the_unsharded_run(runs, tmp_path):
     assert mm_tosa["ir_path"].startswith(str((tmp_path / "merged").resolve())) and Path(mm_tosa["ir_path"]).is_file()
     page = (tmp_path / "merged" / "index.html").read_text()
     assert all(f'"{test}"' in page for test in ("Tanh", "Mm", "Atan2", "Sin", "Exp", "Cos"))
+    assert f"shard 1/2: {len(shards[0])} pairs finished in " in page  # the run table names each shard
 
 
 def test_the_merged_junit_xml_has_a_testcase_per_pair_with_the_e2e_properties(runs, tmp_path):
