@@ -35,6 +35,8 @@ from e2e.framework.platform import cpu_description, torch_cpu_capability
 from e2e.framework.report import header_lines, summarize
 from e2e.framework.result import PASS, SHAPE_MODES, SKIP
 from e2e.framework.run_record import ReportsDirBusy, RunRecord
+from e2e.framework.shards import Durations, ShardSpec, scope_of, scopes_of
+from e2e.framework.shards import plan as shard_plan
 from e2e.framework.suite_files import IMPORT_BUDGET, SuiteFile, clean_probes, load_suite
 from e2e.opinfo import SLICES as OPINFO_SLICES
 from e2e.session import DEFAULT_MEMORY_CAP_GIB, NO_ISOLATION_TURNS_OFF, STATE, E2EState, has_timeout
@@ -113,6 +115,27 @@ def pytest_addoption(parser):
         help=f"the CPU compiled programs are built for (RefBackend, IREE, XLA; default {DEFAULT}, or "
         f"E2E_JIT_TARGET): a fixed target makes undefined behaviour read the same on every machine",
     )
+    group.addoption(
+        "--shard",
+        default=None,
+        metavar="I/N",
+        help="run shard I of N (1-based): a test's configs stay together; tests are dealt longest first "
+        "to the least-loaded shard, by the durations of an earlier run (see --shard-durations)",
+    )
+    group.addoption(
+        "--shard-durations",
+        default=None,
+        metavar="PATH",
+        help="the results (reports dir, results.json or results.jsonl) whose durations --shard balances by "
+        "(default: the durations pytest's cache keeps for ordering); give every shard the same",
+    )
+    group.addoption(
+        "--baseline",
+        default=None,
+        metavar="PATH",
+        help="an earlier run's results (reports dir, results.json or .jsonl): the e2e summary says what changed "
+        "(as python -m e2e.diff does), for the pairs this run ran",
+    )
     group.addoption("--no-reduce", action="store_true", help="do not write reproducer bundles for failures")
     group.addoption("--reduce-timeout", type=float, default=60.0, help="reducer time box per failure, s (default 60)")
     group.addoption("--reduce-xfailed", action="store_true", help="write bundles for expected failures too")
@@ -137,6 +160,7 @@ def pytest_configure(config):
         isolation.die_with_parent()
     _stop_on_sigterm()
     config.pluginmanager.register(RunRecorder(state), "e2e-run-recorder")
+    _configure_shard_and_baseline(config, state)
     if _runs_the_suite(config, state) and not state.is_worker and not config.option.collectonly:
         if getattr(config.option, "numprocesses", None) and state.xfail_dir:
             # A worker's collection error reaches the controller as an opaque INTERNALERROR:
@@ -149,6 +173,32 @@ def pytest_configure(config):
         except ReportsDirBusy as error:
             state.record = None
             raise pytest.UsageError(str(error)) from None
+
+
+def _configure_shard_and_baseline(config, state: E2EState) -> None:
+    """`--shard`, `--shard-durations` and `--baseline`, checked before anything runs."""
+    from e2e.framework.results_files import ResultsError, load_rows, results_file
+
+    if config.getoption("shard"):
+        try:
+            state.shard = ShardSpec.parse(config.getoption("shard"))
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
+        config.pluginmanager.register(Sharder(state), "e2e-sharder")
+    elif config.getoption("shard_durations"):
+        raise pytest.UsageError("--shard-durations is for --shard I/N")
+    for option in ("shard_durations", "baseline"):
+        path = config.getoption(option)
+        if path:
+            try:
+                results_file(path)
+            except ResultsError as error:
+                raise pytest.UsageError(f"--{option.replace('_', '-')}: {error}") from None
+    if config.getoption("baseline") and not state.is_worker:
+        try:
+            state.baseline = load_rows(config.getoption("baseline"))[0]
+        except ResultsError as error:
+            raise pytest.UsageError(f"--baseline: {error}") from None
 
 
 def _args_given(config) -> bool:
@@ -221,6 +271,7 @@ def _run_meta(config, state: E2EState) -> dict:
         "jit_target": jit_target().name,
         "budget_s": state.budget,
         "memory_cap_gib": state.memory_cap / GIB if state.memory_cap else None,
+        **({"shard": {"index": state.shard.index, "count": state.shard.count}} if state.shard else {}),
     }
 
 
@@ -347,6 +398,48 @@ def _longest_first(config, items) -> None:
     )
 
 
+# --- shards ------------------------------------------------------------------------------
+
+
+class Sharder:
+    """`--shard I/N`: keeps shard I's items, after every other plugin has chosen its items
+    (`-k`, `-m`, `--lf`), so the shards split what this run would run. Under xdist each
+    worker collects and computes the same plan."""
+
+    def __init__(self, state: E2EState):
+        self.state = state
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, session, config, items):
+        spec = self.state.shard
+        durations = _shard_durations(config)
+        scopes = scopes_of(items)
+        plan = shard_plan(scopes, spec.count, durations, [item.nodeid for item in items])
+        keep = [item for item in items if plan.shard_of[scope_of(item.nodeid)] == spec.index]
+        dropped = [item for item in items if plan.shard_of[scope_of(item.nodeid)] != spec.index]
+        self.state.shard_summary = plan.summary(spec, len(keep), len(items), durations.source)
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = keep
+
+
+def _shard_durations(config) -> Durations:
+    path = config.getoption("shard_durations")
+    if path:
+        return Durations.from_results(path)
+    cached = config.cache.get("e2e/durations", {}) if getattr(config, "cache", None) else {}
+    return Durations(tests=dict(cached), source="pytest cache (e2e/durations)" if cached else "none")
+
+
+def _shard_line(summary: dict) -> str:
+    loads = ", ".join(f"{s:.0f}" for s in summary["estimated_s"])
+    return (
+        f"shard {summary['index']}/{summary['count']}: {summary['tests']} of {summary['total_tests']} tests, "
+        f"{summary['items']} of {summary['total_items']} items (plan {summary['plan']}; durations from "
+        f"{summary['durations']}, {summary['tests_with_durations']} tests known; estimated s per shard: {loads})"
+    )
+
+
 # --- scheduling --------------------------------------------------------------------------
 
 
@@ -436,6 +529,8 @@ def pytest_testnodedown(node, error):
     state = node.config.stash[STATE]
     if "e2e_peak_rss" in getattr(node, "workeroutput", {}):
         state.peaks[node.gateway.id] = tuple(node.workeroutput["e2e_peak_rss"])
+    if "e2e_shard" in getattr(node, "workeroutput", {}):
+        state.shard_summary = node.workeroutput["e2e_shard"]  # every worker computed the same plan
 
 
 def _peak_rss(state: E2EState) -> tuple[float, float, float, str]:
@@ -457,6 +552,8 @@ def pytest_sessionfinish(session, exitstatus):
     state.close_host()
     if state.is_worker:
         session.config.workeroutput["e2e_peak_rss"] = _peak_rss(state)
+        if state.shard_summary is not None:
+            session.config.workeroutput["e2e_shard"] = state.shard_summary
         return
     if state.record is None:
         return
@@ -464,9 +561,11 @@ def pytest_sessionfinish(session, exitstatus):
         state.peaks["main"] = _peak_rss(state)
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or bool(_SIGNALLED)
     _save_durations(session.config, state.record.rows)
+    shard = {"shard": state.shard_summary} if state.shard_summary is not None else {}
     state.html_report = state.record.finish(
         "interrupted" if interrupted else "finished",
         exit_status=int(exitstatus),
+        **shard,
         peak_rss_mib={
             w: {"worker": round(o), "largest_child": round(c), "largest_host": round(h), "largest_host_test": t}
             for w, (o, c, h, t) in state.peaks.items()
@@ -493,6 +592,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         return
     terminalreporter.section("e2e summary")
     terminalreporter.write_line(summarize(state.record.rows))
+    if state.shard_summary is not None:
+        terminalreporter.write_line(_shard_line(state.shard_summary))
     if not state.isolate:  # said once, where -q still shows it
         terminalreporter.write_line(
             f"--no-isolation: every pair ran in this process; turned off: {NO_ISOLATION_TURNS_OFF}"
@@ -506,3 +607,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_line(f"results: {state.reports_dir / 'results.json'} (run {state.record.run_id})")
     if state.html_report is not None:
         terminalreporter.write_line(f"html report: {state.html_report}")
+    if state.baseline is not None:
+        _baseline_summary(terminalreporter, config, state)
+
+
+def _baseline_summary(terminalreporter, config, state: E2EState) -> None:
+    """`--baseline`: what changed since that run, for the tests and configs this run ran
+    (a shard, `-k` or `--config` leave the rest of the baseline out)."""
+    from e2e.diff import compare, format_report
+
+    tests = {row["test"] for row in state.record.rows}
+    configs = {row["config"] for row in state.record.rows}
+    base = [row for row in state.baseline if row["test"] in tests and row["config"] in configs]
+    diff = compare(base, state.record.rows)
+    terminalreporter.section("e2e changes since the baseline")
+    terminalreporter.write_line(
+        f"baseline: {config.getoption('baseline')} ({len(base)} of its {len(state.baseline)} pairs are of "
+        "the tests and configs this run ran)"
+    )
+    terminalreporter.write_line(format_report(diff))

@@ -72,6 +72,9 @@ class E2EState:
         self.peaks: dict[str, tuple] = {}  # worker -> (own MiB, largest child MiB, largest host MiB, its test)
         self.largest_host: tuple[float, str] = (0.0, "")  # MiB, test
         self.html_report: Path | None = None
+        self.shard = None  # --shard: a ShardSpec (e2e.framework.shards)
+        self.shard_summary: dict | None = None  # this shard's plan, for run.json (from a worker, under xdist)
+        self.baseline: list[dict] | None = None  # --baseline: the earlier run's rows
 
     def _ini_xfail_dir(self) -> Path | None:
         """The ini's xfail sets are those of the ini's suite: another suite has its own or none."""

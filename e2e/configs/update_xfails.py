@@ -2,6 +2,10 @@
 
     python -m e2e.configs.update_xfails [reports/results.json] [--xfail-dir DIR]
 
+The results may be a reports directory, and may be merged from shards (`python -m
+e2e.merge`): a row that carries its own `platform` (a merged row does: its shard's) is
+judged for that platform.
+
 For every config and shape mode in the results: a test that failed (unexpectedly, as
 expected, or differently) is listed with `<outcome>: <signature>`, which the plugin then
 checks; a test that passed is removed. A reason written by hand (one that records no
@@ -21,18 +25,19 @@ from pathlib import Path
 
 from e2e.configs import XFAIL_DIR
 from e2e.configs.xfails import OUTCOMES, XfailEntry, format_xfails, read_xfails, xfail_path
+from e2e.framework.results_files import load_rows, results_file
 from e2e.framework.signature import Signature
 
 
 def update(results_path: Path, directory: Path = XFAIL_DIR, platform: str | None = None) -> dict[Path, tuple[int, int]]:
     """Rewrite the files the results touch; (added, removed) per file.
 
-    The results are those of one platform (from `run.json` beside them, else this
-    machine's): entries marked for other platforms are kept as they are; an entry marked
-    for this one loses it when the test passed here.
+    A row's platform is its own `platform` (merged shards' rows carry it), else the run's
+    (from `run.json` beside them, else this machine's): entries marked for other platforms
+    are kept as they are; an entry marked for this one loses it when the test passed here.
     """
-    rows = json.loads(results_path.read_text())
-    platform = platform or _run_platform(results_path)
+    rows, _ = load_rows(results_path)
+    platform = platform or _run_platform(results_file(results_path))
     changes: dict[Path, tuple[int, int]] = {}
     for config, mode in sorted({(row["config"], row.get("shape_mode", "annotated")) for row in rows}):
         if config == "-":  # a test file that did not import: no config to expect it on
@@ -42,7 +47,7 @@ def update(results_path: Path, directory: Path = XFAIL_DIR, platform: str | None
         entries = list(old)
         for row in rows:
             if (row["config"], row.get("shape_mode", "annotated")) == (config, mode):
-                entries = _judge(entries, row, platform)
+                entries = _judge(entries, row, row.get("platform") or platform)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(format_xfails(entries))
         before, after = {e.label for e in old}, {e.label for e in entries}
@@ -94,7 +99,9 @@ def _run_platform(results_path: Path) -> str:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("results", nargs="?", default="reports/results.json")
+    parser.add_argument(
+        "results", nargs="?", default="reports/results.json", help="results.json or a reports directory"
+    )
     parser.add_argument("--xfail-dir", default=str(XFAIL_DIR))
     args = parser.parse_args(argv)
     results = Path(args.results)
