@@ -249,6 +249,8 @@ def test_a_pairs_verdict_and_twin_are_result_fields(tmp_path):
     prepared = prepare(Test("MmInt64", MmInt64, mm_int64))
     result, _ = attempt_pair(prepared, load_config("tosa@tosa-ref"), tmp_path)
     assert (result.stage, result.twin, result.verdict) == ("execute", "tosa", "runtime-side"), result
+    # Notes are plain text once the Result is made: xdist's channel carries only built-in types.
+    assert all(type(note) is str for note in result.notes) and any(n.startswith("verdict:") for n in result.notes)
     passed, _ = attempt_pair(
         prepare(Test("Small", Small, lambda m, tu: m.forward(tu.rand(2, 4), torch.arange(6).reshape(2, 3)))),
         load_config("linalg"),

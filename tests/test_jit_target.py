@@ -116,7 +116,7 @@ def test_iree_and_xla_follow_the_target(monkeypatch):
     monkeypatch.setenv(target.ENV, "x86-64-v2")
     assert "--iree-llvmcpu-target-cpu=x86-64-v2" in iree.Iree().compile_flags()
     monkeypatch.delenv("XLA_FLAGS", raising=False)
-    assert xla.pin_isa() == "--xla_cpu_max_isa=SSE4_2"
+    assert xla.pin_isa() == "--xla_cpu_max_isa=AVX2"
     monkeypatch.setenv(target.ENV, "host")
     assert "--iree-llvmcpu-target-cpu=host" in iree.Iree().compile_flags()
 

@@ -36,7 +36,10 @@ class JitTarget:
     name: str
     cpu: str | None  # None: the host's CPU and features (no attributes set)
     features: tuple[str, ...] = ()  # beside those the CPU implies; never empty when cpu is set
-    xla_isa: str | None = None  # XLA's `--xla_cpu_max_isa` for the same instruction set
+    # XLA's `--xla_cpu_max_isa`: the same instruction set where XLA can go that low. jaxlib itself
+    # needs AVX, and under SSE4_2 XLA's JIT cannot link its f16 conversions ("Failed to
+    # materialize symbols: wrapped_convert"), so XLA's floor is AVX2: fixed, if not the same.
+    xla_isa: str | None = None
 
     def iree_cpu(self) -> str:
         """IREE's `--iree-llvmcpu-target-cpu` for this target."""
@@ -46,7 +49,7 @@ class JitTarget:
 TARGETS = {
     target.name: target
     for target in (
-        JitTarget("x86-64-v2", "x86-64-v2", ("+sse4.2", "+popcnt"), "SSE4_2"),
+        JitTarget("x86-64-v2", "x86-64-v2", ("+sse4.2", "+popcnt"), "AVX2"),
         JitTarget("x86-64-v3", "x86-64-v3", ("+avx2", "+fma"), "AVX2"),
         JitTarget("host", None),
     )

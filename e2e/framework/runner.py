@@ -204,6 +204,7 @@ def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tu
     if isinstance(config, Twinned):
         result.twin = config.twin
     result.verdict = next((note.kind for note in result.notes if isinstance(note, Verdict)), None)
+    result.notes = [str(note) for note in result.notes]  # plain text from here on (xdist sends it as is)
     # A test host runs every config of its test: free each one's ExecutionEngines, unless
     # the program misbehaved (its heap may be corrupt: freeing can abort or hang; the
     # host retires instead).
