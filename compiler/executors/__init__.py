@@ -30,6 +30,7 @@ EXECUTORS: dict[str, str] = {
     "refbackend": "compiler.executors.refbackend:RefBackend",
     "tosa-ref": "compiler.executors.tosa_ref:TosaReferenceModel",
     "xla": "compiler.executors.xla:Xla",
+    "interp": "compiler.executors.interp:Interpreter",
     "iree": "compiler.executors.iree:Iree",
 }
 

@@ -21,7 +21,14 @@ import torch
 from compiler.refbackend import ELEMENT_DTYPES
 
 PYTHON_PASS = "python:compiler.executors.replay:"
-RUNTIMES = (("tosa-ref", "tosa"), ("xla", "stablehlo"), ("iree", "linalg"), ("iree", "torch"), ("iree", "onnx"))
+RUNTIMES = (
+    ("tosa-ref", "tosa"),
+    ("xla", "stablehlo"),
+    ("interp", "stablehlo"),
+    ("iree", "linalg"),
+    ("iree", "torch"),
+    ("iree", "onnx"),
+)
 DYNAMIC_DIM = 3
 
 

@@ -4,6 +4,7 @@
 |---|---|---|---|
 | `tosa@tosa-ref` | TOSA | the TOSA reference model (`tosa-tools`) | `tosa` |
 | `stablehlo@xla` | StableHLO | XLA's CPU client (jax) | `stablehlo` |
+| `stablehlo@interp` | StableHLO | StableHLO's reference interpreter (jaxlib) | `stablehlo` |
 | `linalg@iree` | linalg-on-tensors | IREE llvm-cpu | `linalg` |
 | `torch@iree` | raw torch IR (IREE's own torch input path) | IREE llvm-cpu | `linalg` |
 | `onnx@iree` | raw torch-onnx IR of the exported model (IREE's own ONNX input path) | IREE llvm-cpu | `onnx` |
@@ -13,6 +14,8 @@ both. When exactly one of them matches torch, or neither, the result's notes car
 `verdict:` saying which side the bug is on: a runtime-side bug (the twin runs the same IR
 right), a RefBackend-side one (the runtime runs it right: look at `<backend>` -> linalg or
 the RefBackend, not at torch -> `<backend>`), or one in the lowered IR itself (both wrong).
+An executor that computes what its IR's spec says (`by_the_spec`: StableHLO's reference
+interpreter) turns a runtime-side wrong result around: the program is wrong by the spec.
 A runtime that is not installed makes its pairs skip, naming the install command.
 """
 
@@ -31,7 +34,12 @@ from e2e.framework.compare import compare_traces
 from e2e.framework.registry import Tolerance
 from e2e.framework.trace import Trace
 
-RUNTIME_EXECUTORS = {"tosa-ref": "the TOSA reference model", "xla": "XLA", "iree": "IREE"}
+RUNTIME_EXECUTORS = {
+    "tosa-ref": "the TOSA reference model",
+    "xla": "XLA",
+    "interp": "the StableHLO interpreter",
+    "iree": "IREE",
+}
 
 
 TWIN_TIMEOUT = 120.0  # seconds for the twin's compile and run
@@ -145,10 +153,16 @@ class OnRuntime:
         if runtime is None and twin is None:
             return None
         if twin is None:
-            return (
+            verdict = (
                 f"verdict: {RUNTIME_SIDE} ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
                 f"torch; {self.runtime} {runtime}"
             )
+            if runtime.startswith("gives wrong results") and getattr(self.toolchain().executor(), "by_the_spec", False):
+                verdict += (
+                    f": by the spec, {self._produced_by()} emitted a wrong program, which the twin's lowering departs "
+                    f"from as torch does (or {self.runtime} is wrong)"
+                )
+            return verdict
         if runtime is None:
             below = "linalg -> LLVM" if self.backend in ("linalg", TORCH_INPUT) else f"{self.backend} -> linalg -> LLVM"
             if self.toolchain().executor_input == "onnx":
@@ -196,6 +210,7 @@ CONFIGS: dict[str, OnRuntime] = {
     for config in (
         RuntimeConfig("tosa@tosa-ref", backend="tosa", executor="tosa-ref", twin="tosa"),
         RuntimeConfig("stablehlo@xla", backend="stablehlo", executor="xla", twin="stablehlo"),
+        RuntimeConfig("stablehlo@interp", backend="stablehlo", executor="interp", twin="stablehlo"),
         RuntimeConfig("linalg@iree", backend="linalg", executor="iree", twin="linalg"),
         RuntimeConfig("torch@iree", backend=TORCH_INPUT, executor="iree", twin="linalg"),
         OnnxRuntimeConfig("onnx@iree", backend=TORCH_INPUT, executor="iree"),
