@@ -297,3 +297,47 @@ def test_the_ops_the_interpreter_lacks_are_ops_of_jaxlibs_stablehlo():
 
     registered = {getattr(c, "OPERATION_NAME", None) for c in vars(_stablehlo_ops_gen).values()}
     assert LACKING <= registered, LACKING - registered
+
+
+class TopkSmallest(torch.nn.Module):
+    def forward(self, x):
+        return torch.topk(x, 3, largest=False).values
+
+
+class FloorDivideInt8(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.floor_divide(a, b)
+
+
+def run_on_interp(test: Test) -> list[str]:
+    """The verdicts of a test on stablehlo@interp."""
+    needs("interp", "stablehlo")
+    config = load_config("stablehlo@interp")
+    prepared = prepare(test)
+    compiled = config.compile(prepared, Snapshots())
+    try:
+        config.run(compiled, prepared.golden)
+    finally:
+        compiled.close()
+    return [note for note in compiled.notes if note.startswith("verdict:")]
+
+
+def test_the_interpreter_runs_what_the_refbackend_twin_cannot_lower_and_the_verdict_looks_below_stablehlo():
+    # The twin's stablehlo-legalize-to-linalg leaves a sort that one-shot-bufferize refuses.
+    (verdict,) = run_on_interp(Test("TopkSmallest", TopkSmallest, lambda m, tu: m.forward(tu.rand(4, 6))))
+    assert verdict.startswith(
+        "verdict: RefBackend-side: the StableHLO interpreter runs the same stablehlo IR and matches torch; "
+        "the RefBackend twin `stablehlo` fails in stage lower"
+    )
+    assert "look at stablehlo -> linalg -> LLVM or the RefBackend, not at torch -> stablehlo" in verdict
+
+
+def test_a_wrong_interpreter_result_says_the_program_is_wrong_by_the_spec():
+    # torch-mlir floor-divides int8 in f64 and converts 128.0 back to i8, out of range: the
+    # interpreter saturates (127); the twin's conversion wraps, as torch's integer division does.
+    def invoke(module, tu):
+        module.forward(torch.tensor([-128, 7, -7], dtype=torch.int8), torch.tensor([-1, 2, 2], dtype=torch.int8))
+
+    (verdict,) = run_on_interp(Test("FloorDivideInt8", FloorDivideInt8, invoke))
+    assert verdict.startswith("verdict: runtime-side (the StableHLO interpreter): the RefBackend twin `stablehlo`")
+    assert "by the spec, torch -> stablehlo emitted a wrong program" in verdict
