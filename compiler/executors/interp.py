@@ -136,7 +136,9 @@ class InterpreterProgram:
 
     def __call__(self, *tensors: torch.Tensor) -> list:
         if len(tensors) != len(self.arguments):
-            raise StageError("execute", f"the program takes {len(self.arguments)} tensors, {len(tensors)} were given")
+            raise StageError(
+                "execute", f"{RUNTIME}: the program takes {len(self.arguments)} tensors, {len(tensors)} were given"
+            )
         arrays = [
             argument_array(tensor, shape, element, i)
             for i, (tensor, (shape, _, element)) in enumerate(zip(tensors, self.arguments))
@@ -190,11 +192,11 @@ def refuse_lacking_ops(operation) -> None:
     """Stage `lower` fails on the first op the interpreter cannot evaluate (it would abort the process)."""
     name = operation.name
     if name in LACKING or (not name.startswith("stablehlo.") and name not in OTHER_OPS):
-        why = "has no implementation of" if name in LACKING or name.startswith("stablehlo.") else "evaluates no"
+        what = "has no implementation of" if name in LACKING else "evaluates only stablehlo and func ops, not"
         raise StageError(
             "lower",
-            f"{RUNTIME} (jaxlib's, StableHLO {XLA_STABLEHLO_VERSION}) {why} {name}: it would abort the process "
-            f"(`LLVM ERROR: Unsupported op`); first at {str(operation.location)[:200]}",
+            f"{RUNTIME} (jaxlib's, StableHLO {XLA_STABLEHLO_VERSION}) {what} {name}: it would abort the process "
+            f"(`LLVM ERROR`); first at {str(operation.location)[:200]}",
         )
     for region in operation.regions:
         for block in region.blocks:
