@@ -19,7 +19,7 @@ from e2e.framework.runner import prepare
 from e2e.framework.signature import stage_signature
 from e2e.reducer.case import compile_signature
 
-RUNTIMES = [("tosa", "tosa-ref"), ("stablehlo", "xla"), ("linalg", "iree"), ("torch", "iree")]
+RUNTIMES = [("tosa", "tosa-ref"), ("stablehlo", "xla"), ("stablehlo", "interp"), ("linalg", "iree"), ("torch", "iree")]
 
 
 def needs(executor: str, backend: str = "linalg") -> None:
@@ -257,3 +257,125 @@ def test_a_pairs_verdict_and_twin_are_result_fields(tmp_path):
         tmp_path,
     )
     assert (passed.twin, passed.verdict) == (None, None)
+
+
+# --- StableHLO's reference interpreter (stablehlo@interp) ---------------------------------
+
+
+def interp_program(text: str, result_dtypes):
+    """A hand-written StableHLO program, compiled for the interpreter as the suite compiles one."""
+    from compiler.stages import new_context, parse_module
+
+    needs("interp", "stablehlo")
+    return load_executor("interp").compile(parse_module(text, new_context()), result_dtypes, Snapshots())
+
+
+BF16_AND_COMPLEX = """func.func @main(%a: tensor<4xbf16>, %b: tensor<3xcomplex<f32>>, %c: tensor<2xui8>) ->
+    (tensor<4xbf16>, tensor<3xcomplex<f32>>, tensor<2xui8>) {
+  %0 = stablehlo.negate %a : tensor<4xbf16>
+  %1 = stablehlo.negate %b : tensor<3xcomplex<f32>>
+  %2 = stablehlo.add %c, %c : tensor<2xui8>
+  return %0, %1, %2 : tensor<4xbf16>, tensor<3xcomplex<f32>>, tensor<2xui8>
+}"""
+
+
+def test_the_interpreter_passes_bf16_complex_and_unsigned_tensors_bit_exactly(tmp_path):
+    # Its Python binding reads neither bf16 nor complex results back (a complex one ends the
+    # process): @main is wrapped to return their bits and parts.
+    program = interp_program(BF16_AND_COMPLEX, [torch.bfloat16, torch.complex64, torch.uint8])
+    a = torch.tensor([1.5, -0.0, float("inf"), 3.0e38], dtype=torch.bfloat16)
+    b = torch.tensor([complex(1, 2), complex(float("inf"), 0), complex(0, float("nan"))], dtype=torch.complex64)
+    c = torch.tensor([200, 7], dtype=torch.uint8)
+    try:
+        x, y, z = program(a, b, c)
+        assert "@main_as_emitted" in program.text and "stablehlo.bitcast_convert" in program.text
+        command = program.write_native(tmp_path, [a, b, c])  # the bundle's script reads them the same way
+    finally:
+        program.close()
+    assert x.dtype == torch.bfloat16 and torch.equal(x.view(torch.int16), (-a).view(torch.int16))
+    assert y.dtype == torch.complex64 and torch.equal(
+        torch.view_as_real(y).view(torch.int32), torch.view_as_real(-b).view(torch.int32)
+    )
+    assert z.dtype == torch.uint8 and z.tolist() == [144, 14]  # wraps, unsigned
+    run = subprocess.run(command.split(), cwd=tmp_path, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    import numpy as np
+
+    assert np.array_equal(np.load(tmp_path / "output_1.npy"), (-b).numpy(), equal_nan=True)
+    assert np.load(tmp_path / "output_0.npy").tolist()[:2] == [-1.5, 0.0]
+
+
+def test_an_element_type_the_interpreter_executor_does_not_pass_fails_in_stage_lower_naming_it():
+    text = """func.func @main(%a: tensor<3xf32>) -> tensor<3xf8E5M2> {
+      %0 = stablehlo.convert %a : (tensor<3xf32>) -> tensor<3xf8E5M2>
+      return %0 : tensor<3xf8E5M2>
+    }"""
+    with pytest.raises(StageError) as raised:
+        interp_program(text, [torch.float32])
+    assert raised.value.stage == "lower" and str(raised.value).startswith("[lower] the StableHLO interpreter")
+    assert "result 0 has element type f8E5M2, which this executor does not pass" in raised.value.message
+
+
+def test_an_op_the_interpreter_lacks_fails_in_stage_lower_instead_of_aborting_the_process():
+    text = """func.func @main(%a: tensor<2x2xf32>) -> tensor<2x2xf32> {
+      %0 = stablehlo.dot %a, %a : (tensor<2x2xf32>, tensor<2x2xf32>) -> tensor<2x2xf32>
+      return %0 : tensor<2x2xf32>
+    }"""
+    with pytest.raises(StageError) as raised:
+        interp_program(text, [torch.float32])
+    assert raised.value.stage == "lower"
+    assert "has no implementation of stablehlo.dot: it would abort the process" in raised.value.message
+
+
+def test_the_ops_the_interpreter_lacks_are_ops_of_jaxlibs_stablehlo():
+    needs("interp", "stablehlo")
+    from jaxlib.mlir.dialects import _stablehlo_ops_gen
+
+    from compiler.executors.interp import LACKING
+
+    registered = {getattr(c, "OPERATION_NAME", None) for c in vars(_stablehlo_ops_gen).values()}
+    assert LACKING <= registered, LACKING - registered
+
+
+class TopkSmallest(torch.nn.Module):
+    def forward(self, x):
+        return torch.topk(x, 3, largest=False).values
+
+
+class FloorDivideInt8(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.floor_divide(a, b)
+
+
+def run_on_interp(test: Test) -> list[str]:
+    """The verdicts of a test on stablehlo@interp."""
+    needs("interp", "stablehlo")
+    config = load_config("stablehlo@interp")
+    prepared = prepare(test)
+    compiled = config.compile(prepared, Snapshots())
+    try:
+        config.run(compiled, prepared.golden)
+    finally:
+        compiled.close()
+    return [note for note in compiled.notes if note.startswith("verdict:")]
+
+
+def test_the_interpreter_runs_what_the_refbackend_twin_cannot_lower_and_the_verdict_looks_below_stablehlo():
+    # The twin's stablehlo-legalize-to-linalg leaves a sort that one-shot-bufferize refuses.
+    (verdict,) = run_on_interp(Test("TopkSmallest", TopkSmallest, lambda m, tu: m.forward(tu.rand(4, 6))))
+    assert verdict.startswith(
+        "verdict: RefBackend-side: the StableHLO interpreter runs the same stablehlo IR and matches torch; "
+        "the RefBackend twin `stablehlo` fails in stage lower"
+    )
+    assert "look at stablehlo -> linalg -> LLVM or the RefBackend, not at torch -> stablehlo" in verdict
+
+
+def test_a_wrong_interpreter_result_says_the_program_is_wrong_by_the_spec():
+    # torch-mlir floor-divides int8 in f64 and converts 128.0 back to i8, out of range: the
+    # interpreter saturates (127); the twin's conversion wraps, as torch's integer division does.
+    def invoke(module, tu):
+        module.forward(torch.tensor([-128, 7, -7], dtype=torch.int8), torch.tensor([-1, 2, 2], dtype=torch.int8))
+
+    (verdict,) = run_on_interp(Test("FloorDivideInt8", FloorDivideInt8, invoke))
+    assert verdict.startswith("verdict: runtime-side (the StableHLO interpreter): the RefBackend twin `stablehlo`")
+    assert "by the spec, torch -> stablehlo emitted a wrong program" in verdict

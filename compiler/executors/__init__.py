@@ -42,6 +42,7 @@ EXECUTORS: dict[str, str] = {
     "refbackend": "compiler.executors.refbackend:RefBackend",
     "tosa-ref": "compiler.executors.tosa_ref:TosaReferenceModel",
     "xla": "compiler.executors.xla:Xla",
+    "interp": "compiler.executors.interp:Interpreter",
     "iree": "compiler.executors.iree:Iree",
     "iree-vmvx": "compiler.executors.iree_vmvx:IreeVmvx",
 }
@@ -108,6 +109,9 @@ class RuntimeExecutor:
     name: str
     title: str  # how reports name it ("IREE")
     input: str
+    # It computes what its IR's spec says (a reference interpreter): a wrong result there
+    # while the RefBackend twin matches torch means the program is wrong by the spec.
+    by_the_spec: bool = False
 
     def lower_entries(self) -> tuple[str, ...]:
         from compiler.executors import replay

@@ -43,7 +43,7 @@ CONFIG_NAMES = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
 # Built in, run only when named (`--config onnx`): an optional extra, and slower per pair.
 OPT_IN_CONFIG_NAMES = ("onnx",)
 # Real runtimes as executors (e2e/configs/runtime.py): not in the default set.
-RUNTIME_CONFIG_NAMES = ("tosa@tosa-ref", "stablehlo@xla", "linalg@iree", "torch@iree", "onnx@iree")
+RUNTIME_CONFIG_NAMES = ("tosa@tosa-ref", "stablehlo@xla", "stablehlo@interp", "linalg@iree", "torch@iree", "onnx@iree")
 ENTRY_POINT_GROUP = "e2e_conformance.configs"
 XFAIL_DIR = Path(__file__).parent / "xfail"
 

@@ -4,6 +4,7 @@
 |---|---|---|---|
 | `tosa@tosa-ref` | TOSA | the TOSA reference model (`tosa-tools`) | `tosa` |
 | `stablehlo@xla` | StableHLO | XLA's CPU client (jax) | `stablehlo` |
+| `stablehlo@interp` | StableHLO | StableHLO's reference interpreter (jaxlib) | `stablehlo` |
 | `linalg@iree` | linalg-on-tensors | IREE llvm-cpu | `linalg` |
 | `torch@iree` | raw torch IR (IREE's own torch input path) | IREE llvm-cpu | `linalg` |
 | `onnx@iree` | raw torch-onnx IR of the exported model (IREE's own ONNX input path) | IREE llvm-cpu | `onnx` |
@@ -13,6 +14,8 @@ both. When exactly one of them matches torch, or neither, the Result's `verdict`
 which side the bug is on (and a note says why, in words): a runtime-side bug (the twin runs the same IR
 right), a RefBackend-side one (the runtime runs it right: look at `<backend>` -> linalg or
 the RefBackend, not at torch -> `<backend>`), or one in the lowered IR itself (both wrong).
+An executor that computes what its IR's spec says (`by_the_spec`: StableHLO's reference
+interpreter) turns a runtime-side wrong result around: the program is wrong by the spec.
 A runtime that is not installed makes its pairs skip, naming the install command.
 """
 
@@ -133,12 +136,16 @@ class OnRuntime:
         if runtime is None and twin is None:
             return None
         if twin is None:
-            return Verdict(
+            text = (
                 f"verdict: {RUNTIME_SIDE} ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
-                f"torch; {self.runtime} {runtime}",
-                RUNTIME_SIDE,
-                self.twin,
+                f"torch; {self.runtime} {runtime}"
             )
+            if runtime.startswith("gives wrong results") and self.toolchain().executor().by_the_spec:
+                text += (
+                    f": by the spec, {self._produced_by()} emitted a wrong program, which the twin's lowering departs "
+                    f"from as torch does (or {self.runtime} is wrong)"
+                )
+            return Verdict(text, RUNTIME_SIDE, self.twin)
         if runtime is None:
             below = "linalg -> LLVM" if self.backend in ("linalg", TORCH_INPUT) else f"{self.backend} -> linalg -> LLVM"
             if self.toolchain().executor_input == "onnx":
@@ -204,5 +211,6 @@ def runtime_config(name: str) -> OnRuntime:
 # The runtime configs this project documents and records xfail sets for; any other
 # `<input>@<executor>` of a registered runtime loads the same way.
 CONFIGS: dict[str, OnRuntime] = {
-    name: runtime_config(name) for name in ("tosa@tosa-ref", "stablehlo@xla", "linalg@iree", "torch@iree", "onnx@iree")
+    name: runtime_config(name)
+    for name in ("tosa@tosa-ref", "stablehlo@xla", "stablehlo@interp", "linalg@iree", "torch@iree", "onnx@iree")
 }

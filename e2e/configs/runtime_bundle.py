@@ -1,7 +1,7 @@
 """A runtime failure in that runtime's own terms: the program, its inputs and expected
 outputs as .npy, and `run.sh` with the runtime's own tools (`tosa-opt` +
-`tosa_reference_model`; `iree-compile` + `iree-run-module`; jax for XLA), as an engineer
-of that project would want it filed. Written next to the pair's saved IR
+`tosa_reference_model`; `iree-compile` + `iree-run-module`; jax for XLA and for StableHLO's
+interpreter), as an engineer of that project would want it filed. Written next to the pair's saved IR
 (`reports/ir/<test>/<config>/native/`) when a runtime config fails in `execute` or `compare`.
 """
 
