@@ -252,3 +252,13 @@ def test_guarded_ops_are_defined_everywhere_and_the_two_fills_show_where_they_we
     (quotient_zero, shift_zero), (quotient_ones, shift_ones) = outputs
     same = ((quotient_zero == quotient_ones) & (shift_zero == shift_ones)).tolist()
     assert same == defined
+
+
+def test_no_equivalence_is_claimed_where_the_unmutated_program_is_never_defined():
+    from e2e.mutation.equivalence import TESTS_OWN, Sample, judge
+
+    # Every input leaves the unmutated program undefined (expected None): nothing is run,
+    # and nothing is claimed.
+    samples = [Sample(TESTS_OWN, [], None), Sample("sample 0", [], None)]
+    judgement = judge(samples, mutant=None, tolerance=None)
+    assert judgement.verdict == "unjudged" and "undefined on all 2 inputs" in judgement.detail

@@ -174,7 +174,7 @@ def boundary_samples(golden, original: Meanings, thresholds: list[float]) -> lis
 
 @dataclass(frozen=True)
 class Judgement:
-    verdict: str  # "undefined" (caught on the test's own inputs), "witness" or "equivalent"
+    verdict: str  # "undefined" (caught on the test's own inputs), "witness", "equivalent" or "unjudged"
     detail: str
 
 
@@ -198,6 +198,10 @@ def judge(samples: list[Sample], mutant: Meanings, tolerance) -> Judgement:
         if mismatch is not None:
             return Judgement("witness", f"{sample.label}: {mismatch}")
     checked = len(samples) - left_out
+    if checked == 0:  # nothing to claim equivalence on
+        return Judgement(
+            "unjudged", f"the unmutated program is undefined on all {left_out} inputs, the test's own included"
+        )
     detail = f"no difference on {checked} inputs (the test's and boundary values) where both are defined"
     if left_out:
         detail += f"; {left_out} left out: the unmutated program is undefined there"

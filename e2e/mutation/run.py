@@ -120,6 +120,8 @@ def _run_mutant(prepared, programs, backend: str, mutation: Mutation | None, sam
         return [UNDEFINED, judgement.detail[:400]]
     if judgement.verdict == "equivalent":
         return [EQUIVALENT, judgement.detail]
+    if judgement.verdict == "unjudged":
+        return [SURVIVED, f"not checked for equivalence: {judgement.detail}"]
     return [SURVIVED, f"not equivalent: {judgement.detail[:400]}"]
 
 
