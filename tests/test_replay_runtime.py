@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
+from compiler.executors.refbackend import BF16_BOUNDARY
 from compiler.refbackend import LOWER_PIPELINE
 from compiler.replay_runtime.replay import MISMATCH, Case, compile_signature
-from compiler.toolchain import BF16_BOUNDARY
 from e2e.reducer.bundle import BundleInfo, write_bundle
 from e2e.reducer.standalone import RUNTIME_DIR, NotStandalone, pass_modules
 from tests.test_reducer import run_elsewhere
