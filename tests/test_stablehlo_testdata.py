@@ -66,15 +66,29 @@ def test_expect_close_reads_its_attributes_and_treats_nan_and_signed_zero_as_equ
     default = Check("expect_close", "%2", "%1", "tensor<2xf32>")
     assert compare(default, torch.tensor([float("nan"), -0.0]), torch.tensor([float("nan"), 0.0])) is None
     assert compare(default, torch.tensor([float("nan"), 0.0]), torch.tensor([1.0, 0.0])) is not None
-    assert compare(default, torch.tensor([float("inf")]), torch.tensor([float("-inf")])) is not None
+    # StableHLO's ULPDifference: subnormals round to zero or the smallest normal; non-finite
+    # values by magnitude (so it lets `inf` match `-inf`), finite ones across zero add up.
+    one = Check("expect_close", "%2", "%1", "tensor<1xf32>")
+    tiny = torch.tensor([1], dtype=torch.int32).view(torch.float32)  # the smallest subnormal
+    assert compare(Check("expect_close", "", "", "", {"max_ulp_difference": 0}), tiny, torch.tensor([0.0])) is None
+    assert compare(one, torch.tensor([float("inf")]), torch.tensor([float("-inf")])) is None
+    assert compare(one, torch.tensor([float("inf")]), torch.tensor([3.0e38])) is not None
+    smallest_normal = torch.tensor([torch.finfo(torch.float32).tiny])
+    assert compare(one, smallest_normal, -smallest_normal) is None  # 1 + 1 across zero, subnormals collapsed
+    assert compare(one, torch.tensor([1.0]), torch.tensor([-1.0])) is not None
+    nans = torch.tensor([0xFFC0 - 0x10000, 0x7FFF], dtype=torch.int16).view(torch.bfloat16)  # payloads 63 apart
+    assert compare(one, nans, nans.flip(0)) is None
+    assert compare(one, nans[:1], torch.tensor([float("inf")], dtype=torch.bfloat16)) is not None
 
 
-def test_expect_almost_eq_is_an_absolute_tolerance_and_expect_eq_is_exact():
+def test_expect_almost_eq_is_an_absolute_tolerance_of_the_same_sign_and_expect_eq_is_exact():
     almost = Check("expect_almost_eq", "%2", "%1", "tensor<2xf32>")
     expected = torch.tensor([100.0, 0.5])
     assert compare(almost, expected + 5e-5, expected) is None
     assert compare(almost, expected + 5e-4, expected) is not None
-    assert compare(Check("expect_almost_eq", "", "", "", {"tolerance": 1e-2}), expected + 5e-3, expected) is None
+    assert compare(almost, torch.tensor([-0.0, 0.0]), torch.tensor([1e-5, 0.0])) is not None  # signs differ
+    assert compare(almost, torch.tensor([0.0, 0.0]), torch.tensor([1e-5, 0.0])) is None
+    assert compare(almost, torch.tensor([float("inf"), 1.0]), torch.tensor([float("inf"), 1.0])) is None
     exact = Check("expect_eq", "%2", "%1", "tensor<2xf32>")
     assert compare(exact, expected.clone(), expected) is None
     assert compare(exact, bits_apart(100.0, 1).expand(2).clone(), expected) is not None
