@@ -162,6 +162,23 @@ def test_a_real_program_passes_on_the_refbackend(tmp_path):
 
 
 @needs_corpus
+def test_a_programs_text_is_in_its_result_cache_key(tmp_path):
+    from e2e.framework.cache import source_file, test_dependencies
+    from e2e.stablehlo_testdata.register import register_programs
+
+    shutil.copy(ROOT / "abs_float32_20_20.mlir", tmp_path / "abs_float32_20_20.mlir")
+    before = set(registry.GLOBAL_TEST_REGISTRY)
+    try:
+        register_programs(tmp_path, __file__)
+        test = registry.GLOBAL_TEST_REGISTRY["stablehlo/abs_float32_20_20"]
+    finally:
+        for name in set(registry.GLOBAL_TEST_REGISTRY) - before:
+            del registry.GLOBAL_TEST_REGISTRY[name]
+    assert source_file(test.source) == (tmp_path / "abs_float32_20_20.mlir").resolve()
+    assert (tmp_path / "abs_float32_20_20.mlir").resolve() in test_dependencies(test)
+
+
+@needs_corpus
 def test_a_chlo_program_fails_in_import_on_the_refbackend(tmp_path):
     result = run("acosh_float32_20_20_chlo", tmp_path)
     assert result.outcome == FAIL and result.stage == "import"
