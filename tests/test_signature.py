@@ -15,7 +15,7 @@ from e2e.framework.signature import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-XFAIL_DIRS = ("e2e/configs/xfail", "e2e/opinfo/xfail", "e2e/onnx_backend/xfail")
+XFAIL_DIRS = ("e2e/configs/xfail", "e2e/opinfo/xfail", "e2e/onnx_backend/xfail", "e2e/stablehlo_testdata/xfail")
 
 
 def recorded_signatures() -> list[str]:

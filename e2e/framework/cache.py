@@ -18,7 +18,9 @@ A pair's key (`pair_key`) hashes:
   (`torch/testing/_internal/common_methods_invocations.py` and `opinfo/`), and every
   source of this project's `_SOURCE_DIRS`: the compiler, the framework, the configs, the
   reducer, the generated suites' sources (`e2e/onnx_backend`, `e2e/opinfo`,
-  `e2e/properties`) and the upstream compat layer (`torch_mlir_e2e_test`).
+  `e2e/stablehlo_testdata`, `e2e/properties`) and the upstream compat layer
+  (`torch_mlir_e2e_test`). A StableHLO testdata program's `.mlir` file is its test's
+  `source`, so its text is in its key.
 
 Not in the key: xfail sets (they change how a result is judged, not the result), the
 source of a config given as `--config module:attribute` from outside the project, and
@@ -56,6 +58,7 @@ _SOURCE_DIRS = (
     "e2e/reducer",
     "e2e/onnx_backend",
     "e2e/opinfo",
+    "e2e/stablehlo_testdata",
     "e2e/properties",
     "torch_mlir_e2e_test",
 )
@@ -141,12 +144,13 @@ def forget_files() -> None:
 
 # --- what a test depends on ------------------------------------------------------------
 
-_SOURCE_FILE = re.compile(r"(.+?\.py)(?=:\d+$|\s|$)")
+_SOURCE_FILE = re.compile(r"(.+?\.(?:py|mlir))(?=:\d+$|\s|$)")  # .mlir: a StableHLO testdata program
 
 
 def source_file(source: str) -> Path | None:
-    """The file a `Test.source` names ("file.py:line", "file.py (a description)"), if it is
-    one (an OpInfo case's source, "op_db: ...", names none)."""
+    """The file a `Test.source` names ("file.py:line", "file.py (a description)", a
+    testdata program's "file.mlir (...)"), if it is one (an OpInfo case's source,
+    "op_db: ...", names none)."""
     match = _SOURCE_FILE.match(source)
     if match is None or not os.path.isfile(match.group(1)):
         return None

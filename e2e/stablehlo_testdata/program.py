@@ -1,0 +1,367 @@
+"""One program of StableHLO's testdata: its checks, the rewrite that returns what they
+check, its expected values, and each check's own comparison.
+
+A program's `@main` calls `@inputs()` and `@expected()`, runs one op and checks the result
+with `stablehlo.custom_call @check.<kind>(...)`. `read_program` keeps the checks as
+`Check`s, drops their calls and makes `@main` return the checked values (in check order;
+the module's own name, `@jit_main`, is dropped: IREE would name its VM module after it);
+the expected operands (results of `call @expected()`, or constants in `@main`) are parsed
+from their `dense<...>` text into torch tensors, the test's golden values.
+
+Comparisons (`compare`), as StableHLO's own interpreter checks them
+(`stablehlo/tests/CheckOps.cpp`, `stablehlo/reference/Element.cpp`):
+
+- `expect_eq` and `eq`: exact, element by element (floats by value, so `-0 == 0`;
+  complex part by part; integers and booleans by value). NaN matches NaN: StableHLO's
+  `Element ==` is APFloat's, where it does not, but the corpus's `sort_float32_5` expects
+  NaN under `expect_eq` and passes there, so NaN is taken as matching NaN;
+- `expect_almost_eq`: `areApproximatelyEqual`: equal, or both NaN, or both finite (or
+  one zero), of the same sign and within an absolute 1e-4 (fixed: the op has no
+  tolerance attribute); an infinity matches only itself; integers and booleans exact;
+- `expect_close`: `ULPDifference` (`ulp_distance`) of each element lies in
+  `[min_ulp_difference, max_ulp_difference]`, the op's attributes, default 0 and 3 (no
+  program of the corpus sets them); a complex element's distance is its parts' larger.
+  The distance is taken on the magnitudes' bit patterns, subnormals rounded to zero or
+  the smallest normal, the two sides of zero added (`-0` and `0`: 0); where either is
+  not finite, the magnitudes' difference (so `inf` matches `-inf`, as there). One
+  departure: a NaN matches any NaN and nothing else (`ULPDifference` compares NaN
+  payloads: the corpus's bf16 NaNs are `0xFFFF`, every executor's `0xFFC0`, 63 apart,
+  which would fail `log_bfloat16_20_20` on every executor, the interpreter included).
+
+A program that cannot be taken gets the reason (`NotTaken`), counted by
+`python -m e2e.stablehlo_testdata --report`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+KINDS = ("expect_eq", "expect_close", "expect_almost_eq", "eq")
+ALMOST_EQ_TOLERANCE = 1e-4  # check.expect_almost_eq: fixed in StableHLO, no attribute
+DEFAULT_MAX_ULP = 3  # check.expect_close
+DEFAULT_MIN_ULP = 0
+
+# Why a program is not taken.
+NO_CHECK = "no check call comparing with expected values (dynamic-shape programs, *_const checks)"
+MAIN_ARGS = "@main takes arguments"
+COMPUTED_EXPECTED = "expected operand is not a constant of @expected() or @main"
+CONST_CHECK = "check.*_const: the expected value is the check op's attribute"
+UNREADABLE = "check call not in the pretty `stablehlo.custom_call @check.<kind>` form"
+NO_TORCH_ELEMENT = "element type {} has no torch dtype"
+
+
+class NotTaken(Exception):
+    """Why a program is not a test (its message is the reason)."""
+
+
+# MLIR element type -> (torch dtype, numpy storage dtype of its bytes)
+ELEMENTS: dict[str, tuple[torch.dtype, str]] = {
+    "i1": (torch.bool, "u1"),
+    "i8": (torch.int8, "<i1"),
+    "i16": (torch.int16, "<i2"),
+    "i32": (torch.int32, "<i4"),
+    "i64": (torch.int64, "<i8"),
+    "ui8": (torch.uint8, "<u1"),
+    "ui16": (torch.uint16, "<u2"),
+    "ui32": (torch.uint32, "<u4"),
+    "ui64": (torch.uint64, "<u8"),
+    "f16": (torch.float16, "<f2"),
+    "bf16": (torch.bfloat16, "<u2"),
+    "f32": (torch.float32, "<f4"),
+    "f64": (torch.float64, "<f8"),
+    "complex<f32>": (torch.complex64, "<c8"),
+    "complex<f64>": (torch.complex128, "<c16"),
+}
+FLOAT_BITS = {"f16": ("<u2", np.float16), "f32": ("<u4", np.float32), "f64": ("<u8", np.float64)}
+
+
+@dataclass
+class Check:
+    kind: str  # one of KINDS
+    computed: str  # SSA name in @main
+    expected: str
+    type: str  # the computed operand's tensor type
+    attributes: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    name: str  # the file's path below the corpus, without `.mlir`
+    text: str  # the rewritten program: @main returns the checked values
+    checks: list[Check]
+    expected: list[torch.Tensor]
+    result_elements: list[str]  # MLIR element type of each result
+
+
+def tensor_type(text: str) -> tuple[tuple[int, ...], str]:
+    match = re.fullmatch(r"tensor<((?:\d+x)*)(.+)>", text.strip())
+    if match is None:
+        raise NotTaken(f"not a static tensor type: {text.strip()[:60]}")
+    dims = tuple(int(d) for d in match.group(1).split("x") if d)
+    return dims, match.group(2)
+
+
+def split_types(text: str) -> list[str]:
+    """`tensor<2xf32>, tensor<complex<f64>>` -> its types (commas inside <> kept)."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += {"<": 1, ">": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _function(text: str, name: str) -> tuple[int, int] | None:
+    """The span of `func.func ... @name(` up to its closing brace at two spaces' indent."""
+    match = re.search(rf"^  func\.func (?:public |private )?@{name}\(.*$", text, re.M)
+    if match is None:
+        return None
+    end = text.find("\n  }\n", match.end())
+    return match.start(), end + len("\n  }")
+
+
+_CONSTANT = re.compile(r"^\s*(%[\w]+) = stablehlo\.constant dense<(.*)> : (tensor<.*>)\s*$")
+_CHECK = re.compile(
+    r"^\s*(?:%[\w]+ = )?stablehlo\.custom_call @check\.(\w+)\(([^)]*)\)\s*(\{[^}]*\})?\s*:\s*\((.*)\)\s*->.*$"
+)
+_ATTRIBUTE = re.compile(r"(\w+) = ([-+0-9.eE]+)")
+
+
+def dense_values(literal: str, type_text: str) -> torch.Tensor:
+    """The tensor a `dense<literal> : tensor<...>` attribute holds."""
+    dims, element = tensor_type(type_text)
+    if element not in ELEMENTS:
+        raise NotTaken(NO_TORCH_ELEMENT.format(element))
+    dtype, storage = ELEMENTS[element]
+    count = int(np.prod(dims, dtype=np.int64))
+    literal = literal.strip()
+    if literal.startswith('"0x'):
+        raw = bytes.fromhex(literal[3:-1])
+        array = np.frombuffer(raw, dtype=np.dtype(storage))
+        if element == "i1" and len(array) * 8 == count:
+            array = np.unpackbits(array, bitorder="little")
+        if len(array) == 1 and count != 1:
+            array = np.repeat(array, count)
+        if element == "i1":
+            array = array != 0
+        return _as_torch(array.reshape(dims), element)
+    if element.startswith("complex"):
+        pairs = re.findall(r"\(([^,()]+),([^,()]+)\)", literal)
+        real = np.array([_float(a, element[8:-1]) for a, _ in pairs])
+        imag = np.array([_float(b, element[8:-1]) for _, b in pairs])
+        array = (real + 1j * imag).astype(np.dtype(storage))
+    else:
+        tokens = re.findall(r"[^\[\],\s]+", literal)
+        if element == "i1":
+            array = np.array([t in ("true", "1") for t in tokens], dtype=bool)
+        elif element in ("f16", "bf16", "f32", "f64"):
+            array = np.array([_float(t, element) for t in tokens], dtype=np.float64)
+        else:
+            array = np.array([int(t, 0) for t in tokens], dtype=np.dtype(storage))
+    if array.size == 1 and count != 1:
+        array = np.repeat(array, count)
+    if array.size != count:
+        raise NotTaken(f"dense literal of {array.size} elements for {type_text}")
+    array = array.reshape(dims)
+    if element == "bf16":
+        return torch.from_numpy(np.ascontiguousarray(array)).to(torch.bfloat16)
+    if element in ("f16", "f32", "f64"):
+        return torch.from_numpy(array.astype(np.dtype(storage)))
+    return _as_torch(array, element)
+
+
+def _float(token: str, element: str) -> float:
+    """A float token: decimal, or a hex bit pattern of the element type."""
+    token = token.strip()
+    if not token.lower().startswith("0x"):
+        return float(token)
+    bits = int(token, 16)
+    if element == "bf16":
+        return float(np.array([bits << 16], dtype="<u4").view(np.float32)[0])
+    unsigned, floating = FLOAT_BITS[element]
+    return float(np.array([bits], dtype=unsigned).view(floating)[0])
+
+
+def _as_torch(array: np.ndarray, element: str) -> torch.Tensor:
+    tensor = torch.from_numpy(np.array(array))  # a writable copy
+    return tensor.view(torch.bfloat16) if element == "bf16" else tensor
+
+
+def read_program(path: Path, name: str) -> Program:
+    """The program at `path` rewritten to return what its checks check, or NotTaken."""
+    text = path.read_text()
+    span = _function(text, "main")
+    if span is None:
+        raise NotTaken("no @main")
+    main = text[span[0] : span[1]]
+    header = main.splitlines()[0]
+    if not re.search(r"@main\(\)", header):
+        raise NotTaken(MAIN_ARGS)
+    lines = main.splitlines()
+    constants = {m.group(1): (m.group(2), m.group(3)) for line in lines if (m := _CONSTANT.match(line))}
+    calls: dict[str, int] = {}  # `%1` or `%1#0` -> index of @expected()'s result
+    for line in lines:
+        if m := re.match(r"^\s*(%\w+)(?::(\d+))? = (?:func\.)?call @expected\(\)", line):
+            count = int(m.group(2) or 1)
+            calls.update({m.group(1): 0} if count == 1 else {f"{m.group(1)}#{i}": i for i in range(count)})
+    expected_values = _expected_function(text) if calls else []
+    checks, expected, kept = [], [], []
+    for line in lines:
+        if '"check.' in line:
+            raise NotTaken(CONST_CHECK)
+        if "@check." not in line:
+            kept.append(line)
+            continue
+        m = _CHECK.match(line)
+        if m is None:
+            raise NotTaken(UNREADABLE)
+        kind, operands, attributes, types = m.group(1), split_types(m.group(2)), m.group(3) or "", m.group(4)
+        if kind not in KINDS or len(operands) != 2:
+            raise NotTaken(f"check.{kind} with {len(operands)} operands")
+        types_list = split_types(types)
+        side = next((i for i, o in enumerate(operands) if o in calls or o in constants), None)
+        if side is None:
+            raise NotTaken(COMPUTED_EXPECTED)
+        computed, given = operands[1 - side], operands[side]
+        value = expected_values[calls[given]] if given in calls else dense_values(*constants[given])
+        attrs = {k: float(v) for k, v in _ATTRIBUTE.findall(attributes)}
+        checks.append(Check(kind, computed, given, types_list[1 - side], attrs))
+        expected.append(value)
+    if not checks:
+        raise NotTaken(NO_CHECK)
+    elements = [tensor_type(check.type)[1] for check in checks]
+    for element in elements:
+        if element not in ELEMENTS:
+            raise NotTaken(NO_TORCH_ELEMENT.format(element))
+    result_types = ", ".join(check.type for check in checks)
+    rewritten = []
+    for line in kept:
+        if re.match(r"^\s*(?:func\.)?return\b", line):
+            indent = line[: len(line) - len(line.lstrip())]
+            line = f"{indent}return {', '.join(c.computed for c in checks)} : {result_types}"
+        rewritten.append(line)
+    body = "\n".join(rewritten[1:])
+    new_header = f"  func.func public @main() -> ({result_types}) {{"
+    new_main = new_header + "\n" + body
+    text = text[: span[0]] + new_main + text[span[1] :]
+    text = re.sub(r"^module @[\w.$-]+", "module", text, count=1, flags=re.M)  # IREE names its VM module so
+    return Program(name, text, checks, expected, elements)
+
+
+def _expected_function(text: str) -> list[torch.Tensor]:
+    span = _function(text, "expected")
+    if span is None:
+        raise NotTaken(COMPUTED_EXPECTED)
+    lines = text[span[0] : span[1]].splitlines()
+    constants = {m.group(1): (m.group(2), m.group(3)) for line in lines if (m := _CONSTANT.match(line))}
+    returned = next((line for line in lines if re.match(r"^\s*(?:func\.)?return\b", line)), None)
+    if returned is None:
+        raise NotTaken(COMPUTED_EXPECTED)
+    names = split_types(returned.strip().removeprefix("func.").removeprefix("return").split(" : ")[0])
+    if any(name not in constants for name in names):
+        raise NotTaken(COMPUTED_EXPECTED)
+    return [dense_values(*constants[name]) for name in names]
+
+
+# --- the checks' comparisons -------------------------------------------------------------
+
+
+MANTISSA_BITS = {16: 10, 32: 23, 64: 52}  # of the IEEE type of a width (bf16: 7, by dtype)
+
+
+def _float_parts(tensor: torch.Tensor) -> list[tuple[np.ndarray, np.ndarray, int, int]]:
+    """(values as float64, bit patterns as uint64, width, mantissa bits) of a float tensor;
+    complex: of each part."""
+    if tensor.is_complex():
+        return _float_parts(tensor.real.contiguous()) + _float_parts(tensor.imag.contiguous())
+    width = tensor.element_size() * 8
+    mantissa = 7 if tensor.dtype == torch.bfloat16 else MANTISSA_BITS[width]
+    bits = tensor.contiguous().view({16: torch.int16, 32: torch.int32, 64: torch.int64}[width]).numpy()
+    bits = bits.view({16: np.uint16, 32: np.uint32, 64: np.uint64}[width]).astype(np.uint64)
+    return [(tensor.to(torch.float64).numpy(), bits, width, mantissa)]
+
+
+def ulp_distance(a_bits: np.ndarray, b_bits: np.ndarray, width: int, mantissa: int) -> np.ndarray:
+    """StableHLO's `ULPDifference` (stablehlo/tests/CheckOps.cpp), element by element:
+    on the magnitudes' bit patterns, subnormals rounded to zero or the smallest normal,
+    the two sides of zero added; where either is not finite, the magnitudes' difference
+    (so NaN matches NaN, and an infinity its own magnitude)."""
+    sign = np.uint64(1) << np.uint64(width - 1)
+    a, b = a_bits & ~sign, b_bits & ~sign
+    infinity = np.uint64(((1 << (width - 1 - mantissa)) - 1) << mantissa)
+    z = np.uint64((1 << mantissa) - 1)  # the distance from 0 to the largest subnormal
+    finite = (a < infinity) & (b < infinity)
+
+    def normalized(x):
+        return np.where(x > z, x - z, np.where(2 * x < z, np.uint64(0), np.uint64(1)))
+
+    na, nb = normalized(a), normalized(b)
+    opposite = ((a_bits & sign) != 0) != ((b_bits & sign) != 0)
+    same_side = np.where(na > nb, na - nb, nb - na)
+    across = na + nb  # below 2**64: each is below 2**(width - 1)
+    raw = np.where(a > b, a - b, b - a)
+    return np.where(finite, np.where(opposite, across, same_side), raw)
+
+
+def _nan_aware(distance: np.ndarray, a: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """0 where both are NaN (whatever their payloads), the largest distance where one is."""
+    both, one = np.isnan(a) & np.isnan(e), np.isnan(a) ^ np.isnan(e)
+    return np.where(both, np.uint64(0), np.where(one, np.iinfo(np.uint64).max, distance))
+
+
+def _almost_equal(a: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """StableHLO's `areApproximatelyEqual` (stablehlo/reference/Element.cpp)."""
+    with np.errstate(invalid="ignore"):
+        equal = a == e
+        unordered = np.isnan(a) | np.isnan(e)
+        zero = (a == 0) | (e == 0)
+        finite_nonzero = np.isfinite(a) & np.isfinite(e) & ~((a == 0) | (e == 0))
+        same_sign = np.signbit(a) == np.signbit(e)
+        near = np.abs(a - e) <= ALMOST_EQ_TOLERANCE
+    close = (finite_nonzero | zero) & same_sign & near
+    return equal | np.where(unordered, np.isnan(a) & np.isnan(e), close)
+
+
+def compare(check: Check, actual: torch.Tensor, expected: torch.Tensor) -> str | None:
+    """None when `actual` passes `check` against `expected`; else what fails, briefly."""
+    if tuple(actual.shape) != tuple(expected.shape):
+        return f"shape {tuple(actual.shape)}, expected {tuple(expected.shape)}"
+    if actual.dtype != expected.dtype:
+        return f"dtype {actual.dtype}, expected {expected.dtype}"
+    if actual.numel() == 0:
+        return None
+    floating = actual.is_floating_point() or actual.is_complex()
+    if not floating:
+        bad = (actual != expected).numpy()
+        return _report(bad, actual, expected, "not equal") if bad.any() else None
+    parts = list(zip(_float_parts(actual), _float_parts(expected)))  # complex: real, then imaginary
+    if check.kind in ("expect_eq", "eq"):
+        failing = np.any([~((a == e) | (np.isnan(a) & np.isnan(e))) for (a, *_), (e, *_) in parts], axis=0)
+        detail = "not equal"
+    elif check.kind == "expect_almost_eq":
+        failing = np.any([~_almost_equal(a, e) for (a, *_), (e, *_) in parts], axis=0)
+        detail = f"not within {ALMOST_EQ_TOLERANCE} (absolute, same sign)"
+    else:  # expect_close: a complex element's distance is its parts' larger one
+        low = int(check.attributes.get("min_ulp_difference", DEFAULT_MIN_ULP))
+        high = int(check.attributes.get("max_ulp_difference", DEFAULT_MAX_ULP))
+        distance = np.max(
+            [_nan_aware(ulp_distance(ab, eb, w, m), a, e) for (a, ab, w, m), (e, eb, _, _) in parts], axis=0
+        )
+        failing = (distance < np.uint64(low)) | (distance > np.uint64(high))
+        detail = f"ULP distance outside [{low}, {high}] (largest {int(distance.max())})"
+    return _report(failing, actual, expected, detail) if failing.any() else None
+
+
+def _report(bad: np.ndarray, actual: torch.Tensor, expected: torch.Tensor, detail: str) -> str:
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    return (
+        f"{int(bad.sum())} of {bad.size} elements: {detail}; first at {list(index)}: "
+        f"got {actual[index].item()!r}, expected {expected[index].item()!r}"
+    )

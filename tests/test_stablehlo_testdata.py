@@ -1,0 +1,234 @@
+"""StableHLO's testdata as a suite: reading a program, its checks' comparisons, and real
+programs run on the testdata configs. Skipped when there is no corpus (pass
+`--stablehlo-testdata DIR` to the suite, or set $STABLEHLO_TESTDATA, for these tests)."""
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from e2e.configs import load_config
+from e2e.framework import registry
+from e2e.framework.isolation import Limits
+from e2e.framework.result import FAIL, PASS
+from e2e.framework.runner import prepare, run_pair
+from e2e.stablehlo_testdata.program import Check, compare, dense_values, read_program
+from e2e.stablehlo_testdata.register import OPTION, StablehloProgram, corpus_dir
+
+ROOT = corpus_dir()
+needs_corpus = pytest.mark.skipif(
+    ROOT is None or not ROOT.is_dir(),
+    reason=f"no StableHLO testdata: set $STABLEHLO_TESTDATA (the suite's {OPTION} DIR) to openxla/stablehlo's testdata",
+)
+REFBACKEND = "e2e.stablehlo_testdata.configs:REFBACKEND"
+
+
+def program_test(name: str) -> registry.Test:
+    program = read_program(ROOT / f"{name}.mlir", name)
+    return registry.Test(
+        f"stablehlo/{name}",
+        lambda: StablehloProgram(program),
+        lambda module, tu: module.forward(),
+        model_format="stablehlo",
+    )
+
+
+def run(name: str, tmp_path, config: str = REFBACKEND):
+    return run_pair(prepare(program_test(name)), load_config(config), reports_dir=tmp_path, limits=Limits(300, None))
+
+
+# --- the checks' comparisons (no corpus needed) ----------------------------------------
+
+
+def bits_apart(value: float, ulps: int, dtype=torch.float32) -> torch.Tensor:
+    tensor = torch.tensor([value], dtype=dtype)
+    width = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16}[dtype]
+    return (tensor.view(width) + ulps).view(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_expect_close_allows_three_ulps_by_default_and_not_four(dtype):
+    check = Check("expect_close", "%2", "%1", "tensor<1xf32>")
+    expected = torch.tensor([1.5], dtype=dtype)
+    assert compare(check, bits_apart(1.5, 3, dtype), expected) is None
+    problem = compare(check, bits_apart(1.5, 4, dtype), expected)
+    assert problem is not None and "ULP distance outside [0, 3] (largest 4)" in problem
+
+
+def test_expect_close_reads_its_attributes_and_treats_nan_and_signed_zero_as_equal():
+    strict = Check("expect_close", "%2", "%1", "tensor<1xf32>", {"max_ulp_difference": 0})
+    assert compare(strict, bits_apart(2.0, 1), torch.tensor([2.0])) is not None
+    at_least = Check("expect_close", "%2", "%1", "tensor<1xf32>", {"min_ulp_difference": 1})
+    assert compare(at_least, torch.tensor([2.0]), torch.tensor([2.0])) is not None
+    default = Check("expect_close", "%2", "%1", "tensor<2xf32>")
+    assert compare(default, torch.tensor([float("nan"), -0.0]), torch.tensor([float("nan"), 0.0])) is None
+    assert compare(default, torch.tensor([float("nan"), 0.0]), torch.tensor([1.0, 0.0])) is not None
+    # StableHLO's ULPDifference: subnormals round to zero or the smallest normal; non-finite
+    # values by magnitude (so it lets `inf` match `-inf`), finite ones across zero add up.
+    one = Check("expect_close", "%2", "%1", "tensor<1xf32>")
+    tiny = torch.tensor([1], dtype=torch.int32).view(torch.float32)  # the smallest subnormal
+    assert compare(Check("expect_close", "", "", "", {"max_ulp_difference": 0}), tiny, torch.tensor([0.0])) is None
+    assert compare(one, torch.tensor([float("inf")]), torch.tensor([float("-inf")])) is None
+    assert compare(one, torch.tensor([float("inf")]), torch.tensor([3.0e38])) is not None
+    smallest_normal = torch.tensor([torch.finfo(torch.float32).tiny])
+    assert compare(one, smallest_normal, -smallest_normal) is None  # 1 + 1 across zero, subnormals collapsed
+    assert compare(one, torch.tensor([1.0]), torch.tensor([-1.0])) is not None
+    nans = torch.tensor([0xFFC0 - 0x10000, 0x7FFF], dtype=torch.int16).view(torch.bfloat16)  # payloads 63 apart
+    assert compare(one, nans, nans.flip(0)) is None
+    assert compare(one, nans[:1], torch.tensor([float("inf")], dtype=torch.bfloat16)) is not None
+
+
+def test_expect_almost_eq_is_an_absolute_tolerance_of_the_same_sign_and_expect_eq_is_exact():
+    almost = Check("expect_almost_eq", "%2", "%1", "tensor<2xf32>")
+    expected = torch.tensor([100.0, 0.5])
+    assert compare(almost, expected + 5e-5, expected) is None
+    assert compare(almost, expected + 5e-4, expected) is not None
+    assert compare(almost, torch.tensor([-0.0, 0.0]), torch.tensor([1e-5, 0.0])) is not None  # signs differ
+    assert compare(almost, torch.tensor([0.0, 0.0]), torch.tensor([1e-5, 0.0])) is None
+    assert compare(almost, torch.tensor([float("inf"), 1.0]), torch.tensor([float("inf"), 1.0])) is None
+    exact = Check("expect_eq", "%2", "%1", "tensor<2xf32>")
+    assert compare(exact, expected.clone(), expected) is None
+    assert compare(exact, bits_apart(100.0, 1).expand(2).clone(), expected) is not None
+    ints = torch.tensor([1, 2], dtype=torch.int32)
+    assert "1 of 2 elements" in compare(exact, torch.tensor([1, 3], dtype=torch.int32), ints)
+    assert compare(almost, torch.tensor([1, 3], dtype=torch.int32), ints) is not None  # integers: exact
+    complex_expected = torch.tensor([1 + 2j], dtype=torch.complex64)
+    assert compare(Check("expect_close", "", "", ""), complex_expected.clone(), complex_expected) is None
+
+
+def test_dense_literals_hex_splats_and_complex_become_tensors():
+    bf16 = dense_values('"0x2940C740"', "tensor<2xbf16>")
+    assert bf16.dtype == torch.bfloat16 and bf16.tolist() == [2.640625, 6.21875]
+    assert dense_values("1.500000e+00", "tensor<2x2xf16>").tolist() == [[1.5, 1.5], [1.5, 1.5]]
+    assert dense_values("[0x7FC0, -2.0]", "tensor<2xbf16>")[0].isnan()
+    values = dense_values("[(1.0,2.0), (3.0,-4.0)]", "tensor<2xcomplex<f32>>")
+    assert values.dtype == torch.complex64 and values.tolist() == [1 + 2j, 3 - 4j]
+    assert dense_values("[true, false]", "tensor<2xi1>").tolist() == [True, False]
+    assert dense_values("[1, 65535]", "tensor<2xui16>").dtype == torch.uint16
+
+
+PROGRAM = """module @jit_main {
+  func.func public @main() -> (tensor<2xf32> {jax.result_info = ""}) {
+    %0 = call @inputs() : () -> tensor<2xf32>
+    %1 = call @expected() : () -> tensor<2xf32>
+    %2 = stablehlo.abs %0 : tensor<2xf32>
+    stablehlo.custom_call @check.expect_close(%2, %1) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+    return %2 : tensor<2xf32>
+  }
+  func.func private @inputs() -> (tensor<2xf32> {mhlo.layout_mode = "default"}) {
+    %cst = stablehlo.constant dense<[-1.000000e+00, 2.500000e+00]> : tensor<2xf32>
+    return %cst : tensor<2xf32>
+  }
+  func.func private @expected() -> (tensor<2xf32> {mhlo.layout_mode = "default"}) {
+    %cst = stablehlo.constant dense<[1.000000e+00, 2.500000e+00]> : tensor<2xf32>
+    return %cst : tensor<2xf32>
+  }
+}
+"""
+
+
+def test_the_rewrite_drops_the_checks_and_returns_what_they_check(tmp_path):
+    path = tmp_path / "abs.mlir"
+    path.write_text(PROGRAM)
+    program = read_program(path, "abs")
+    assert [(c.kind, c.computed, c.expected) for c in program.checks] == [("expect_close", "%2", "%1")]
+    assert "check." not in program.text
+    assert "func.func public @main() -> (tensor<2xf32>) {" in program.text
+    assert "    return %2 : tensor<2xf32>" in program.text
+    assert program.expected[0].tolist() == [1.0, 2.5] and program.result_elements == ["f32"]
+    eq = PROGRAM.replace(
+        "stablehlo.custom_call @check.expect_close(%2, %1) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()",
+        "%3 = stablehlo.custom_call @check.eq(%1, %2) : (tensor<2xf32>, tensor<2xf32>) -> tensor<i1>",
+    ).replace(
+        "return %2 : tensor<2xf32>\n  }\n  func.func private @inputs",
+        "return %3 : tensor<i1>\n  }\n  func.func private @inputs",
+    )
+    path.write_text(eq)
+    program = read_program(path, "abs")  # check.eq(expected, computed): the operand order is read, not assumed
+    assert [(c.kind, c.computed, c.expected) for c in program.checks] == [("eq", "%2", "%1")]
+    assert "return %2 : tensor<2xf32>" in program.text
+
+
+# --- real programs of the corpus -----------------------------------------------------
+
+
+@needs_corpus
+def test_a_real_program_passes_on_the_refbackend(tmp_path):
+    result = run("abs_float32_20_20", tmp_path)
+    assert result.outcome == PASS, result.error
+
+
+@needs_corpus
+def test_a_programs_text_is_in_its_result_cache_key(tmp_path):
+    from e2e.framework.cache import source_file, test_dependencies
+    from e2e.stablehlo_testdata.register import register_programs
+
+    shutil.copy(ROOT / "abs_float32_20_20.mlir", tmp_path / "abs_float32_20_20.mlir")
+    before = set(registry.GLOBAL_TEST_REGISTRY)
+    try:
+        register_programs(tmp_path, __file__)
+        test = registry.GLOBAL_TEST_REGISTRY["stablehlo/abs_float32_20_20"]
+    finally:
+        for name in set(registry.GLOBAL_TEST_REGISTRY) - before:
+            del registry.GLOBAL_TEST_REGISTRY[name]
+    assert source_file(test.source) == (tmp_path / "abs_float32_20_20.mlir").resolve()
+    assert (tmp_path / "abs_float32_20_20.mlir").resolve() in test_dependencies(test)
+
+
+@needs_corpus
+def test_a_chlo_program_fails_in_import_on_the_refbackend(tmp_path):
+    result = run("acosh_float32_20_20_chlo", tmp_path)
+    assert result.outcome == FAIL and result.stage == "import"
+    assert "chlo" in result.error
+
+
+@needs_corpus
+def test_a_wrong_value_fails_in_compare_by_the_programs_check(tmp_path):
+    test = program_test("abs_float32_20_20")
+    wrong = registry.Test(
+        test.name, lambda: _off_by_five_ulps(test.module_factory()), test.program_invoker, model_format="stablehlo"
+    )
+    result = run_pair(prepare(wrong), load_config(REFBACKEND), reports_dir=tmp_path, limits=Limits(300, None))
+    assert result.outcome == FAIL and result.stage == "compare"
+    assert "check.expect_close of result 0" in result.error and "ULP distance outside [0, 3]" in result.error
+
+
+def _off_by_five_ulps(module: StablehloProgram) -> StablehloProgram:
+    module.expected = [(tensor.view(torch.int32) + 5).view(torch.float32) for tensor in module.expected]
+    return module
+
+
+@needs_corpus
+def test_programs_are_collected_as_tests_of_the_testdata_configs_only(pytester, monkeypatch):
+    corpus = pytester.mkdir("corpus")
+    for name in ("abs_float32_20_20", "acosh_float32_20_20_chlo"):
+        shutil.copy(ROOT / f"{name}.mlir", corpus / f"{name}.mlir")
+    (corpus / "dynamic").mkdir()
+    shutil.copy(ROOT / "dynamic" / "add_dynamic.mlir", corpus / "dynamic" / "add_dynamic.mlir")
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join([str(Path(__file__).parents[1]), os.environ.get("PYTHONPATH", "")])
+    )
+    monkeypatch.delenv("STABLEHLO_TESTDATA", raising=False)
+    suite = Path(__file__).parents[1] / "e2e" / "stablehlo_testdata" / "suite"
+    common = ("-p", "e2e.plugin", "-p", "no:cacheprovider", "--no-reduce", "--e2e-suite", str(suite), "-rs")
+    common += ("--reports-dir", str(pytester.path / "reports"))
+    config = f"linalg,{REFBACKEND}"
+    result = pytester.runpytest_subprocess(
+        *common,
+        str(suite),
+        "--config",
+        config,
+        OPTION,
+        str(corpus),
+        timeout=600,
+    )
+    result.assert_outcomes(passed=1, failed=1, skipped=1)
+    result.stdout.fnmatch_lines(["*not taken: @main takes arguments*"])
+    rows = json.loads((pytester.path / "reports" / "results.json").read_text())
+    assert sorted((r["test"], r["config"], r["outcome"]) for r in rows) == [
+        ("stablehlo/abs_float32_20_20", "testdata-refbackend", "pass"),
+        ("stablehlo/acosh_float32_20_20_chlo", "testdata-refbackend", "fail"),
+    ]
