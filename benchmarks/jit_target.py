@@ -23,16 +23,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from opt_level import suite_tests  # noqa: E402
+from opt_level import suite_tests, torch_backend_programs  # noqa: E402
 
-from compiler import compile_torch_backend_ir, fx_to_torch_backend_ir, pipelines  # noqa: E402
+from compiler import compile_torch_backend_ir  # noqa: E402
 from compiler.refbackend import opt_level_for  # noqa: E402
 from compiler.replay_runtime.target import ENV  # noqa: E402
-from compiler.stages import StageError  # noqa: E402
-from e2e.configs.fx import tensor_leaves  # noqa: E402
 from e2e.framework import isolation  # noqa: E402
-from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
-from e2e.framework.runner import prepare  # noqa: E402
 
 
 def on_target(target: str, torch_ir: str, inputs, repeats: int = 5) -> tuple[float, float]:
@@ -59,22 +55,10 @@ def main() -> None:
     args = parser.parse_args()
     targets = args.targets.split(",")
     sample = suite_tests(args.suite_dir)[:: args.every]
-    legal = pipelines.BACKEND_LEGAL_OPS.get("linalg", ())
     totals = {target: [0.0, 0.0] for target in targets}
     print(f"{'test':50} " + " ".join(f"{'jit ' + t[-6:]:>11} {'run ' + t[-6:]:>11}" for t in targets))
-    for name in sample:
-        prepared = prepare(GLOBAL_TEST_REGISTRY[name])
-        if prepared.golden_error:
-            continue
-        inputs = prepared.first_call("forward")
-        try:
-            torch_ir, _ = fx_to_torch_backend_ir(prepared.module, inputs, backend_legal_ops=legal)
-        except StageError:
-            continue
-        row = [
-            isolation.run_forked(lambda: on_target(target, torch_ir, tensor_leaves(inputs)), args.timeout)
-            for target in targets
-        ]
+    for name, torch_ir, inputs in torch_backend_programs(sample):
+        row = [isolation.run_forked(lambda: on_target(target, torch_ir, inputs), args.timeout) for target in targets]
         if not all(isinstance(outcome, tuple) for outcome in row):
             continue  # a target failed to compile or run it: not comparable
         for target, (jit, run) in zip(targets, row):

@@ -47,6 +47,22 @@ def suite_tests(directory: pathlib.Path) -> list[str]:
     return sorted(names)
 
 
+def torch_backend_programs(names: list[str]):
+    """(name, torch backend IR for linalg, tensor inputs) of each test's first forward call,
+    skipping tests broken on torch and programs that do not reach the backend contract."""
+    legal = pipelines.BACKEND_LEGAL_OPS.get("linalg", ())
+    for name in names:
+        prepared = prepare(GLOBAL_TEST_REGISTRY[name])
+        if prepared.golden_error:
+            continue
+        inputs = prepared.first_call("forward")
+        try:
+            torch_ir, _ = fx_to_torch_backend_ir(prepared.module, inputs, backend_legal_ops=legal)
+        except StageError:
+            continue
+        yield name, torch_ir, tensor_leaves(inputs)
+
+
 def measure(torch_ir: str, inputs, level: int) -> tuple[float, float]:
     """(jit seconds, warm run seconds) of one program at one opt level."""
     program = compile_torch_backend_ir(torch_ir, "linalg", opt_level=level)
@@ -67,22 +83,13 @@ def main() -> None:
     args = parser.parse_args()
     names = suite_tests(args.suite_dir)
     sample = sorted(set(names[:: args.every]) | {n for n in names if re.search(args.also, n)})
-    legal = pipelines.BACKEND_LEGAL_OPS.get("linalg", ())
     totals = {level: [0.0, 0.0] for level in LEVELS}
     timed_out = {level: [] for level in LEVELS}
     print(f"{'test':50} {'elements':>9} " + " ".join(f"{'jit O' + str(l):>8} {'run O' + str(l):>8}" for l in LEVELS))
-    for name in sample:
-        prepared = prepare(GLOBAL_TEST_REGISTRY[name])
-        if prepared.golden_error:
-            continue
-        inputs = prepared.first_call("forward")
-        try:
-            torch_ir, _ = fx_to_torch_backend_ir(prepared.module, inputs, backend_legal_ops=legal)
-        except StageError:
-            continue
+    for name, torch_ir, inputs in torch_backend_programs(sample):
         row = []
         for level in LEVELS:
-            outcome = isolation.run_forked(lambda: measure(torch_ir, tensor_leaves(inputs), level), args.timeout)
+            outcome = isolation.run_forked(lambda: measure(torch_ir, inputs, level), args.timeout)
             if isinstance(outcome, tuple):
                 row.append(outcome)
             elif isinstance(outcome, isolation.TimedOut):

@@ -14,6 +14,7 @@ what pinning removes is really there.
 from __future__ import annotations
 
 import ctypes
+import platform
 import re
 import shutil
 import subprocess
@@ -28,6 +29,8 @@ from compiler.replay_runtime import target
 from compiler.stages import new_context, parse_module
 from tests.test_portable_codegen import ELEMENTS, _program
 
+# The targets are x86-64 ones; elsewhere the JIT keeps the host's choice (target.DEFAULT).
+pytestmark = pytest.mark.skipif(platform.machine() != "x86_64", reason="the JIT targets here are x86-64 ones")
 objdump = shutil.which("objdump")
 needs_objdump = pytest.mark.skipif(objdump is None, reason="binutils' objdump is not installed")
 # VEX/EVEX-encoded instructions: AVX and later (x86-64-v3 and up), never in an x86-64-v2 object.
@@ -71,7 +74,7 @@ def _disassembly(text: str, jit: target.JitTarget, tmp_path: Path) -> str:
 @pytest.mark.parametrize("element", ELEMENTS)
 def test_every_dtype_program_compiles_to_x86_64_v2_instructions_only(element, tmp_path):
     disassembly = _disassembly(_program(element)[0], target.TARGETS["x86-64-v2"], tmp_path)
-    assert "<main>:" in disassembly or "main" in disassembly
+    assert "<main>:" in disassembly  # the program's own code is in the object
     beyond = _BEYOND_V2.findall(disassembly)
     assert not beyond, f"{element}: instructions beyond x86-64-v2: {beyond[:5]}"
 

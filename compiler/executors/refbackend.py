@@ -30,14 +30,13 @@ class RefBackend:
         return (BF16_BOUNDARY, *pipelines.BACKENDS[self.input][1], *LOWER_PIPELINE)
 
     def compile(self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots) -> RefBackendProgram:
-        to_linalg = pipelines.BACKENDS[self.input][1]
-        return compile_linalg(
-            backend_module, result_dtypes, to_linalg=to_linalg, snapshots=snapshots, opt_level=self.opt_level
-        )
+        return self.program_for(backend_module, result_dtypes, snapshots, self.opt_level)
 
     def program_for(
         self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots, opt_level: int = 0
     ) -> RefBackendProgram:
-        """`compile` at `opt_level` (its pass failures name their passes already)."""
-        self.opt_level = opt_level
-        return self.compile(backend_module, result_dtypes, snapshots)
+        """The program at `opt_level` (its pass failures name their passes already)."""
+        to_linalg = pipelines.BACKENDS[self.input][1]
+        return compile_linalg(
+            backend_module, result_dtypes, to_linalg=to_linalg, snapshots=snapshots, opt_level=opt_level
+        )

@@ -49,7 +49,7 @@ def check_capture(compiled: Any, golden: Trace, trace: Trace, recapture=None) ->
 
     The captured program comes from the import the config compiled; one taken over from an
     earlier host of the test lost it on the way (an `ExportedProgram` does not cross
-    processes), and is captured again with `recapture(call)`, so a pair's verdict does not
+    processes), and is captured again with `recapture(call, dynamic)`, so a pair's verdict does not
     depend on which configs ran before it."""
     if compare_traces(golden, trace, compiled.tolerance) is None:
         return
@@ -57,13 +57,12 @@ def check_capture(compiled: Any, golden: Trace, trace: Trace, recapture=None) ->
         where = f"trace item #{number} ({expected.method}) @ output"
         if compare_values(expected.outputs, actual.outputs, where, compiled.tolerance) is None:
             continue
-        imported = compiled.imported.get((expected.method, None)) or compiled.imported.get(
-            (expected.method, call_key(expected.inputs))
-        )
+        dynamic = (expected.method, None) in compiled.imported
+        imported = compiled.imported.get((expected.method, None if dynamic else call_key(expected.inputs)))
         exported = getattr(imported, "exported", None)
         if exported is None and recapture is not None:
             try:
-                exported = recapture(expected)
+                exported = recapture(expected, dynamic)
             except Exception:
                 return  # it does not capture again: no verdict
         if exported is None:

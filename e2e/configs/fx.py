@@ -112,16 +112,15 @@ class FxConfig:
 
     def run(self, compiled: Compiled, golden: Trace) -> Trace:
         trace = run_programs(compiled, golden)
-        check_capture(compiled, golden, trace, recapture=lambda call: self._recapture(compiled.prepared, call))
+        check_capture(
+            compiled, golden, trace, recapture=lambda call, dynamic: self._recapture(compiled.prepared, call, dynamic)
+        )
         return trace
 
-    def _recapture(self, prepared, call: TraceItem):
-        """The captured program of `call` again, as `compile` captured it (its shapes included)."""
-        shapes = prepared.arg_shapes(call.method)
-        dynamic = bool(shapes) and any(s and -1 in s for s in shapes)
-        static_only = self.static or getattr(self.toolchain().executor(), "static_only", False)
-        if not dynamic or static_only:
-            shapes = None
+    def _recapture(self, prepared, call: TraceItem, dynamic: bool):
+        """The captured program of `call` again, as `compile` captured it: with the test's
+        dynamic dims when its program was compiled with them, else at the call's shapes."""
+        shapes = prepared.arg_shapes(call.method) if dynamic else None
         return _import(prepared, call, shapes, Snapshots()).exported
 
 

@@ -14,9 +14,16 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from e2e.framework.signature import Signature, guilty_op
-from e2e.reducer.bundle import BundleInfo, add_test, claim, signature_key, write_bundle
+from e2e.reducer.bundle import BundleInfo
 from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, observe, single_threaded
-from e2e.reducer.finish import bundle_dir_for, crashed_queries_note, mismatch_bundle, nothing_localized
+from e2e.reducer.finish import (
+    bundle_dir_for,
+    claim_bundle,
+    crashed_queries_note,
+    mismatch_bundle,
+    nothing_localized,
+    write_outcome,
+)
 from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, localize_group
 from e2e.reducer.localize import (
     Localized,
@@ -57,13 +64,9 @@ def reduce_localized(
     """Reduce a localized compile failure or crash and write (or join) its bundle."""
     start = time.monotonic()
     case = localized.case
-    target = bundle_dir_for(reports_dir, test, config)
-    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
-    if owner is not None:
-        add_test(owner, test, config)
-        return ReduceOutcome(
-            owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared"
-        )
+    target, shared = claim_bundle(reports_dir, test, config, case)
+    if shared is not None:
+        return shared
 
     # A candidate may make a pass loop forever: allow a few times what the original takes
     # (a hang case: its own hang_seconds, which observe applies).
@@ -89,20 +92,8 @@ def reduce_localized(
         reduction.seconds,
         reduction.minimal,
     )
-    written = time.monotonic()
-    verified, detail = write_bundle(info, target, check=verify)
-    return ReduceOutcome(
-        target,
-        verified,
-        False,
-        info.ops_before,
-        info.ops_after,
-        reduction.queries,
-        time.monotonic() - start,
-        case.guilty_op,
-        detail,
-        stopped="1-minimal" if reduction.minimal else TIME_BOX,
-        verify_seconds=time.monotonic() - written,
+    return write_outcome(
+        info, target, start=start, stopped="1-minimal" if reduction.minimal else TIME_BOX, verify=verify
     )
 
 

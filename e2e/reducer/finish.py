@@ -21,6 +21,40 @@ def bundle_dir_for(reports_dir: Path, test: str, config: str) -> Path:
     return Path(reports_dir) / "repro" / test / config
 
 
+def claim_bundle(reports_dir, test: str, config: str, case: Case) -> tuple[Path, ReduceOutcome | None]:
+    """Where this failure's bundle goes, and, when an earlier failure with the same signature
+    wrote one, the outcome of sharing it (this test is added to it)."""
+    target = bundle_dir_for(reports_dir, test, config)
+    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
+    if owner is None:
+        return target, None
+    add_test(owner, test, config)
+    shared = ReduceOutcome(
+        owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared"
+    )
+    return target, shared
+
+
+def write_outcome(info: BundleInfo, target: Path, *, start: float, stopped: str, verify: bool) -> ReduceOutcome:
+    """Write the bundle `info` describes (re-verified in a fresh process when `verify`) and say
+    what the reduction ended with."""
+    written = time.monotonic()
+    verified, detail = write_bundle(info, target, check=verify)
+    return ReduceOutcome(
+        target,
+        verified,
+        False,
+        info.ops_before,
+        info.ops_after,
+        info.queries,
+        time.monotonic() - start,
+        info.case.guilty_op,
+        detail,
+        stopped=stopped,
+        verify_seconds=time.monotonic() - written,
+    )
+
+
 def nothing_localized(why: str, search, start: float) -> ReduceOutcome:
     """A group search (FX or ONNX nodes) that found no group: why, and what it cost."""
     return ReduceOutcome(note=why, queries=search.queries, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
@@ -62,13 +96,9 @@ def mismatch_bundle(
         result_dtypes=found.result_dtypes,
         tolerance=(tolerance.rtol, tolerance.atol) if tolerance else None,
     )
-    target = bundle_dir_for(reports_dir, test, config)
-    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
-    if owner is not None:
-        add_test(owner, test, config)
-        return ReduceOutcome(
-            owner, True, True, guilty_op=guilty, note=f"shares the bundle of {owner}", stopped="shared"
-        )
+    target, shared = claim_bundle(reports_dir, test, config, case)
+    if shared is not None:
+        return shared
     ops_after = op_count(found.torch_backend_ir)
     info = BundleInfo(
         test,
@@ -87,18 +117,4 @@ def mismatch_bundle(
         expected_from=expected_from,
         files=dict(files or {}),
     )
-    written = time.monotonic()
-    verified, detail = write_bundle(info, target, check=verify)
-    return ReduceOutcome(
-        target,
-        verified,
-        False,
-        info.ops_before,
-        ops_after,
-        found.queries,
-        time.monotonic() - start,
-        guilty,
-        detail,
-        stopped=stopped,
-        verify_seconds=time.monotonic() - written,
-    )
+    return write_outcome(info, target, start=start, stopped=stopped, verify=verify)
