@@ -14,9 +14,9 @@ from compiler.stages import Snapshots, StageError
 from compiler.toolchain import toolchain
 from e2e.configs import load_config
 from e2e.framework.registry import Test, annotate_args
-from e2e.framework.result import NotApplicable
-from e2e.framework.runner import prepare
-from e2e.framework.signature import stage_signature
+from e2e.framework.result import NotApplicable, Result
+from e2e.framework.runner import attempt_pair, prepare
+from e2e.framework.signature import mismatch_signature, stage_signature
 from e2e.reducer.case import compile_signature
 
 RUNTIMES = [("tosa", "tosa-ref"), ("stablehlo", "xla"), ("stablehlo", "interp"), ("linalg", "iree"), ("torch", "iree")]
@@ -26,6 +26,19 @@ def needs(executor: str, backend: str = "linalg") -> None:
     missing = toolchain("fx", backend, executor).executor().missing()
     if missing:
         pytest.skip(f"{executor} not installed: {missing}")
+
+
+def judged(test: Test, config: str, reports_dir, shape_mode: str = "annotated", prepared=None) -> Result:
+    """The pair's Result as the runner makes it (compile, run, judge, explain), in this process."""
+    prepared = prepared or prepare(test)
+    prepared.shape_mode = shape_mode
+    attempted = attempt_pair(prepared, load_config(config), reports_dir)
+    assert isinstance(attempted, tuple), attempted  # not a framework error
+    return attempted[0]
+
+
+def ir_dir(reports_dir, test: str, config: str):
+    return reports_dir / "ir" / test / config
 
 
 class Small(torch.nn.Module):
@@ -85,22 +98,21 @@ def mm_int64(module, tu):
 
 def test_a_runtime_only_failure_says_the_refbackend_twin_matches_torch_and_writes_a_native_bundle(tmp_path):
     needs("tosa-ref", "tosa")
-    config = load_config("tosa@tosa-ref")
-    prepared = prepare(Test("MmInt64", MmInt64, mm_int64))
-    compiled = config.compile(prepared, Snapshots(tmp_path))
-    with pytest.raises(StageError) as raised:  # the reference model has no int64 matmul
-        config.run(compiled, prepared.golden)
-    compiled.close()
-    assert raised.value.stage == "execute"
-    assert raised.value.failing_pass == replay.entry("tosa-ref", "tosa", run=True)
-    verdict = next(note for note in compiled.notes if note.startswith("verdict:"))
-    assert verdict.startswith("verdict: runtime-side (the TOSA reference model): the RefBackend twin `tosa`")
-    run = subprocess.run(["sh", str(tmp_path / "native" / "run.sh")], capture_output=True, text=True)
+    result = judged(Test("MmInt64", MmInt64, mm_int64), "tosa@tosa-ref", tmp_path)  # no int64 matmul in the model
+    assert (result.stage, result.verdict) == ("execute", "runtime-side"), result
+    assert result.failing_pass == replay.entry("tosa-ref", "tosa", run=True)
+    assert result.verdict_reason.startswith(
+        "verdict: runtime-side (the TOSA reference model): the RefBackend twin `tosa`"
+    )
+    native = ir_dir(tmp_path, "MmInt64", "tosa@tosa-ref") / "native"
+    assert any(note.endswith(str(native / "README.md")) for note in result.notes), result.notes
+    run = subprocess.run(["sh", str(native / "run.sh")], capture_output=True, text=True)
     assert run.returncode != 0 and "SUBGRAPH_ERROR_IF" in run.stdout + run.stderr
     # The reducer replays the failure on the runtime, from the IR the runtime was given.
-    entry = raised.value.failing_pass
-    signature = stage_signature("execute", raised.value.message, entry)
-    assert compile_signature(raised.value.input_ir, "execute", [entry], entry)[0] == signature
+    entry = result.failing_pass
+    given = open(result.ir_path).read()
+    assert compile_signature(given, "execute", [entry], entry)[0] == result.signature
+    assert result.signature == stage_signature("execute", result.error.splitlines()[0], entry)
 
 
 def needs_onnx() -> None:
@@ -125,7 +137,6 @@ def test_onnx_at_iree_hands_iree_the_imported_onnx_model_and_runs_it_like_torch(
     (y, j), (expected_y, expected_j) = trace[0].outputs, prepared.golden[0].outputs
     torch.testing.assert_close(y, expected_y, rtol=1e-5, atol=1e-6)
     assert torch.equal(j, expected_j)
-    assert not any(note.startswith("verdict:") for note in compiled.notes)  # IREE and the `onnx` twin agree
     (given,) = tmp_path.glob("*lower.mlir")  # what the lower stage handed IREE
     assert '"onnx.Gemm"' in given.read_text()  # IREE converts the ONNX ops itself
 
@@ -141,21 +152,16 @@ def test_onnx_at_iree_judges_a_model_both_torch_mlir_and_iree_convert_wrong(tmp_
     # (2x1 against 1x3): IREE returns the unbroadcast shape, the RefBackend garbage.
     needs("iree", "torch")
     needs_onnx()
-    config = load_config("onnx@iree")
     test = Test(
         "Matmul4dBroadcast", Matmul4dBroadcast, lambda m, tu: m.forward(tu.rand(2, 1, 3, 4), tu.rand(1, 3, 4, 5))
     )
-    prepared = prepare(test)
-    compiled = config.compile(prepared, Snapshots(tmp_path))
-    try:
-        trace = config.run(compiled, prepared.golden)
-    finally:
-        compiled.close()
-    assert list(trace[0].outputs.shape) == [2, 1, 3, 5]
-    verdict = next(note for note in compiled.notes if note.startswith("verdict:"))
-    assert verdict.startswith("verdict: both wrong: IREE gives wrong results (shape mismatch)")
-    assert "convert-torch-onnx-to-torch" in verdict
-    assert "--iree-input-type=onnx" in (tmp_path / "native" / "README.md").read_text()
+    result = judged(test, "onnx@iree", tmp_path)
+    assert (result.stage, result.signature, result.verdict) == ("compare", mismatch_signature("shape"), "both wrong")
+    assert result.verdict_reason.startswith("verdict: both wrong: IREE gives wrong results (shape mismatch)")
+    assert "convert-torch-onnx-to-torch" in result.verdict_reason
+    native = ir_dir(tmp_path, "Matmul4dBroadcast", "onnx@iree") / "native"
+    assert "--iree-input-type=onnx" in (native / "README.md").read_text()
+    assert any(note.startswith("onnxruntime oracle: ") for note in result.notes), result.notes
 
 
 def test_the_refbackend_compiles_through_the_same_seam():
@@ -183,15 +189,10 @@ def padded_batch(module, tu):
     module.forward(tu.rand(2, 5, 16), padding)
 
 
-def test_a_captured_program_that_disagrees_with_eager_is_a_capture_discrepancy():
-    config = load_config("linalg")
-    prepared = prepare(Test("PaddedEncoder", PaddedEncoder, padded_batch))
-    prepared.shape_mode = "static"
-    compiled = config.compile(prepared, Snapshots())
-    with pytest.raises(StageError, match="capture discrepancy") as raised:
-        config.run(compiled, prepared.golden)
-    compiled.close()
-    assert raised.value.stage == "capture"
+def test_a_captured_program_that_disagrees_with_eager_is_a_capture_discrepancy(tmp_path):
+    result = judged(Test("PaddedEncoder", PaddedEncoder, padded_batch), "linalg", tmp_path, "static")
+    assert (result.outcome, result.stage) == ("fail", "capture"), result
+    assert result.error.startswith("capture discrepancy (values)") and result.signature.startswith("capture")
 
 
 def test_an_iree_compile_error_is_signed_by_its_first_error_not_by_the_tool_wrapper():
@@ -221,7 +222,7 @@ def test_an_iree_compile_crash_names_its_signal_and_pass():
     assert compile_error(crashed).splitlines()[0] == "crashed (signal 11) in FormDispatchRegionsPass"
 
 
-def test_a_capture_taken_over_from_an_earlier_host_is_checked_all_the_same():
+def test_a_capture_taken_over_from_an_earlier_host_is_checked_all_the_same(tmp_path):
     """A host that retired hands its captures to the next one without their ExportedPrograms
     (they do not cross processes); the capture check captures again, so the pair's verdict
     is `capture` whether or not an earlier config of the test ran first."""
@@ -236,27 +237,21 @@ def test_a_capture_taken_over_from_an_earlier_host_is_checked_all_the_same():
     taken_over.shared.update(pickle.loads(pickle.dumps(prepared.new_shared)))
     compiled = config.compile(taken_over, Snapshots())
     assert taken_over.reused and all(getattr(i, "exported", None) is None for i in compiled.imported.values())
-    with pytest.raises(StageError, match="capture discrepancy") as raised:
-        config.run(compiled, taken_over.golden)
     compiled.close()
-    assert raised.value.stage == "capture"
+    result = judged(None, "linalg", tmp_path, "static", prepared=taken_over)
+    assert (result.outcome, result.stage) == ("fail", "capture"), result
+    assert result.error.startswith("capture discrepancy")
 
 
 def test_a_pairs_verdict_and_twin_are_result_fields(tmp_path):
-    from e2e.framework.runner import attempt_pair
-
     needs("tosa-ref", "tosa")
-    prepared = prepare(Test("MmInt64", MmInt64, mm_int64))
-    result, _ = attempt_pair(prepared, load_config("tosa@tosa-ref"), tmp_path)
+    result = judged(Test("MmInt64", MmInt64, mm_int64), "tosa@tosa-ref", tmp_path)
     assert (result.stage, result.twin, result.verdict) == ("execute", "tosa", "runtime-side"), result
-    # Notes are plain text once the Result is made: xdist's channel carries only built-in types.
-    assert all(type(note) is str for note in result.notes) and any(n.startswith("verdict:") for n in result.notes)
-    passed, _ = attempt_pair(
-        prepare(Test("Small", Small, lambda m, tu: m.forward(tu.rand(2, 4), torch.arange(6).reshape(2, 3)))),
-        load_config("linalg"),
-        tmp_path,
-    )
-    assert (passed.twin, passed.verdict) == (None, None)
+    # Notes are plain text: xdist's channel carries only built-in types.
+    assert all(type(note) is str for note in result.notes) and result.verdict_reason in result.notes
+    small = Test("Small", Small, lambda m, tu: m.forward(tu.rand(2, 4), torch.arange(6).reshape(2, 3)))
+    passed = judged(small, "linalg", tmp_path)
+    assert (passed.outcome, passed.twin, passed.verdict) == ("pass", None, None)
 
 
 # --- StableHLO's reference interpreter (stablehlo@interp) ---------------------------------
@@ -347,22 +342,17 @@ class FloorDivideInt8(torch.nn.Module):
         return torch.floor_divide(a, b)
 
 
-def run_on_interp(test: Test) -> list[str]:
-    """The verdicts of a test on stablehlo@interp."""
+def run_on_interp(test: Test, tmp_path) -> Result:
+    """A test's Result on stablehlo@interp."""
     needs("interp", "stablehlo")
-    config = load_config("stablehlo@interp")
-    prepared = prepare(test)
-    compiled = config.compile(prepared, Snapshots())
-    try:
-        config.run(compiled, prepared.golden)
-    finally:
-        compiled.close()
-    return [note for note in compiled.notes if note.startswith("verdict:")]
+    return judged(test, "stablehlo@interp", tmp_path)
 
 
-def test_the_interpreter_runs_what_the_refbackend_twin_cannot_lower_and_the_verdict_looks_below_stablehlo():
+def test_the_interpreter_runs_what_the_refbackend_twin_cannot_lower_and_the_verdict_looks_below_stablehlo(tmp_path):
     # The twin's stablehlo-legalize-to-linalg leaves a sort that one-shot-bufferize refuses.
-    (verdict,) = run_on_interp(Test("TopkSmallest", TopkSmallest, lambda m, tu: m.forward(tu.rand(4, 6))))
+    result = run_on_interp(Test("TopkSmallest", TopkSmallest, lambda m, tu: m.forward(tu.rand(4, 6))), tmp_path)
+    assert (result.outcome, result.verdict) == ("pass", "RefBackend-side"), result
+    verdict = result.verdict_reason
     assert verdict.startswith(
         "verdict: RefBackend-side: the StableHLO interpreter runs the same stablehlo IR and matches torch; "
         "the RefBackend twin `stablehlo` fails in stage lower"
@@ -370,12 +360,14 @@ def test_the_interpreter_runs_what_the_refbackend_twin_cannot_lower_and_the_verd
     assert "look at stablehlo -> linalg -> LLVM or the RefBackend, not at torch -> stablehlo" in verdict
 
 
-def test_a_wrong_interpreter_result_says_the_program_is_wrong_by_the_spec():
+def test_a_wrong_interpreter_result_says_the_program_is_wrong_by_the_spec(tmp_path):
     # torch-mlir floor-divides int8 in f64 and converts 128.0 back to i8, out of range: the
     # interpreter saturates (127); the twin's conversion wraps, as torch's integer division does.
     def invoke(module, tu):
         module.forward(torch.tensor([-128, 7, -7], dtype=torch.int8), torch.tensor([-1, 2, 2], dtype=torch.int8))
 
-    (verdict,) = run_on_interp(Test("FloorDivideInt8", FloorDivideInt8, invoke))
+    result = run_on_interp(Test("FloorDivideInt8", FloorDivideInt8, invoke), tmp_path)
+    assert (result.stage, result.verdict) == ("compare", "runtime-side"), result
+    verdict = result.verdict_reason
     assert verdict.startswith("verdict: runtime-side (the StableHLO interpreter): the RefBackend twin `stablehlo`")
     assert "by the spec, torch -> stablehlo emitted a wrong program" in verdict

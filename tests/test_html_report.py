@@ -297,13 +297,13 @@ def test_runtimes_are_shown_beside_their_refbackend_twins(tmp_path):
     tosa_ref = CONFIGS["tosa@tosa-ref"]
     runtime_bug = tosa_ref.verdict("gives wrong results (values mismatch)", None)
     refbackend_bug = tosa_ref.verdict(None, "gives wrong results (values mismatch)")
-    assert (runtime_bug.kind, refbackend_bug.kind, runtime_bug.twin) == ("runtime-side", "RefBackend-side", "tosa")
+    assert (runtime_bug.verdict, refbackend_bug.verdict) == ("runtime-side", "RefBackend-side")
     rows = [
         {"test": "A", "config": "tosa", "final": "passed"},
-        {"test": "A", "config": "tosa@tosa-ref", "final": "failed", "notes": [runtime_bug], "twin": "tosa",
-         "verdict": runtime_bug.kind},
-        {"test": "B", "config": "tosa@tosa-ref", "final": "passed", "notes": [refbackend_bug], "twin": "tosa",
-         "verdict": refbackend_bug.kind},
+        {"test": "A", "config": "tosa@tosa-ref", "final": "failed", "twin": "tosa",
+         "verdict": runtime_bug.verdict, "verdict_reason": runtime_bug.verdict_reason},
+        {"test": "B", "config": "tosa@tosa-ref", "final": "passed", "twin": "tosa",
+         "verdict": refbackend_bug.verdict, "verdict_reason": refbackend_bug.verdict_reason},
         {"test": "C", "config": "tosa@tosa-ref", "final": "passed", "twin": "tosa"},
         {"test": "C", "config": "linalg", "final": "passed"},
     ]  # fmt: skip
@@ -314,6 +314,7 @@ def test_runtimes_are_shown_beside_their_refbackend_twins(tmp_path):
     assert dict(entry["counts"]) == {"runtime-side": 1, "RefBackend-side": 1, "agree": 1}
     assert sorted(entry["disagreements"])[0][:3] == ("A", "passed", "failed")
     assert sorted(entry["disagreements"])[1][:3] == ("B", "not in this run", "passed")
+    assert sorted(entry["disagreements"])[0][3] == runtime_bug.verdict_reason
     page = render_html(rows, {}, tmp_path)
     assert '<section id="runtimes">' in page and "tosa@tosa-ref vs tosa: 2 disagreements" in page
     assert '<section id="runtimes">' not in render_html(rows[-1:], {}, tmp_path)

@@ -2,8 +2,9 @@
 
 When a compiled program's outputs differ from the eager golden ones, the captured
 program (the decomposed `ExportedProgram` the importer was given) is run by torch
-itself. If it disagrees with eager torch too, and the compiled program agrees with it,
-the compiler compiled faithfully what it was handed: the pair fails in stage `capture`
+itself on the first mismatching call. If it disagrees with eager torch too, and the
+compiled program agrees with it, the compiler compiled faithfully what it was handed:
+the pair fails in stage `capture`
 with a `capture discrepancy` signature, not as a compiler mismatch. (Example: an
 `nn.TransformerEncoder` with a padding mask in eval mode takes the nested-tensor fast
 path eagerly; the exported graph does not, and pads differently.)
@@ -11,15 +12,16 @@ path eagerly; the exported graph does not, and pads differently.)
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
 
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from compiler.stages import StageError
-from e2e.framework.compare import compare_traces, compare_values
-from e2e.framework.trace import Trace, call_key
+from e2e.framework.compare import compare_values
+from e2e.framework.judge import Explanation, Outcome
+from e2e.framework.trace import TraceItem, call_key
 
 DISCREPANCY = "capture discrepancy"
 
@@ -44,38 +46,52 @@ def run_exported(exported: Any, inputs: list[Any]) -> Any:
     return pytree.tree_unflatten(user, exported.call_spec.out_spec)
 
 
-def check_capture(compiled: Any, golden: Trace, trace: Trace, recapture=None) -> None:
-    """Raise a `capture` StageError when the first mismatching call is a capture discrepancy.
+@dataclass(frozen=True)
+class CaptureCheck:
+    """The explainer (`e2e.framework.judge`) of an FX-captured config's wrong results.
 
     The captured program comes from the import the config compiled; one taken over from an
     earlier host of the test lost it on the way (an `ExportedProgram` does not cross
-    processes), and is captured again with `recapture(call, dynamic)`, so a pair's verdict does not
-    depend on which configs ran before it."""
-    if compare_traces(golden, trace, compiled.tolerance) is None:
-        return
-    for number, (expected, actual) in enumerate(zip(golden, trace)):
-        where = f"trace item #{number} ({expected.method}) @ output"
-        if compare_values(expected.outputs, actual.outputs, where, compiled.tolerance) is None:
-            continue
+    processes), and is captured again with `recapture(prepared, call, dynamic)`, so a pair's
+    verdict does not depend on which configs ran before it."""
+
+    recapture: Callable[[Any, TraceItem, bool], Any]
+
+    def explain(self, prepared, outcome: Outcome) -> Explanation | None:
+        if outcome.mismatch is None:
+            return None
+        compiled, golden, trace = outcome.artifact, prepared.golden, outcome.trace
+        tolerance = prepared.test.tolerance
+        for number, (expected, actual) in enumerate(zip(golden, trace)):
+            where = f"trace item #{number} ({expected.method}) @ output"
+            if compare_values(expected.outputs, actual.outputs, where, tolerance) is None:
+                continue
+            versus_eager = self._versus_eager(compiled, prepared, expected, actual, where, tolerance)
+            if versus_eager is None:
+                return None
+            return Explanation(
+                stage="capture",
+                error=(
+                    f"{DISCREPANCY} ({versus_eager.kind}): the captured program, run by torch, disagrees with the "
+                    f"eager module, and the compiled program agrees with the captured one: {versus_eager}"
+                ),
+            )
+        return None
+
+    def _versus_eager(self, compiled, prepared, expected: TraceItem, actual: TraceItem, where: str, tolerance):
+        """How the captured program, run by torch, differs from eager torch on `expected`'s
+        call while agreeing with the compiled program; None: no capture discrepancy (the
+        capture agrees with eager, the compiler is wrong as well, or no verdict is possible)."""
         dynamic = (expected.method, None) in compiled.imported
         imported = compiled.imported.get((expected.method, None if dynamic else call_key(expected.inputs)))
         exported = getattr(imported, "exported", None)
-        if exported is None and recapture is not None:
-            try:
-                exported = recapture(expected, dynamic)
-            except Exception:
-                return  # it does not capture again: no verdict
-        if exported is None:
-            return
         try:
+            if exported is None:
+                exported = self.recapture(prepared, expected, dynamic)
             native = run_exported(exported, expected.inputs)
         except Exception:
-            return  # the captured program does not run natively: no verdict
-        versus_eager = compare_values(expected.outputs, native, where, compiled.tolerance)
-        if versus_eager is None or compare_values(native, actual.outputs, where, compiled.tolerance) is not None:
-            return  # the capture agrees with eager, or the compiler is wrong as well: a compiler mismatch
-        raise StageError(
-            "capture",
-            f"{DISCREPANCY} ({versus_eager.kind}): the captured program, run by torch, disagrees with the eager "
-            f"module, and the compiled program agrees with the captured one: {versus_eager}",
-        )
+            return None  # it does not capture again, or the captured program does not run natively
+        versus_eager = compare_values(expected.outputs, native, where, tolerance)
+        if versus_eager is None or compare_values(native, actual.outputs, where, tolerance) is not None:
+            return None
+        return versus_eager

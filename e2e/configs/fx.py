@@ -12,7 +12,6 @@ per set of backend-legal ops (linalg keeps `aten.adaptive_max_pool2d`, as upstre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -21,7 +20,8 @@ import torch.utils._pytree as pytree
 from compiler import compile_backend_ir, fx_import, torch_backend_ir
 from compiler.stages import Snapshots
 from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
-from e2e.configs.capture_check import check_capture
+from e2e.configs.capture_check import CaptureCheck
+from e2e.framework.judge import Explainer
 from e2e.framework.registry import Tolerance
 from e2e.framework.result import NotApplicable
 from e2e.framework.trace import Trace, TraceItem, call_key
@@ -36,8 +36,6 @@ class Compiled:
     notes: list[str] = field(default_factory=list)
     imported: dict[tuple[str, Any], Any] = field(default_factory=dict)  # the FxImport of each program
     tolerance: Tolerance | None = None
-    prepared: Any = None  # the prepared test it was compiled from (a capture check recaptures from it)
-    ir_dir: Path | None = None  # where the pair's IR is saved (a runtime config writes its native bundle there)
 
     def program_for(self, method: str, inputs: list[Any]) -> tuple[Any, Any]:
         return self.programs.get((method, None)) or self.programs[(method, call_key(inputs))]
@@ -80,7 +78,7 @@ class FxConfig:
         chain = self.toolchain()
         executor = installed_executor(chain)
         static_only = self.static or getattr(executor, "static_only", False)
-        compiled = Compiled({}, tolerance=prepared.test.tolerance, prepared=prepared)
+        compiled = Compiled({}, tolerance=prepared.test.tolerance)
         for item in prepared.golden:
             shapes = prepared.arg_shapes(item.method)
             dynamic = bool(shapes) and any(s and -1 in s for s in shapes)
@@ -111,17 +109,17 @@ class FxConfig:
         return compiled
 
     def run(self, compiled: Compiled, golden: Trace) -> Trace:
-        trace = run_programs(compiled, golden)
-        check_capture(
-            compiled, golden, trace, recapture=lambda call, dynamic: self._recapture(compiled.prepared, call, dynamic)
-        )
-        return trace
+        return run_programs(compiled, golden)
 
-    def _recapture(self, prepared, call: TraceItem, dynamic: bool):
-        """The captured program of `call` again, as `compile` captured it: with the test's
-        dynamic dims when its program was compiled with them, else at the call's shapes."""
-        shapes = prepared.arg_shapes(call.method) if dynamic else None
-        return _import(prepared, call, shapes, Snapshots()).exported
+    def explainers(self) -> tuple[Explainer, ...]:
+        return (CaptureCheck(recapture),)
+
+
+def recapture(prepared, call: TraceItem, dynamic: bool):
+    """The captured program of `call` again, as `compile` captured it: with the test's
+    dynamic dims when its program was compiled with them, else at the call's shapes."""
+    shapes = prepared.arg_shapes(call.method) if dynamic else None
+    return _import(prepared, call, shapes, Snapshots()).exported
 
 
 def installed_executor(chain: Toolchain):

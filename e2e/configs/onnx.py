@@ -28,7 +28,7 @@ from compiler.stages import Snapshots, StageError
 from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
 from e2e.configs import onnx_oracle
 from e2e.configs.fx import Compiled, installed_executor, run_programs, tensor_leaves
-from e2e.framework.compare import compare_traces
+from e2e.framework.judge import Explainer, Explanation, Outcome
 from e2e.framework.registry import Tolerance
 from e2e.framework.result import NotApplicable
 from e2e.framework.trace import Trace, TraceItem, call_key
@@ -98,19 +98,25 @@ class OnnxConfig:
         return compiled
 
     def run(self, compiled: OnnxCompiled, golden: Trace) -> Trace:
-        try:
-            trace = run_programs(compiled, golden)
-        except Exception:
-            compiled.notes.extend(self._oracle(compiled, golden, None))
-            raise
-        if compare_traces(golden, trace, compiled.tolerance) is not None:
-            compiled.notes.extend(self._oracle(compiled, golden, trace))
-        return trace
+        return run_programs(compiled, golden)
 
-    @staticmethod
-    def _oracle(compiled: OnnxCompiled, golden: Trace, trace: Trace | None) -> list[str]:
+    def explainers(self) -> tuple[Explainer, ...]:
+        return (OnnxOracle(),)
+
+
+class OnnxOracle:
+    """The explainer (`e2e.framework.judge`) of a program that failed to run or compared
+    wrong: what onnxruntime computes on the same model."""
+
+    def explain(self, prepared, outcome: Outcome) -> Explanation | None:
+        ran_wrong = outcome.mismatch is not None
+        if not (ran_wrong or outcome.stage == "execute") or outcome.artifact is None:
+            return None
         tensors = lambda item: tensor_leaves(item.inputs)  # noqa: E731
-        return onnx_oracle.oracle_notes(compiled.model_for, tensors, golden, trace, compiled.tolerance)
+        notes = onnx_oracle.oracle_notes(
+            outcome.artifact.model_for, tensors, prepared.golden, outcome.trace, prepared.test.tolerance
+        )
+        return Explanation(notes)
 
 
 def _export(prepared, item: TraceItem, shapes, snapshots: Snapshots) -> tuple[bytes, list[str]]:

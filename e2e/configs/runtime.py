@@ -9,9 +9,10 @@
 | `torch@iree` | raw torch IR (IREE's own torch input path) | IREE llvm-cpu | `linalg` |
 | `onnx@iree` | raw torch-onnx IR of the exported model (IREE's own ONNX input path) | IREE llvm-cpu | `onnx` |
 
-Each pair also compiles the same lowered program on the RefBackend (its *twin*) and runs
-both. When exactly one of them matches torch, or neither, the Result's `verdict` field says
-which side the bug is on (and a note says why, in words): a runtime-side bug (the twin runs the same IR
+Each pair's explainer (`TwinVerdict`, asked by the runner after it judged) also compiles the
+same lowered program on the RefBackend (its *twin*) and runs it. When exactly one of them
+matches torch, or neither, the Result's `verdict` field says which side the bug is on (and
+`verdict_reason` says why, in words): a runtime-side bug (the twin runs the same IR
 right), a RefBackend-side one (the runtime runs it right: look at `<backend>` -> linalg or
 the RefBackend, not at torch -> `<backend>`), or one in the lowered IR itself (both wrong).
 An executor that computes what its IR's spec says (`by_the_spec`: StableHLO's reference
@@ -26,13 +27,14 @@ from dataclasses import dataclass
 from compiler.executors import RuntimeExecutor, executor_class
 from compiler.stages import Snapshots, StageError
 from compiler.toolchain import TORCH_INPUT
-from e2e.configs.fx import Compiled, FxConfig, run_programs
+from e2e.configs.fx import FxConfig, run_programs
 from e2e.configs.onnx import OnnxConfig
 from e2e.configs.runtime_bundle import write_native_bundle
 from e2e.framework import isolation
 from e2e.framework.compare import compare_traces
+from e2e.framework.judge import Explainer, Explanation, Outcome
 from e2e.framework.registry import Tolerance
-from e2e.framework.result import BOTH_WRONG, REFBACKEND_SIDE, RUNTIME_SIDE, Verdict
+from e2e.framework.result import BOTH_WRONG, REFBACKEND_SIDE, RUNTIME_SIDE
 from e2e.framework.trace import Trace
 
 TWIN_TIMEOUT = 120.0  # seconds for the twin's compile and run
@@ -63,9 +65,9 @@ def twin_outcome(twin_config: FxConfig | OnnxConfig, prepared, golden: Trace) ->
 
 
 class OnRuntime:
-    """A config's compile and run on a real runtime, judged beside its RefBackend twin.
+    """A config's compile and run on a real runtime, explained beside its RefBackend twin.
     Mixed into the frontend's config (`FxConfig`, `OnnxConfig`), which compiles for the
-    executor it names; the subclass gives `twin` and `twin_config()`."""
+    executor it names and runs what it compiled; the subclass gives `twin` and `twin_config()`."""
 
     twin: str
 
@@ -78,64 +80,16 @@ class OnRuntime:
         given = self.toolchain().executor_input
         return {"torch": "raw torch", "onnx": "raw torch-onnx"}.get(given, given)
 
-    def compile(self, prepared, snapshots: Snapshots) -> Compiled:
-        try:
-            compiled = super().compile(prepared, snapshots)
-        except StageError as error:
-            if error.stage == "lower":  # the runtime refused what torch-mlir produced
-                twin = twin_outcome(self.twin_config(), prepared, prepared.golden)
-                error.notes = [self.verdict("fails in stage lower", twin)]
-            raise
-        compiled.prepared = prepared
-        compiled.ir_dir = snapshots.directory
-        return compiled
+    def explainers(self) -> tuple[Explainer, ...]:
+        return (*super().explainers(), TwinVerdict(self), NativeReproducer(self))
 
-    def run(self, compiled: Compiled, golden: Trace) -> Trace:
-        twin = twin_outcome(self.twin_config(), compiled.prepared, golden)
-        try:
-            trace = super().run(compiled, golden)
-        except StageError as error:
-            if error.stage != "capture":
-                compiled.notes.append(self.verdict(f"fails in stage {error.stage}", twin))
-                self._native_bundle(compiled, golden, f"{self.runtime} fails in stage {error.stage}: {error.message}")
-            raise
-        mismatch = compare_traces(golden, trace, compiled.tolerance)
-        outcome = None if mismatch is None else f"gives wrong results ({mismatch.kind} mismatch)"
-        if (verdict := self.verdict(outcome, twin)) is not None:
-            compiled.notes.append(verdict)
-        if mismatch is not None:
-            self._native_bundle(compiled, golden, f"{self.runtime} gives wrong results: {mismatch}", mismatch.call)
-        return trace
-
-    def _native_bundle(self, compiled: Compiled, golden: Trace, failure: str, call: int | None = None) -> None:
-        """The failing call's program, inputs and expected outputs in the runtime's own terms."""
-        if getattr(compiled, "ir_dir", None) is None:
-            return
-        item = golden[call or 0]
-        program, _ = compiled.program_for(item.method, item.inputs)
-        tolerance = compiled.tolerance or Tolerance(1e-4, 1e-5)
-        try:
-            readme = write_native_bundle(
-                compiled.ir_dir,
-                getattr(program, "program", program),
-                item.inputs,
-                item.outputs,
-                runtime=self.runtime,
-                failure=failure,
-                rtol=tolerance.rtol,
-                atol=tolerance.atol,
-            )
-        except Exception as error:  # the failure is recorded either way
-            compiled.notes.append(f"native reproducer: not written: {type(error).__name__}: {error}"[:300])
-            return
-        compiled.notes.append(f"native reproducer ({self.runtime}'s own tools): {readme}")
-
-    def verdict(self, runtime: str | None, twin: str | None) -> Verdict | None:
+    def verdict(self, runtime: str | None, twin: str | None) -> Explanation | None:
         """Which of the runtime and the RefBackend twin matches torch on the same program (None: both)."""
         same = f"the same {self.ir_name} IR"
         if runtime is None and twin is None:
             return None
         if twin is None:
+            kind = RUNTIME_SIDE
             text = (
                 f"verdict: {RUNTIME_SIDE} ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
                 f"torch; {self.runtime} {runtime}"
@@ -145,23 +99,22 @@ class OnRuntime:
                     f": by the spec, {self._produced_by()} emitted a wrong program, which the twin's lowering departs "
                     f"from as torch does (or {self.runtime} is wrong)"
                 )
-            return Verdict(text, RUNTIME_SIDE, self.twin)
-        if runtime is None:
+        elif runtime is None:
+            kind = REFBACKEND_SIDE
             below = "linalg -> LLVM" if self.backend in ("linalg", TORCH_INPUT) else f"{self.backend} -> linalg -> LLVM"
             if self.toolchain().executor_input == "onnx":
                 below = "convert-torch-onnx-to-torch, the torch backend, linalg -> LLVM"
-            return Verdict(
+            text = (
                 f"verdict: {REFBACKEND_SIDE}: {self.runtime} runs {same} and matches torch; the RefBackend twin "
-                f"`{self.twin}` {twin}: look at {below} or the RefBackend, not at {self._produced_by()}",
-                REFBACKEND_SIDE,
-                self.twin,
+                f"`{self.twin}` {twin}: look at {below} or the RefBackend, not at {self._produced_by()}"
             )
-        return Verdict(
-            f"verdict: {BOTH_WRONG}: {self.runtime} {runtime}, and the RefBackend twin `{self.twin}` {twin}: "
-            f"look at what produced {same} ({self._produced_by()}){self._shared_below()}, or both executors",
-            BOTH_WRONG,
-            self.twin,
-        )
+        else:
+            kind = BOTH_WRONG
+            text = (
+                f"verdict: {BOTH_WRONG}: {self.runtime} {runtime}, and the RefBackend twin `{self.twin}` {twin}: "
+                f"look at what produced {same} ({self._produced_by()}){self._shared_below()}, or both executors"
+            )
+        return Explanation([text], verdict=kind, verdict_reason=text)
 
     def _produced_by(self) -> str:
         if self.toolchain().frontend == "onnx":
@@ -173,6 +126,63 @@ class OnRuntime:
         if self.toolchain().executor_input == "onnx":
             return ", at convert-torch-onnx-to-torch (each runs its own)"
         return ""
+
+
+@dataclass(frozen=True)
+class TwinVerdict:
+    """The explainer (`e2e.framework.judge`) of a runtime pair: the same program compiled and run on
+    the RefBackend twin says which side a failure, or the twin's own failure, is on."""
+
+    config: OnRuntime
+
+    def explain(self, prepared, outcome: Outcome) -> Explanation | None:
+        if outcome.passed:
+            runtime = None
+        elif outcome.mismatch is not None:
+            runtime = f"gives wrong results ({outcome.mismatch.kind} mismatch)"
+        elif outcome.stage in ("lower", "execute"):  # the runtime refused or failed what torch-mlir produced
+            runtime = f"fails in stage {outcome.stage}"
+        else:
+            return None  # failed before the two split
+        return self.config.verdict(runtime, twin_outcome(self.config.twin_config(), prepared, prepared.golden))
+
+
+@dataclass(frozen=True)
+class NativeReproducer:
+    """The runtime's own reproducer of a program it ran and failed or got wrong: the failing
+    call's program, inputs and expected outputs in the runtime's own terms."""
+
+    config: OnRuntime
+
+    def explain(self, prepared, outcome: Outcome) -> Explanation | None:
+        if outcome.ir_dir is None or outcome.artifact is None or outcome.stage not in ("execute", "compare"):
+            return None
+        runtime = self.config.runtime
+        if outcome.mismatch is not None:
+            failure, call = f"{runtime} gives wrong results: {outcome.mismatch}", outcome.mismatch.call
+        else:
+            failure, call = f"{runtime} fails in stage {outcome.stage}: {_message(outcome.error)}", None
+        item = prepared.golden[call or 0]
+        program, _ = outcome.artifact.program_for(item.method, item.inputs)
+        tolerance = prepared.test.tolerance or Tolerance(1e-4, 1e-5)
+        try:
+            readme = write_native_bundle(
+                outcome.ir_dir,
+                getattr(program, "program", program),
+                item.inputs,
+                item.outputs,
+                runtime=runtime,
+                failure=failure,
+                rtol=tolerance.rtol,
+                atol=tolerance.atol,
+            )
+        except Exception as error:  # the failure is recorded either way
+            return Explanation([f"native reproducer: not written: {type(error).__name__}: {error}"[:300]])
+        return Explanation([f"native reproducer ({runtime}'s own tools): {readme}"])
+
+
+def _message(error: BaseException | None) -> str:
+    return error.message if isinstance(error, StageError) else f"{type(error).__name__}: {error}"
 
 
 @dataclass(frozen=True)

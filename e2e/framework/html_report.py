@@ -252,7 +252,7 @@ def runtime_verdicts(rows: list[dict]) -> dict[str, dict]:
         entry = found.setdefault(row["config"], {"twin": twin, "counts": Counter(), "disagreements": []})
         entry["counts"][row.get("verdict") or "agree"] += 1
         if row.get("verdict"):
-            note = next((n for n in row.get("notes") or [] if n.startswith("verdict:")), row["verdict"])
+            note = row.get("verdict_reason") or row["verdict"]
             entry["disagreements"].append(
                 (row["test"], final.get((row["test"], twin), "not in this run"), row["final"], note)
             )

@@ -24,23 +24,6 @@ RUNTIME_SIDE, REFBACKEND_SIDE, BOTH_WRONG = "runtime-side", "RefBackend-side", "
 VERDICT_KINDS = (RUNTIME_SIDE, REFBACKEND_SIDE, BOTH_WRONG)
 
 
-class Verdict(str):
-    """A verdict note: the sentence a person reads, carrying its facts as fields (`kind`, one
-    of VERDICT_KINDS, and the `twin` it was judged beside), which the runner copies into
-    the Result; nothing parses the sentence back."""
-
-    kind: str
-    twin: str
-
-    def __new__(cls, text: str, kind: str, twin: str) -> "Verdict":
-        note = super().__new__(cls, text)
-        note.kind, note.twin = kind, twin
-        return note
-
-    def __reduce__(self):
-        return (Verdict, (str(self), self.kind, self.twin))
-
-
 @runtime_checkable
 class Twinned(Protocol):
     """A config judged beside a RefBackend twin (the runtime configs)."""
@@ -64,7 +47,8 @@ class Result:
     failing_pass: str | None = None
     failing_call: int | None = None  # the golden trace item a compare failure mismatched on
     twin: str | None = None  # a runtime config's RefBackend twin
-    verdict: str | None = None  # one of VERDICT_KINDS when runtime and twin disagree (see `notes` for why)
+    verdict: str | None = None  # one of VERDICT_KINDS when runtime and twin disagree
+    verdict_reason: str | None = None  # the verdict in words
     duration: float = 0.0
     notes: list[str] = field(default_factory=list)  # e.g. "torch.jit.trace fallback: ..."
     repro_path: str | None = None  # reproducer bundle, when one was written

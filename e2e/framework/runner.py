@@ -29,6 +29,7 @@ from compiler.stages import Snapshots, StageError, write_atomic
 from e2e.framework import isolation
 from e2e.framework.compare import compare_traces
 from e2e.framework.isolation import Limits
+from e2e.framework.judge import Explanation, Outcome, explain
 from e2e.framework.registry import Test
 from e2e.framework.result import (
     CRASH,
@@ -41,7 +42,6 @@ from e2e.framework.result import (
     NotApplicable,
     Result,
     Twinned,
-    Verdict,
 )
 from e2e.framework.signature import (
     broken_test_signature,
@@ -198,20 +198,24 @@ def warm_up() -> None:
 
 
 def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tuple[Result, dict]:
-    """Compile, run, compare. Returns the Result and newly shared values."""
-    artifacts: list[Any] = []
-    result, shared = _compile_run_compare(config, prepared, snapshots, artifacts)
+    """Compile and run (the config), judge (here, once), explain (the config's explainers)."""
+    outcome = _compile_and_run_once(config, prepared, snapshots)
+    if isinstance(outcome, Result):  # not applicable: skipped
+        return outcome, prepared.new_shared
+    explanations = explain(config, prepared, outcome)
+    result = _result_of(prepared.test, config.name, outcome, explanations)
     if isinstance(config, Twinned):
         result.twin = config.twin
-    result.verdict = next((note.kind for note in result.notes if isinstance(note, Verdict)), None)
-    result.notes = [str(note) for note in result.notes]  # plain text from here on (xdist sends it as is)
+    notes = list(getattr(outcome.artifact, "notes", ()))
+    notes += [f"shared: reused {key} from an earlier config of this test" for key in sorted(map(repr, prepared.reused))]
+    notes += [note for explanation in explanations for note in explanation.notes]
+    result.notes = list(dict.fromkeys(notes))
     # A test host runs every config of its test: free each one's ExecutionEngines, unless
     # the program misbehaved (its heap may be corrupt: freeing can abort or hang; the
     # host retires instead).
     if not ran_and_failed(result):
-        for artifact in artifacts:
-            getattr(artifact, "close", lambda: None)()
-    return result, shared
+        getattr(outcome.artifact, "close", lambda: None)()
+    return result, prepared.new_shared
 
 
 RUNTIME_STAGES = ("execute", "compare")
@@ -222,80 +226,53 @@ def ran_and_failed(result: Result) -> bool:
     return not result.passed and result.stage in RUNTIME_STAGES
 
 
-def _compile_run_compare(config, prepared: PreparedTest, snapshots: Snapshots, artifacts: list) -> tuple[Result, dict]:
-    test = prepared.test
-    notes: list[str] = []
+def _compile_and_run_once(config, prepared: PreparedTest, snapshots: Snapshots) -> Outcome | Result:
+    """What the config built and ran, compared with the golden trace: an Outcome; a
+    config that cannot honour the test: its `skip` Result."""
     artifact = None
-
-    def add_notes(more) -> list[str]:  # a config's notes: its artifact's (also those written by `run`), its error's
-        notes.extend(note for note in more if note not in notes)
-        return notes
-
     try:
         artifact = config.compile(prepared, snapshots)
-        artifacts.append(artifact)
-        add_notes(getattr(artifact, "notes", ()))
         snapshots.enter("execute")
         trace = config.run(artifact, prepared.golden)
-        add_notes(getattr(artifact, "notes", ()))
     except NotApplicable as error:
         stage = snapshots.current or "capture"
-        return Result(test.name, config.name, SKIP, stage=stage, error=str(error), notes=notes), prepared.new_shared
+        return Result(prepared.test.name, config.name, SKIP, stage=stage, error=str(error))
     except StageError as error:
-        for artifact in artifacts:
-            add_notes(getattr(artifact, "notes", ()))
-        add_notes(getattr(error, "notes", ()))
-        result = Result(
-            test.name,
-            config.name,
-            FAIL,
-            stage=error.stage,
-            signature=stage_signature(error.stage, error.message, error.failing_pass),
-            error=_stage_error_text(error),
-            failing_pass=error.failing_pass,
-            notes=notes,
-        )
-        if error.input_ir and snapshots.directory is not None:
-            name = "failing-pass-input.mlir" if error.failing_pass else f"{error.stage}-input.mlir"
-            write_atomic(snapshots.directory / name, error.input_ir)
-            result.ir_path = str(snapshots.directory / name)
-        return result, prepared.new_shared
+        return Outcome(error.stage, error=error, artifact=artifact, ir_dir=snapshots.directory)
     except Exception as error:
-        for artifact in artifacts:
-            add_notes(getattr(artifact, "notes", ()))
-        stage = snapshots.current or "capture"
-        result = Result(
-            test.name,
-            config.name,
-            FAIL,
-            stage=stage,
-            signature=stage_signature(stage, f"{type(error).__name__}: {error}"),
-            error=f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-6)}",
-            notes=notes,
-        )
-        return result, prepared.new_shared
-    finally:  # notes `run` added (the onnx config's oracle explains a failed or wrong run)
-        add_notes(getattr(artifact, "notes", ()))
-    notes.extend(
-        f"shared: reused {key} from an earlier config of this test" for key in sorted(map(repr, prepared.reused))
-    )
+        return Outcome(snapshots.current or "capture", error=error, artifact=artifact, ir_dir=snapshots.directory)
     snapshots.enter("compare")
-    mismatch = compare_traces(prepared.golden, trace, test.tolerance)
-    if mismatch is None:
-        return Result(test.name, config.name, PASS, notes=notes), prepared.new_shared
-    return (
-        Result(
-            test.name,
-            config.name,
-            FAIL,
-            stage="compare",
-            signature=mismatch_signature(mismatch.kind),
-            error=str(mismatch),
-            failing_call=mismatch.call,
-            notes=notes,
-        ),
-        prepared.new_shared,
-    )
+    mismatch = compare_traces(prepared.golden, trace, prepared.test.tolerance)
+    stage = None if mismatch is None else "compare"
+    return Outcome(stage, mismatch=mismatch, artifact=artifact, trace=trace, ir_dir=snapshots.directory)
+
+
+def _result_of(test: Test, config: str, outcome: Outcome, explanations: list[Explanation]) -> Result:
+    """The pair's Result: the runner's judgement, or the stage an explainer moved it to."""
+    result = Result(test.name, config, PASS if outcome.passed else FAIL, stage=outcome.stage)
+    for explanation in explanations:
+        if explanation.verdict is not None:
+            result.verdict, result.verdict_reason = explanation.verdict, explanation.verdict_reason
+    moved = next((explanation for explanation in explanations if explanation.stage is not None), None)
+    error = outcome.error
+    if moved is not None:
+        result.outcome, result.stage, result.error = FAIL, moved.stage, moved.error or ""
+        result.signature = stage_signature(moved.stage, result.error)
+    elif outcome.mismatch is not None:
+        result.signature = mismatch_signature(outcome.mismatch.kind)
+        result.error, result.failing_call = str(outcome.mismatch), outcome.mismatch.call
+    elif isinstance(error, StageError):
+        result.signature = stage_signature(error.stage, error.message, error.failing_pass)
+        result.error, result.failing_pass = _stage_error_text(error), error.failing_pass
+        if error.input_ir and outcome.ir_dir is not None:
+            name = "failing-pass-input.mlir" if error.failing_pass else f"{error.stage}-input.mlir"
+            write_atomic(outcome.ir_dir / name, error.input_ir)
+            result.ir_path = str(outcome.ir_dir / name)
+    elif error is not None:
+        result.signature = stage_signature(outcome.stage, f"{type(error).__name__}: {error}")
+        trace = "".join(traceback.format_exception(error, limit=-6))
+        result.error = f"{type(error).__name__}: {error}\n{trace}"
+    return result
 
 
 def _stage_error_text(error: StageError) -> str:

@@ -1,0 +1,87 @@
+"""How a pair is judged: once, by the runner, then explained by the config's explainers.
+
+A config compiles and runs; it does not compare. The runner compares the trace with the
+golden one (`compare_traces`), or takes the stage that raised, and hands what it found
+(`Outcome`) to each of the config's explainers in turn (`Explained.explainers()`). An
+explainer says why, as typed fields (`Explanation`):
+
+- the capture check (FX-captured configs): the mismatch is torch.export's, not the
+  compiler's, and the failure moves to stage `capture`;
+- the ONNX oracle (`onnx` configs): what onnxruntime computes on the same model;
+- a runtime config's RefBackend twin: which side of the runtime / RefBackend pair the bug
+  is on (`verdict`, `twin`), and the runtime's native reproducer.
+
+A re-attribution (`Explanation.stage`) ends the asking: what follows would explain a
+failure that is no longer the compiler's. An explainer that raises costs its note, never the
+pair's result.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+from compiler.replay_runtime.compare import Mismatch
+from e2e.framework.trace import Trace
+
+
+@dataclass
+class Outcome:
+    """What the runner found, before any explainer: the stage that failed (None: every call
+    matched torch), the error it raised or the mismatch the comparison found, and what the
+    config produced on the way (its artifact, the trace)."""
+
+    stage: str | None
+    error: BaseException | None = None
+    mismatch: Mismatch | None = None
+    artifact: Any = None  # None when compile raised
+    trace: Trace | None = None  # None unless the program ran to the end
+    ir_dir: Path | None = None  # where the pair's IR is saved
+
+    @property
+    def passed(self) -> bool:
+        return self.stage is None
+
+
+@dataclass
+class Explanation:
+    """Why a pair ended as it did, in fields the Result takes over as they are."""
+
+    notes: list[str] = field(default_factory=list)  # what a person reads
+    verdict: str | None = None  # one of result.VERDICT_KINDS
+    verdict_reason: str | None = None  # the verdict in words
+    stage: str | None = None  # the stage the failure belongs to, when not the one it showed in
+    error: str | None = None  # the failure's text in that stage
+
+
+@runtime_checkable
+class Explainer(Protocol):
+    def explain(self, prepared: Any, outcome: Outcome) -> Explanation | None: ...
+
+
+@runtime_checkable
+class Explained(Protocol):
+    """A config whose pairs are explained after the runner judged them (in this order)."""
+
+    def explainers(self) -> Sequence[Explainer]: ...
+
+
+def explain(config: Any, prepared: Any, outcome: Outcome) -> list[Explanation]:
+    """The config's explanations of `outcome`, up to and including a re-attribution."""
+    if not isinstance(config, Explained):
+        return []
+    found: list[Explanation] = []
+    for explainer in config.explainers():
+        try:
+            explanation = explainer.explain(prepared, outcome)
+        except Exception as error:
+            where = traceback.format_exc(limit=-1).strip().splitlines()[-3:]
+            found.append(Explanation([f"{type(explainer).__name__} raised {type(error).__name__}: {error} ({where})"]))
+            continue
+        if explanation is not None:
+            found.append(explanation)
+            if explanation.stage is not None:
+                break
+    return found
