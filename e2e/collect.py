@@ -161,7 +161,7 @@ class E2EItem(ResultItem):
         raise E2EFailure(result)
 
     def _reduce(self, state: E2EState, test, result: Result) -> None:
-        from e2e.reducer.failure import ReduceOutcome
+        from e2e.reducer.outcome import ReduceOutcome
 
         outcome = state.reduce_pair(test, result, self.config.getoption("reduce_timeout"))
         if not isinstance(outcome, ReduceOutcome):

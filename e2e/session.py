@@ -223,6 +223,6 @@ def has_timeout(config) -> bool:
 
 def _reduce_on_host(result, prepared, config, reports_dir, time_box, memory_bytes):
     """The reducer a test host is handed (imported in the host, when a failure needs it)."""
-    from e2e.reducer.failure import reduce_isolated
+    from e2e.reducer.strategies import reduce_isolated
 
     return reduce_isolated(result, prepared, config, reports_dir, time_box, memory_bytes)

@@ -196,7 +196,7 @@ class Cummax(torch.nn.Module):
 
 
 def test_an_exporter_failure_names_the_op_and_reduces_to_a_torch_script(tmp_path):
-    from e2e.reducer.failure import reduce_result
+    from e2e.reducer.strategies import reduce_result
 
     prepared = prepare(registry.Test("OnnxCummax", Cummax, lambda m, tu: m.forward(tu.rand(3, 4))))
     config = load_config("onnx")

@@ -103,7 +103,7 @@ def test_a_suite_mismatch_on_the_onnx_config_gets_its_bundle(tmp_path):
     from e2e.framework.isolation import Limits
     from e2e.framework.registry import Test
     from e2e.framework.runner import prepare, run_pair
-    from e2e.reducer.failure import reduce_result
+    from e2e.reducer.strategies import reduce_result
 
     def invoke(module, tu):
         x = tu.rand(3, 4)

@@ -20,7 +20,8 @@ from e2e.configs import load_config
 from e2e.framework.isolation import Limits
 from e2e.framework.signature import Signature, crash_signature, guilty_op, normalize, stage_signature
 from e2e.reducer.bundle import with_reproducer_resource
-from e2e.reducer.failure import reduce_jit_mismatch, reduce_mismatch, reduce_mlir
+from e2e.reducer.failure import reduce_mismatch, reduce_mlir
+from e2e.reducer.jit_graph import reduce_jit_mismatch
 from e2e.reducer.localize import toolchain_for
 from e2e.reducer.reduce import op_count
 
@@ -282,7 +283,7 @@ def test_torch_level_miscompile_blames_the_rewritten_op(tmp_path):
 def test_execute_crash_reduces_to_the_failing_assert(tmp_path):
     from types import SimpleNamespace
 
-    from e2e.reducer.failure import reduce_result
+    from e2e.reducer.strategies import reduce_result
 
     ir_dir = tmp_path / "ir" / "T" / "linalg"
     ir_dir.mkdir(parents=True)
@@ -308,7 +309,7 @@ def test_lazy_capture_failure_becomes_a_torch_script(tmp_path):
     import e2e.test_suite.elementwise_binary  # noqa: F401  (registers Binary_Atan2SameShape)
     from e2e.framework.registry import GLOBAL_TEST_REGISTRY
     from e2e.framework.runner import prepare, run_pair
-    from e2e.reducer.failure import reduce_result
+    from e2e.reducer.strategies import reduce_result
 
     prepared = prepare(GLOBAL_TEST_REGISTRY["Binary_Atan2SameShape"])
     prepared.shape_mode = "static"  # ltc traces static shapes: a dynamic test is not applicable
@@ -337,7 +338,7 @@ def test_a_failure_in_torchs_decompositions_replays_with_torch_alone(tmp_path):
     needs only the few decompositions of torch's that still fail, spelled by name."""
     from e2e.framework.registry import Test
     from e2e.framework.runner import prepare, run_pair
-    from e2e.reducer.failure import reduce_result
+    from e2e.reducer.strategies import reduce_result
 
     def invoke(module, tu):
         module.forward(tu.rand(2, 4, 8, 8), tu.rand(2, 4, 8, 8), tu.rand(2, 4, 8, 8))
@@ -403,7 +404,7 @@ def test_a_hanging_pass_is_found_and_reduced_to_a_repro_that_ends_by_sigalrm(tmp
     from types import SimpleNamespace
 
     from e2e.reducer import failure, localize
-    from e2e.reducer.failure import reduce_result
+    from e2e.reducer.strategies import reduce_result
 
     # Short enough for a unit test, long enough that a loaded machine's fork and compile of a
     # candidate that does not hang is not taken for a hang.
@@ -430,3 +431,32 @@ def test_a_hanging_pass_is_found_and_reduced_to_a_repro_that_ends_by_sigalrm(tmp
     assert outcome.guilty_op == "math.tanh" and outcome.ops_after <= 2
     elsewhere = run_elsewhere(outcome.bundle, tmp_path)
     assert elsewhere.returncode == -signal.SIGALRM, elsewhere.stdout + elsewhere.stderr
+
+
+@pytest.mark.parametrize(
+    "outcome, stage, frontend, onnx_model, expected",
+    [
+        ("timeout", "compare", "fx", False, ["Hang"]),
+        ("fail", "compare", "onnx", False, ["OnnxMismatch"]),
+        ("fail", "compare", "fx", False, ["FxMismatch"]),
+        ("fail", "compare", "torchscript", False, ["FxMismatch", "JitGraphMismatch"]),
+        ("fail", "import", "onnx", True, ["OwnOnnxModel"]),
+        ("fail", "capture", "fx", False, ["FrontendFailure"]),
+        ("crash", "execute", "fx", False, ["ExecuteCrash"]),
+        ("crash", "import", "fx", False, ["StageCrash"]),
+        ("crash", "lower", "fx", False, ["StageCrash"]),
+        ("fail", "backend", "fx", False, ["PassError"]),
+    ],
+)
+def test_each_failing_pair_is_taken_by_its_strategies(outcome, stage, frontend, onnx_model, expected):
+    from types import SimpleNamespace
+
+    from e2e.reducer.pair import FailingPair
+    from e2e.reducer.strategies import candidates
+
+    module = SimpleNamespace(onnx_model=b"model" if onnx_model else None)
+    config = SimpleNamespace(name="c", toolchain=lambda: SimpleNamespace(frontend=frontend))
+    pair = FailingPair(
+        SimpleNamespace(test="T", outcome=outcome, stage=stage), SimpleNamespace(module=module), config, ""
+    )
+    assert [type(strategy).__name__ for strategy in candidates(pair)] == expected

@@ -94,7 +94,8 @@ def _fail(name, config, what, module, inputs, torch_ir, pipeline, reports_dir, *
 
 def reproduce(name, config, module, inputs, torch_ir, pipeline, reports_dir: Path, *, error: bool):
     """A reproducer bundle for one failing example (the reducer's entry points)."""
-    from e2e.reducer.failure import ReduceOutcome, reduce_mismatch, reduce_mlir
+    from e2e.reducer.failure import reduce_mismatch, reduce_mlir
+    from e2e.reducer.outcome import ReduceOutcome
 
     if error and torch_ir is not None:
         return reduce_mlir(

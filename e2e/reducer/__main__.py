@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from e2e.reducer.failure import DEFAULT_TIME_BOX
+from e2e.reducer.pair import DEFAULT_TIME_BOX
 
 OWN_SUITE = Path(__file__).resolve().parents[1] / "test_suite"
 
@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     from e2e.framework.registry import GLOBAL_TEST_REGISTRY
     from e2e.framework.runner import prepare, run_pair
     from e2e.framework.suite_files import load_suite
-    from e2e.reducer.failure import reduce_result
+    from e2e.reducer.strategies import reduce_result
 
     suites = args.e2e_suite or [OWN_SUITE]
     files = load_suite(suites, isolate=False)  # a file that raises is reported, not fatal

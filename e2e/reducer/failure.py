@@ -1,9 +1,11 @@
-"""From a failure to a verified bundle: localize, reduce, bundle (the reducer's entry points).
+"""The MLIR-level searches and their strategies: localize, reduce, bundle.
 
-reduce_result(result, prepared, config, reports_dir)     # a failing (test, config) pair
 reduce_mlir(text, pipeline, stage, error_pattern=...)     # a .mlir file and a pipeline
 reduce_mismatch(module, inputs, toolchain, ...)           # wrong results: the smallest miscompiled FX group
-(onnx config: e2e.reducer.onnx_graph.reduce_onnx_mismatch, the smallest miscompiled group of ONNX nodes)
+Hang, FxMismatch, ExecuteCrash, StageCrash, PassError    # strategies of a failing pair (strategies.py)
+
+(A failing (test, config) pair: `e2e.reducer.strategies.reduce_result`; the onnx config's
+wrong results: `e2e.reducer.onnx_graph`; the TorchScript graph's: `e2e.reducer.jit_graph`.)
 """
 
 from __future__ import annotations
@@ -15,16 +17,15 @@ from typing import Any, Sequence
 
 from e2e.framework.signature import Signature, guilty_op
 from e2e.reducer.bundle import BundleInfo
-from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, observe, single_threaded
+from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, observe
 from e2e.reducer.finish import (
-    bundle_dir_for,
     claim_bundle,
     crashed_queries_note,
     mismatch_bundle,
     nothing_localized,
     write_outcome,
 )
-from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, localize_group
+from e2e.reducer.graph import TIME_BOX, GraphSearch, localize_group
 from e2e.reducer.localize import (
     Localized,
     localize_crash,
@@ -34,9 +35,9 @@ from e2e.reducer.localize import (
     toolchain_for,
 )
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
+from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair
 from e2e.reducer.reduce import behavioural_ops, op_count, reduce_ops
 
-DEFAULT_TIME_BOX = 60.0
 # At most this long to find the pass a hanging stage hangs in (the passes before it run first).
 HANG_LOCALIZE_SECONDS = 30.0
 
@@ -183,52 +184,6 @@ def reduce_mismatch(
     )
 
 
-def reduce_jit_mismatch(
-    module,
-    inputs,
-    toolchain,
-    *,
-    test,
-    config,
-    reports_dir,
-    tolerance=None,
-    time_box: float = DEFAULT_TIME_BOX,
-    verify: bool = True,
-) -> ReduceOutcome:
-    """Wrong results only the JIT path gives: the first differing node of the TorchScript graph, alone."""
-    from e2e.reducer.jit_graph import localize_jit
-
-    start = time.monotonic()
-    try:
-        found = localize_jit(module, inputs, toolchain, tolerance=tolerance, deadline=start + time_box)
-    except Exception as error:
-        return ReduceOutcome(
-            note=f"the TorchScript graph search failed: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION
-        )
-    if isinstance(found, str):
-        return ReduceOutcome(note=found, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
-    notes = [
-        f"localized in the TorchScript graph ({found.nodes_searched} tensor-producing nodes, "
-        f"{found.queries} queries): the first node whose compiled value differs from TorchScript's "
-        f"own run, here alone with the native values of its inputs: `{found.node}`",
-        f"compiled vs native: {found.detail}",
-    ]
-    return mismatch_bundle(
-        found,
-        "torch." + found.kind.replace("::", "."),
-        toolchain,
-        tolerance,
-        notes,
-        "",
-        ONE_MINIMAL,
-        start=start,
-        test=test,
-        config=config,
-        reports_dir=reports_dir,
-        verify=verify,
-    )
-
-
 def _same_failure(replayed: str, reported: str) -> bool:
     """The pass's own error, with or without the context a frontend prefixed to it.
 
@@ -248,168 +203,152 @@ def _same_failure(replayed: str, reported: str) -> bool:
     return shorter > 0 and rest[:shorter] == message[:shorter]
 
 
-def _stage_input(result, ir_dir: Path) -> str | None:
-    saved = sorted(ir_dir.glob(f"*-{result.stage}.mlir"))
-    return saved[0].read_text() if saved else None
+# --- the MLIR-level strategies (the table is in strategies.py) -------------------------
 
 
-def reduce_result(result, prepared, config, reports_dir: Path, time_box: float = DEFAULT_TIME_BOX) -> ReduceOutcome:
-    """A failing pair's Result -> its bundle (or why there is none)."""
-    reports_dir = Path(reports_dir)
-    ir_dir = reports_dir / "ir" / result.test / config.name
-    common = dict(test=result.test, config=config.name, reports_dir=reports_dir, time_box=time_box)
-    if result.outcome == "timeout":
-        return _reduce_hang(result, config, ir_dir, common)
-    if result.stage == "compare" and config.toolchain().frontend == "onnx":
-        from e2e.reducer.onnx_graph import reduce_onnx_result
+class Hang:
+    """A compile stage that hangs: the pass it hangs in, found pass by pass in a child, and
+    the smallest input on which that pass still gives no result in `HANG_SECONDS`."""
 
-        return reduce_onnx_result(result, prepared, config, reports_dir, time_box)
-    if result.stage == "compare":
-        # A dynamic test is called at several shapes: reduce the call that mismatched.
-        method, call = prepared.failing_call(result.failing_call)
+    name, follows = "hang", False
+
+    def applies(self, pair: FailingPair) -> bool:
+        return pair.result.outcome == "timeout"
+
+    def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
+        result, stage_input = pair.result, pair.saved_input(pair.result.stage)
+        if stage_input is None or result.stage not in ("torch-backend", "backend", "lower"):
+            return ReduceOutcome(
+                note=f"a timeout in stage {result.stage} is not reduced (no pass pipeline to replay)",
+                stopped=NO_LOCALIZATION,
+            )
+        budget = HANG_LOCALIZE_SECONDS
+        pipeline = stage_pipeline(pair.config, result.stage, stage_input)
+        localized = localize_crash(stage_input, pipeline, result.stage, budget, hang=True)
+        if localized is None:
+            return ReduceOutcome(
+                note=f"the stage finished when replayed pass by pass in {budget:.0f} s: slow, not hung",
+                stopped=NO_LOCALIZATION,
+            )
+        return reduce_localized(localized, original_ir=stage_input, **pair.where(time_box))
+
+
+class FxMismatch:
+    """Wrong results: the smallest miscompiled group of the module's FX nodes (`reduce_mismatch`),
+    for the call that mismatched (a dynamic test is called at several shapes)."""
+
+    name, follows = "in the FX graph", False
+
+    def applies(self, pair: FailingPair) -> bool:
+        return pair.result.stage == "compare" and pair.frontend != "onnx"
+
+    def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
+        prepared = pair.prepared
+        method, call = prepared.failing_call(pair.result.failing_call)
         shapes = prepared.arg_shapes(method)
         # LTC traces and eager ops are compiled for the example inputs' shapes.
-        tries = [None] if config.toolchain().frontend in ("ltc", "eager") or shapes is None else [shapes, None]
+        tries = [None] if pair.frontend in ("ltc", "eager") or shapes is None else [shapes, None]
         start = time.monotonic()
         for arg_shapes in tries:  # the test's dynamic dims first; then the example shapes
             outcome = reduce_mismatch(
                 prepared.module,
                 call,
-                toolchain_for(config)["backend"],
+                toolchain_for(pair.config)["backend"],
                 arg_shapes=arg_shapes,
                 tolerance=prepared.test.tolerance,
                 method=method,
-                original_ir=(ir_dir / "3-backend.mlir").read_text() if (ir_dir / "3-backend.mlir").exists() else "",
-                **{**common, "time_box": max(time_box - (time.monotonic() - start), 5.0)},
+                original_ir=pair.saved_input("backend") or "",
+                **pair.where(max(time_box - (time.monotonic() - start), 5.0)),
             )
             if outcome.bundle is not None:
                 break
-        if outcome.bundle is None and config.toolchain().frontend == "torchscript":
-            jit = reduce_jit_mismatch(
-                prepared.module,
-                call,
-                toolchain_for(config)["backend"],
-                tolerance=prepared.test.tolerance,
-                **{**common, "time_box": max(time_box - (time.monotonic() - start), 10.0)},
-            )
-            if jit.bundle is not None:
-                return jit
-            outcome.note = f"{outcome.note}; in the TorchScript graph: {jit.note}"
         return outcome
-    if result.stage in ("capture", "import") and getattr(prepared.module, "onnx_model", None) is not None:
-        return ReduceOutcome(
-            note=f"the ONNX model is the test's own: {ir_dir / 'model.onnx'} is what the importer was given",
-            stopped=NO_LOCALIZATION,
-        )
-    if result.stage in ("capture", "import") and result.outcome != "crash":
-        from e2e.reducer.frontend import reduce_frontend
 
-        return reduce_frontend(
-            result, prepared, config, reports_dir, time_box, bundle_dir_for(reports_dir, result.test, config.name)
-        )
-    stage_input = _stage_input(result, ir_dir)
-    if result.outcome == "crash" and result.stage == "execute":
-        return _reduce_execute_crash(result, config, ir_dir, common)
-    if result.outcome == "crash":
+
+class ExecuteCrash:
+    """The backend IR that crashes when lowered and run, reduced with the crash as its signature."""
+
+    name, follows = "execute crash", False
+
+    def applies(self, pair: FailingPair) -> bool:
+        return pair.result.outcome == "crash" and pair.result.stage == "execute"
+
+    def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
+        from compiler.replay_runtime import passes
+
+        text = pair.saved_input("lower")
+        if text is None:
+            return ReduceOutcome(
+                note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION
+            )
+        pipeline = [passes.RECORD, *toolchain_for(pair.config)["lower"], passes.INVOKE]
+        observed = observe(Case(CRASH, "execute", pipeline, ""), text)
+        if not (observed or "").startswith("crash |"):
+            return ReduceOutcome(
+                note=f"the module did not crash when lowered and run on made-up inputs: {observed}",
+                stopped=NO_LOCALIZATION,
+            )
+        case = Case(CRASH, "execute", pipeline, observed)
+        return reduce_localized(Localized(case, text, []), original_ir=text, **pair.where(time_box))
+
+
+class StageCrash:
+    """A compile stage that crashes: the pass it crashes in, replayed pass by pass in children."""
+
+    name, follows = "stage crash", False
+
+    def applies(self, pair: FailingPair) -> bool:
+        return pair.result.outcome == "crash"
+
+    def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
+        result, stage_input = pair.result, pair.saved_input(pair.result.stage)
         if stage_input is None or result.stage not in ("torch-backend", "backend", "lower"):
             return ReduceOutcome(
                 note=f"a crash in stage {result.stage} is not reduced (no pass pipeline to replay)",
                 stopped=NO_LOCALIZATION,
             )
-        localized = localize_crash(stage_input, stage_pipeline(config, result.stage, stage_input), result.stage)
+        localized = localize_crash(stage_input, stage_pipeline(pair.config, result.stage, stage_input), result.stage)
         if localized is None:
             return ReduceOutcome(
                 note="the crash did not recur when the stage was replayed pass by pass", stopped=NO_LOCALIZATION
             )
-        return reduce_localized(localized, original_ir=stage_input, **common)
-    if not result.failing_pass:
-        return ReduceOutcome(
-            note=f"no MLIR pass failed (stage {result.stage}); nothing to reduce at the IR level",
-            stopped=NO_LOCALIZATION,
-        )
-    localized = None
-    if result.ir_path and parses(Path(result.ir_path).read_text()):
-        text = Path(result.ir_path).read_text()
-        case = Case(ERROR, result.stage, [result.failing_pass], result.signature)
-        observed, diagnostics = compile_signature(text, case.stage, case.pipeline, result.failing_pass)
-        if observed == result.signature:
-            case.guilty_op = guilty_op(diagnostics)
-            localized = Localized(case, text, diagnostics)
-    if localized is None and stage_input is not None:
-        # The failing pass's input does not parse alone (e.g. torch_c ops): replay the stage.
-        localized = localize_error(stage_input, stage_pipeline(config, result.stage, stage_input), result.stage)
-    if localized is None:
-        return ReduceOutcome(note="the failure did not recur when its stage was replayed", stopped=NO_LOCALIZATION)
-    if not _same_failure(localized.case.signature, result.signature):
-        return ReduceOutcome(
-            note=f"replaying shows another signature: {localized.case.signature}", stopped=NO_LOCALIZATION
-        )
-    return reduce_localized(localized, original_ir=stage_input or localized.ir, **common)
+        return reduce_localized(localized, original_ir=stage_input, **pair.where(time_box))
 
 
-def _reduce_hang(result, config, ir_dir: Path, common: dict) -> ReduceOutcome:
-    """A compile stage that hangs: the pass it hangs in, found pass by pass in a child, and
-    the smallest input on which that pass still gives no result in `HANG_SECONDS`."""
-    stage_input = _stage_input(result, ir_dir)
-    if stage_input is None or result.stage not in ("torch-backend", "backend", "lower"):
-        return ReduceOutcome(
-            note=f"a timeout in stage {result.stage} is not reduced (no pass pipeline to replay)",
-            stopped=NO_LOCALIZATION,
-        )
-    budget = HANG_LOCALIZE_SECONDS
-    localized = localize_crash(
-        stage_input, stage_pipeline(config, result.stage, stage_input), result.stage, budget, hang=True
-    )
-    if localized is None:
-        return ReduceOutcome(
-            note=f"the stage finished when replayed pass by pass in {budget:.0f} s: slow, not hung",
-            stopped=NO_LOCALIZATION,
-        )
-    return reduce_localized(localized, original_ir=stage_input, **common)
+class PassError:
+    """A pass that fails: its input IR (or the stage replayed up to it), reduced while the
+    pass fails with the same signature."""
 
+    name, follows = "pass error", False
 
-def _reduce_execute_crash(result, config, ir_dir: Path, common: dict) -> ReduceOutcome:
-    """The backend IR that crashes when lowered and run, reduced with the crash as its signature."""
-    from compiler.replay_runtime import passes
+    def applies(self, pair: FailingPair) -> bool:
+        return True  # the table's last entry: every other failure
 
-    saved = sorted(ir_dir.glob("*-lower.mlir"))
-    if not saved:
-        return ReduceOutcome(
-            note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION
-        )
-    text = saved[0].read_text()
-    pipeline = [passes.RECORD, *toolchain_for(config)["lower"], passes.INVOKE]
-    observed = observe(Case(CRASH, "execute", pipeline, ""), text)
-    if not (observed or "").startswith("crash |"):
-        return ReduceOutcome(
-            note=f"the module did not crash when lowered and run on made-up inputs: {observed}", stopped=NO_LOCALIZATION
-        )
-    case = Case(CRASH, "execute", pipeline, observed)
-    return reduce_localized(Localized(case, text, []), original_ir=text, **common)
-
-
-def reduce_isolated(
-    result, prepared, config, reports_dir: Path, time_box: float = DEFAULT_TIME_BOX, memory_bytes: int | None = None
-) -> ReduceOutcome | str:
-    """`reduce_result` in a forked, single-threaded child; why not, as a note, when it ends badly.
-
-    The child's limit leaves room for the bundle's re-verification after the time box.
-    """
-    from e2e.framework import isolation
-
-    def child() -> ReduceOutcome:
-        single_threaded()
-        return reduce_result(result, prepared, config, reports_dir, time_box)
-
-    limit = time_box + 150
-    outcome = isolation.run_forked(child, timeout=limit, memory_bytes=memory_bytes)
-    if isinstance(outcome, ReduceOutcome):
-        return outcome
-    if isinstance(outcome, isolation.OverMemory):
-        return f"reducer: no bundle: stopped=memory the reducer grew past the cap of {outcome.limit >> 20} MiB (killed)"
-    if isinstance(outcome, isolation.TimedOut):
-        return f"reducer: no bundle: stopped=time-box the reducer gave no answer in {limit:.0f} s (killed)"
-    if isinstance(outcome, isolation.Crashed):
-        tail = outcome.stderr_tail.strip().splitlines()[-1:] or [""]
-        return f"reducer: no bundle: stopped=crash the reducer's process was {outcome.reason}: {tail[0][:300]}"
-    return f"reducer: no bundle: stopped=crash the reducer raised: {str(outcome.traceback).strip()[-500:]}"
+    def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
+        result = pair.result
+        if not result.failing_pass:
+            return ReduceOutcome(
+                note=f"no MLIR pass failed (stage {result.stage}); nothing to reduce at the IR level",
+                stopped=NO_LOCALIZATION,
+            )
+        stage_input = pair.saved_input(result.stage)
+        localized = None
+        if result.ir_path and parses(Path(result.ir_path).read_text()):
+            text = Path(result.ir_path).read_text()
+            case = Case(ERROR, result.stage, [result.failing_pass], result.signature)
+            observed, diagnostics = compile_signature(text, case.stage, case.pipeline, result.failing_pass)
+            if observed == result.signature:
+                case.guilty_op = guilty_op(diagnostics)
+                localized = Localized(case, text, diagnostics)
+        if localized is None and stage_input is not None:
+            # The failing pass's input does not parse alone (e.g. torch_c ops): replay the stage.
+            localized = localize_error(
+                stage_input, stage_pipeline(pair.config, result.stage, stage_input), result.stage
+            )
+        if localized is None:
+            return ReduceOutcome(note="the failure did not recur when its stage was replayed", stopped=NO_LOCALIZATION)
+        if not _same_failure(localized.case.signature, result.signature):
+            return ReduceOutcome(
+                note=f"replaying shows another signature: {localized.case.signature}", stopped=NO_LOCALIZATION
+            )
+        return reduce_localized(localized, original_ir=stage_input or localized.ir, **pair.where(time_box))

@@ -24,8 +24,10 @@ from compiler.stages import StageError, first_line
 from e2e.framework.signature import Signature, normalize, stage_signature
 from e2e.reducer.bundle import Verification, add_test, claim, save_arrays, signature_key, verify, versions
 from e2e.reducer.case import Case
+from e2e.reducer.finish import bundle_dir_for
 from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, GroupModule, ddmin
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
+from e2e.reducer.pair import FailingPair
 from e2e.reducer.standalone import LOADER, RUNTIME_COPY, write_runtime
 
 FRONTEND = "frontend"  # Case.kind of these bundles
@@ -340,3 +342,17 @@ def sys_version() -> str:
     import sys
 
     return sys.version.split()[0]
+
+
+class FrontendFailure:
+    """A capture or import failure (not a crash) of a torch module: the smallest FX group that
+    fails the config's frontend the same way."""
+
+    name, follows = "in the frontend", False
+
+    def applies(self, pair: FailingPair) -> bool:
+        return pair.result.stage in ("capture", "import") and pair.result.outcome != "crash"
+
+    def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
+        target = bundle_dir_for(pair.reports_dir, pair.result.test, pair.config.name)
+        return reduce_frontend(pair.result, pair.prepared, pair.config, pair.reports_dir, time_box, target)

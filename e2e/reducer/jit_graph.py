@@ -21,6 +21,12 @@ import numpy as np
 import torch
 from torch.utils import _pytree as pytree
 
+from e2e.reducer.finish import mismatch_bundle
+from e2e.reducer.graph import ONE_MINIMAL
+from e2e.reducer.localize import toolchain_for
+from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
+from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair
+
 TENSOR = "TensorType"
 
 
@@ -219,3 +225,66 @@ def localize_jit(module, inputs, toolchain, *, tolerance=None, deadline: float) 
         queries=search.queries,
         nodes_searched=len(search.candidates),
     )
+
+
+def reduce_jit_mismatch(
+    module,
+    inputs,
+    toolchain,
+    *,
+    test,
+    config,
+    reports_dir,
+    tolerance=None,
+    time_box: float = DEFAULT_TIME_BOX,
+    verify: bool = True,
+) -> ReduceOutcome:
+    """Wrong results only the JIT path gives: the first differing node of the TorchScript graph, alone."""
+    start = time.monotonic()
+    try:
+        found = localize_jit(module, inputs, toolchain, tolerance=tolerance, deadline=start + time_box)
+    except Exception as error:
+        return ReduceOutcome(
+            note=f"the TorchScript graph search failed: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION
+        )
+    if isinstance(found, str):
+        return ReduceOutcome(note=found, seconds=time.monotonic() - start, stopped=NO_LOCALIZATION)
+    notes = [
+        f"localized in the TorchScript graph ({found.nodes_searched} tensor-producing nodes, "
+        f"{found.queries} queries): the first node whose compiled value differs from TorchScript's "
+        f"own run, here alone with the native values of its inputs: `{found.node}`",
+        f"compiled vs native: {found.detail}",
+    ]
+    return mismatch_bundle(
+        found,
+        "torch." + found.kind.replace("::", "."),
+        toolchain,
+        tolerance,
+        notes,
+        "",
+        ONE_MINIMAL,
+        start=start,
+        test=test,
+        config=config,
+        reports_dir=reports_dir,
+        verify=verify,
+    )
+
+
+class JitGraphMismatch:
+    """The torchscript config's wrong results that the FX graph search did not localize."""
+
+    name, follows = "in the TorchScript graph", True
+
+    def applies(self, pair: FailingPair) -> bool:
+        return pair.result.stage == "compare" and pair.frontend == "torchscript"
+
+    def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
+        method, call = pair.prepared.failing_call(pair.result.failing_call)
+        return reduce_jit_mismatch(
+            pair.prepared.module,
+            call,
+            toolchain_for(pair.config)["backend"],
+            tolerance=pair.prepared.test.tolerance,
+            **pair.where(time_box),
+        )

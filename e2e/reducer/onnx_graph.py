@@ -34,6 +34,7 @@ from e2e.reducer.graph import (
     ddmin,
 )
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
+from e2e.reducer.pair import FailingPair
 
 REFERENCE = "onnx.reference.ReferenceEvaluator"  # the oracle: ONNX's own semantics
 # Ops whose values no other run reproduces: a model with one is not compared.
@@ -371,3 +372,32 @@ def reduce_onnx_result(result, prepared, config, reports_dir, time_box: float) -
         time_box=time_box,
         golden_from="torch" if given is None else "the test's expected outputs",
     )
+
+
+class OnnxMismatch:
+    """The onnx configs' wrong results: the smallest miscompiled group of the ONNX model's nodes."""
+
+    name, follows = "in the ONNX model", False
+
+    def applies(self, pair: FailingPair) -> bool:
+        return pair.result.stage == "compare" and pair.frontend == "onnx"
+
+    def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
+        return reduce_onnx_result(pair.result, pair.prepared, pair.config, pair.reports_dir, time_box)
+
+
+class OwnOnnxModel:
+    """A capture or import failure of a test that is an ONNX model: the model is the reproducer."""
+
+    name, follows = "the test's ONNX model", False
+
+    def applies(self, pair: FailingPair) -> bool:
+        return (
+            pair.result.stage in ("capture", "import") and getattr(pair.prepared.module, "onnx_model", None) is not None
+        )
+
+    def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
+        return ReduceOutcome(
+            note=f"the ONNX model is the test's own: {pair.ir_dir / 'model.onnx'} is what the importer was given",
+            stopped=NO_LOCALIZATION,
+        )
