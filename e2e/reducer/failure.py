@@ -216,21 +216,11 @@ class Hang:
         return pair.result.outcome == "timeout"
 
     def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
-        result, stage_input = pair.result, pair.saved_input(pair.result.stage)
-        if stage_input is None or result.stage not in ("torch-backend", "backend", "lower"):
-            return ReduceOutcome(
-                note=f"a timeout in stage {result.stage} is not reduced (no pass pipeline to replay)",
-                stopped=NO_LOCALIZATION,
-            )
         budget = HANG_LOCALIZE_SECONDS
-        pipeline = stage_pipeline(pair.config, result.stage, stage_input)
-        localized = localize_crash(stage_input, pipeline, result.stage, budget, hang=True)
-        if localized is None:
-            return ReduceOutcome(
-                note=f"the stage finished when replayed pass by pass in {budget:.0f} s: slow, not hung",
-                stopped=NO_LOCALIZATION,
-            )
-        return reduce_localized(localized, original_ir=stage_input, **pair.where(time_box))
+        return _replay_stage_pass_by_pass(
+            pair, time_box, "a timeout", f"the stage finished when replayed pass by pass in {budget:.0f} s: slow, not hung",
+            timeout=budget, hang=True,
+        )  # fmt: skip
 
 
 class FxMismatch:
@@ -301,18 +291,23 @@ class StageCrash:
         return pair.result.outcome == "crash"
 
     def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
-        result, stage_input = pair.result, pair.saved_input(pair.result.stage)
-        if stage_input is None or result.stage not in ("torch-backend", "backend", "lower"):
-            return ReduceOutcome(
-                note=f"a crash in stage {result.stage} is not reduced (no pass pipeline to replay)",
-                stopped=NO_LOCALIZATION,
-            )
-        localized = localize_crash(stage_input, stage_pipeline(pair.config, result.stage, stage_input), result.stage)
-        if localized is None:
-            return ReduceOutcome(
-                note="the crash did not recur when the stage was replayed pass by pass", stopped=NO_LOCALIZATION
-            )
-        return reduce_localized(localized, original_ir=stage_input, **pair.where(time_box))
+        return _replay_stage_pass_by_pass(
+            pair, time_box, "a crash", "the crash did not recur when the stage was replayed pass by pass"
+        )
+
+
+def _replay_stage_pass_by_pass(pair: FailingPair, time_box: float, what: str, not_again: str, **how) -> ReduceOutcome:
+    """A compile stage that crashed or hung, replayed pass by pass in children from its saved
+    input (`how`: localize_crash's budget, hang): the pass it ends in, and its smallest input."""
+    stage, stage_input = pair.result.stage, pair.saved_input(pair.result.stage)
+    if stage_input is None or stage not in ("torch-backend", "backend", "lower"):
+        return ReduceOutcome(
+            note=f"{what} in stage {stage} is not reduced (no pass pipeline to replay)", stopped=NO_LOCALIZATION
+        )
+    localized = localize_crash(stage_input, stage_pipeline(pair.config, stage, stage_input), stage, **how)
+    if localized is None:
+        return ReduceOutcome(note=not_again, stopped=NO_LOCALIZATION)
+    return reduce_localized(localized, original_ir=stage_input, **pair.where(time_box))
 
 
 class PassError:
