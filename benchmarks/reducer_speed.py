@@ -112,9 +112,9 @@ def _reduce_one(broken, module, inputs, reports_dir: Path, time_box: float):
     from compiler.executors.refbackend import BF16_BOUNDARY
     from e2e.configs import load_config
     from e2e.reducer.failure import reduce_mismatch, reduce_mlir
-    from e2e.reducer.localize import toolchain_for
+    from e2e.reducer.localize import stage_pipelines
 
-    chain = toolchain_for(load_config("linalg"))["backend"]
+    chain = stage_pipelines(load_config("linalg"))["backend"]
     entry = f"python:tests.broken_compilers:{broken.name}"
     at = 0 if broken.level == "torch" else chain.index(BF16_BOUNDARY)
     pipeline = [*chain[:at], entry, *chain[at:]]

@@ -215,7 +215,7 @@ class LazyDecomposed(torch.nn.Module):
 
 
 def test_ltc_traces_ops_it_lacks_through_their_decompositions():
-    from compiler.replay_runtime.frontend import LAZY_DECOMPOSED_OPS
+    from compiler.replay_runtime.frontend_step import LAZY_DECOMPOSED_OPS
 
     x, y = torch.randn(3, 4), torch.randn(3, 4)
     compiled = compile_jit_module(LazyDecomposed(), (x, y), frontend="ltc")

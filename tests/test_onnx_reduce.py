@@ -11,7 +11,7 @@ from onnx import TensorProto, helper  # noqa: E402
 
 from compiler.refbackend import LOWER_PIPELINE  # noqa: E402
 from e2e.configs import load_config  # noqa: E402
-from e2e.reducer.localize import toolchain_for  # noqa: E402
+from e2e.reducer.localize import stage_pipelines  # noqa: E402
 from e2e.reducer.onnx_graph import reduce_onnx_mismatch  # noqa: E402
 from e2e.reducer.reduce import op_count  # noqa: E402
 
@@ -42,7 +42,7 @@ def mixed(x, y):
 
 
 def backend_chain(broken: str | None = None) -> list[str]:
-    chain = toolchain_for(load_config("onnx"))["backend"]
+    chain = stage_pipelines(load_config("onnx"))["backend"]
     if broken is None:
         return chain
     return [*chain[: -len(LOWER_PIPELINE)], BROKEN + broken, *LOWER_PIPELINE]

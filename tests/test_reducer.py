@@ -22,7 +22,7 @@ from e2e.framework.signature import Signature, crash_signature, guilty_op, norma
 from e2e.reducer.bundle import with_reproducer_resource
 from e2e.reducer.failure import reduce_mismatch, reduce_mlir
 from e2e.reducer.jit_graph import reduce_jit_mismatch
-from e2e.reducer.localize import toolchain_for
+from e2e.reducer.localize import stage_pipelines
 from e2e.reducer.reduce import op_count
 
 BROKEN = "python:tests.broken_compilers:"
@@ -118,7 +118,7 @@ def test_pass_crashing_the_process(tmp_path):
 
 
 def test_miscompile_found_node_by_node(tmp_path):
-    chain = toolchain_for(load_config("linalg"))["backend"]
+    chain = stage_pipelines(load_config("linalg"))["backend"]
     broken = [*chain[: -len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]
     outcome = reduce_mismatch(
         Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], broken, test="T", config="c", reports_dir=tmp_path, time_box=40
@@ -137,7 +137,7 @@ def test_miscompile_found_node_by_node(tmp_path):
 
 def test_torchscript_miscompile_found_in_the_torchscript_graph(tmp_path):
     """The search the torchscript config falls back to when the FX re-export agrees."""
-    chain = toolchain_for(load_config("torchscript"))["backend"]
+    chain = stage_pipelines(load_config("torchscript"))["backend"]
     broken = [*chain[: -len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]
     inputs = [torch.rand(3, 4), torch.rand(3, 4)]
     outcome = reduce_jit_mismatch(
@@ -162,7 +162,7 @@ class DynamicMatmul(torch.nn.Module):
 
 def test_dynamic_view_miscompile_ends_in_five_ops(tmp_path):
     """The linalg xfails Matmul3d2d/Linear3d_DynamicLeadingDims: a dynamic `view` flattening two dims."""
-    chain = toolchain_for(load_config("linalg"))["backend"]
+    chain = stage_pipelines(load_config("linalg"))["backend"]
     outcome = reduce_mismatch(
         DynamicMatmul(),
         [torch.rand(3, 4, 8), torch.rand(8, 5)],
@@ -271,7 +271,7 @@ def test_an_empty_shape_is_not_mistaken_for_an_address():
 
 
 def test_torch_level_miscompile_blames_the_rewritten_op(tmp_path):
-    chain = toolchain_for(load_config("linalg"))["backend"]
+    chain = stage_pipelines(load_config("linalg"))["backend"]
     broken = [BROKEN + "aten_sub_to_add", *chain]
     outcome = reduce_mismatch(
         Mixed(), [torch.rand(3, 4), torch.rand(3, 4)], broken, test="T", config="c", reports_dir=tmp_path, time_box=60
@@ -388,12 +388,12 @@ def test_a_crashing_candidate_answers_its_query_and_the_search_goes_on():
     from e2e.reducer.graph import GraphSearch
 
     # The whole graph crashes (exp), its `sub` alone miscompiles (sub lowered as add).
-    toolchain = [
+    to_executor = [
         f"{BROKEN}aten_sub_to_add",
         "python:tests.test_reducer:abort_on_aten_exp",
-        *toolchain_for(load_config("linalg"))["backend"],
+        *stage_pipelines(load_config("linalg"))["backend"],
     ]
-    search = GraphSearch(ExpThenWrongSub(), [torch.rand(3, 4), torch.rand(3, 4)], toolchain)
+    search = GraphSearch(ExpThenWrongSub(), [torch.rand(3, 4), torch.rand(3, 4)], to_executor)
     assert search.check(search.units) is None and search.crashed_queries == 1  # answered, not fatal
     found = search.check([u for u in search.units if "sub" in u])
     assert found is not None and found[0].startswith("compare")

@@ -26,7 +26,7 @@ from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 from torch_mlir.extras.fx_importer import FxImporter
 
 from compiler.frontends.decompose import run_decompositions
-from compiler.replay_runtime.frontend import StepFailure, export_program
+from compiler.replay_runtime.frontend_step import StepFailure, export_program
 from compiler.stages import StageError, first_line, new_context
 
 

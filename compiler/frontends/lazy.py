@@ -19,7 +19,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from compiler.frontends.jit import ConstantInput, GraphInput, TensorArg
-from compiler.replay_runtime.frontend import init_ts_backend
+from compiler.replay_runtime.frontend_step import init_ts_backend
 from compiler.stages import StageError, first_line
 
 

@@ -19,7 +19,7 @@ import torch
 from torch_mlir import ir
 
 from compiler.frontends.fx import _MethodAsForward, dynamic_shapes_for
-from compiler.replay_runtime.frontend import exporter_message
+from compiler.replay_runtime.frontend_step import exporter_message
 from compiler.stages import StageError, first_line, new_context
 
 INSTALL_LINE = 'pip install -e ".[onnx]"  (onnx==1.23.2 onnxscript==0.7.2 onnxruntime==1.31.1)'

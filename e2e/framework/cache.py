@@ -9,7 +9,7 @@ A pair's key (`pair_key`) hashes:
   statements read with `ast`; a module is looked for under the project root and beside
   the importing file, never in site-packages);
 - the pair: the config's name, the shape mode and the budget;
-- the toolchain (`toolchain_fingerprint`): the versions of torch and torch-mlir, torch's
+- the toolchain (`versions_fingerprint`): the versions of torch and torch-mlir, torch's
   kernel ISA and the JIT target, the identity of torch-mlir's native libraries (a user's
   own build at the same version still changes the key), the versions of the optional
   packages a result depends on (`_PACKAGES`: the onnx exporter, its backend cases and
@@ -82,7 +82,7 @@ _UNCACHED = (TIMEOUT, MEMORY)
 
 
 @functools.cache
-def toolchain_fingerprint() -> str:
+def versions_fingerprint() -> str:
     """torch and torch-mlir versions, torch's kernel ISA (the golden values depend on it), the JIT target,
     torch-mlir's native libraries, the optional packages' versions, torch's OpInfo database,
     this project's sources (xfail sets are not among them: they change how a result is
@@ -138,7 +138,7 @@ def file_digest(path: Path) -> str:
 def forget_files() -> None:
     """Forget what was read from files (each is read once per process): digests, imports,
     the toolchain's fingerprint. For a process that outlives an edit (a test of the cache)."""
-    for cached in (toolchain_fingerprint, tree_digest, file_digest, _imports, _closure, _files_digest):
+    for cached in (versions_fingerprint, tree_digest, file_digest, _imports, _closure, _files_digest):
         cached.cache_clear()
 
 
@@ -264,7 +264,7 @@ def cache_key(test: Test, *parts: str) -> str:
     """The key of a result of `test` that also depends on `parts` (a config, a shape mode,
     ...): the toolchain, the test's name and every file it depends on, the parts."""
     test_part = f"{test.name}\0{files_digest(test_dependencies(test))}"
-    return hashlib.sha256("\0".join([toolchain_fingerprint(), test_part, *parts]).encode()).hexdigest()
+    return hashlib.sha256("\0".join([versions_fingerprint(), test_part, *parts]).encode()).hexdigest()
 
 
 def pair_key(test: Test, config: str, shape_mode: str, budget: float) -> str:

@@ -115,9 +115,9 @@ class ProbeCache:
         self.known = known or {}
 
     def _key(self, path: Path) -> str:
-        from e2e.framework.cache import files_digest, module_dependencies, toolchain_fingerprint
+        from e2e.framework.cache import files_digest, module_dependencies, versions_fingerprint
 
-        text = f"{toolchain_fingerprint()}\0{files_digest(module_dependencies(path))}"
+        text = f"{versions_fingerprint()}\0{files_digest(module_dependencies(path))}"
         return f"e2e/probes/{hashlib.sha256(text.encode()).hexdigest()[:32]}"
 
     def get(self, path: Path) -> list[str] | None:

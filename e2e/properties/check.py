@@ -1,6 +1,6 @@
 """The property every family checks: a compiled module computes what native torch computes.
 
-`check_compiles_like_native` compiles a module with a toolchain (the pass pipeline
+`check_compiles_like_native` compiles a module with a pipeline (the passes
 from torch backend IR to LLVM; a config's by default), runs it on the ExecutionEngine
 and compares with native torch. A failure raises `PropertyFailure`. When hypothesis
 replays the shrunk example (its final run), the failure first goes to the reducer, so
@@ -30,12 +30,12 @@ class PropertyFailure(AssertionError):
     """The compiled module disagrees with native torch, or does not compile."""
 
 
-def toolchain(config: str = "linalg") -> list[str]:
+def to_executor(config: str = "linalg") -> list[str]:
     """The config's pipeline from torch backend IR to LLVM."""
     from e2e.configs import load_config
-    from e2e.reducer.localize import toolchain_for
+    from e2e.reducer.localize import stage_pipelines
 
-    return toolchain_for(load_config(config))["backend"]
+    return stage_pipelines(load_config(config))["backend"]
 
 
 def _is_final_replay() -> bool:
@@ -59,7 +59,7 @@ def check_compiles_like_native(
     reports_dir: Path = DEFAULT_REPORTS,
 ) -> None:
     """Raise PropertyFailure unless `module(*inputs)` compiles and matches native torch."""
-    pipeline = list(pipeline) if pipeline is not None else toolchain(config)
+    pipeline = list(pipeline) if pipeline is not None else to_executor(config)
     with torch.no_grad():
         golden = module(*[x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
     torch_ir = None

@@ -1,7 +1,7 @@
 """The MLIR-level searches and their strategies: localize, reduce, bundle.
 
 reduce_mlir(text, pipeline, stage, error_pattern=...)     # a .mlir file and a pipeline
-reduce_mismatch(module, inputs, toolchain, ...)           # wrong results: the smallest miscompiled FX group
+reduce_mismatch(module, inputs, to_executor, ...)           # wrong results: the smallest miscompiled FX group
 Hang, FxMismatch, ExecuteCrash, StageCrash, PassError    # strategies of a failing pair (strategies.py)
 
 (A failing (test, config) pair: `e2e.reducer.strategies.reduce_result`; the onnx config's
@@ -32,7 +32,7 @@ from e2e.reducer.localize import (
     localize_error,
     parses,
     stage_pipeline,
-    toolchain_for,
+    stage_pipelines,
 )
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
 from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair
@@ -129,7 +129,7 @@ def reduce_mlir(
 def reduce_mismatch(
     module: Any,
     inputs: Sequence[Any],
-    toolchain: Sequence[str],
+    to_executor: Sequence[str],
     *,
     test: str,
     config: str,
@@ -143,12 +143,12 @@ def reduce_mismatch(
 ) -> ReduceOutcome:
     """Wrong results: the smallest group of FX nodes whose compiled result differs, as a module.
 
-    `toolchain` compiles torch backend IR to LLVM; `arg_shapes` are the shapes (-1:
+    `to_executor` (pass entries) compiles torch backend IR to LLVM; `arg_shapes` are the shapes (-1:
     dynamic) the config compiled for, so a dynamic-shape miscompile stays visible.
     """
     start = time.monotonic()
     try:
-        search = GraphSearch(module, inputs, toolchain, arg_shapes=arg_shapes, tolerance=tolerance, method=method)
+        search = GraphSearch(module, inputs, to_executor, arg_shapes=arg_shapes, tolerance=tolerance, method=method)
     except Exception as error:
         return ReduceOutcome(
             note=f"the module does not export again: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION
@@ -171,7 +171,7 @@ def reduce_mismatch(
     return mismatch_bundle(
         found,
         found.guilty_op,
-        toolchain,
+        to_executor,
         tolerance,
         notes,
         original_ir,
@@ -243,7 +243,7 @@ class FxMismatch:
             outcome = reduce_mismatch(
                 prepared.module,
                 call,
-                toolchain_for(pair.config)["backend"],
+                stage_pipelines(pair.config)["backend"],
                 arg_shapes=arg_shapes,
                 tolerance=prepared.test.tolerance,
                 method=method,
@@ -271,7 +271,7 @@ class ExecuteCrash:
             return ReduceOutcome(
                 note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION
             )
-        pipeline = [passes.RECORD, *toolchain_for(pair.config)["lower"], passes.INVOKE]
+        pipeline = [passes.RECORD, *stage_pipelines(pair.config)["lower"], passes.INVOKE]
         observed = observe(Case(CRASH, "execute", pipeline, ""), text)
         if not (observed or "").startswith("crash |"):
             return ReduceOutcome(

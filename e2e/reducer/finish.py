@@ -70,7 +70,7 @@ def crashed_queries_note(count: int) -> str:
 def mismatch_bundle(
     found,
     guilty: str,
-    toolchain,
+    to_executor,
     tolerance,
     notes: list[str],
     original_ir: str,
@@ -85,12 +85,12 @@ def mismatch_bundle(
     files: dict[str, bytes] | None = None,
 ) -> ReduceOutcome:
     """A localized mismatch (`found`: its IR, inputs, expected values, dtypes, signature,
-    queries) as a bundle, or a share of the bundle of the same bug. `toolchain` compiles
+    queries) as a bundle, or a share of the bundle of the same bug. `to_executor` (pass entries) compiles
     `found.torch_backend_ir` (for the onnx config: raw torch-onnx IR); `files` go into the bundle too."""
     case = Case(
         MISMATCH,
         "compare",
-        list(toolchain),
+        list(to_executor),
         found.signature,
         guilty_op=guilty,
         result_dtypes=found.result_dtypes,

@@ -6,7 +6,7 @@ nodes becomes a module of its own: values from outside the group enter as inputs
 their golden values (keeping the dynamic dims the original graph gave them), the
 scalar sizes the group uses are recomputed from those inputs (so `view(x, [s0*s1, 8])`
 stays dynamic), and every value the group hands to the rest of the graph is an output.
-Native torch computes the group's expected outputs, the config's toolchain compiles
+Native torch computes the group's expected outputs, the config's passes compile
 and runs it, and the two are compared.
 
 Search: delta debugging (ddmin) over the nodes, from the whole graph down to a
@@ -124,8 +124,8 @@ class _Recorder(torch.fx.Interpreter):
         return value
 
 
-def run_torch_backend_ir(torch_ir: str, toolchain: Sequence[str], inputs: Sequence[torch.Tensor]):
-    """(outputs, result dtypes) of torch backend IR compiled by `toolchain` and run on `inputs`:
+def run_torch_backend_ir(torch_ir: str, to_executor: Sequence[str], inputs: Sequence[torch.Tensor]):
+    """(outputs, result dtypes) of torch backend IR compiled by `to_executor` and run on `inputs`:
     on the RefBackend, or on the runtime its last entry names (`compiler.executors.replay`)."""
     from compiler import result_dtypes
     from compiler.executors import load_executor
@@ -136,7 +136,7 @@ def run_torch_backend_ir(torch_ir: str, toolchain: Sequence[str], inputs: Sequen
 
     dtypes = result_dtypes(torch_ir)
     compiled = parse_module(torch_ir, new_context())
-    passes, runtime = split_executor(toolchain)
+    passes, runtime = split_executor(to_executor)
     run_entries(compiled, passes)
     program = (
         RefBackendProgram(compiled, dtypes)
@@ -162,7 +162,7 @@ class GraphSearch:
         self,
         module: torch.nn.Module,
         inputs: Sequence[Any],
-        toolchain: Sequence[str],
+        to_executor: Sequence[str],
         *,
         arg_shapes: Sequence[Sequence[int] | None] | None = None,
         tolerance=None,
@@ -174,7 +174,7 @@ class GraphSearch:
         `blame_unreproducible` lets random and empty ops be units (a frontend may fail on them)."""
         from compiler.frontends import fx
 
-        self.toolchain = list(toolchain)
+        self.to_executor = list(to_executor)
         self.tolerance = tolerance
         self.blame_unreproducible = blame_unreproducible
         self.graph_module = fx.capture(module, list(inputs), arg_shapes, method, decompose=decompose).module()
@@ -278,7 +278,7 @@ class GraphSearch:
         # Compiled and run in a child: a candidate that crashes or hangs answers this query
         # (it does not show the mismatch) instead of ending the search.
         outcome = isolation.run_forked(
-            lambda: run_torch_backend_ir(torch_ir, self.toolchain, built.inputs), QUERY_SECONDS, QUERY_MEMORY
+            lambda: run_torch_backend_ir(torch_ir, self.to_executor, built.inputs), QUERY_SECONDS, QUERY_MEMORY
         )
         if not isinstance(outcome, tuple):
             if not isinstance(outcome, isolation.Raised):

@@ -7,7 +7,7 @@ Here TorchScript's interpreter runs a prefix of the captured graph natively, the
 config compiles the same prefix, and a binary search finds the first node whose
 value differs. That node alone, given the native values of its inputs, is the bundle.
 
-    found = localize_jit(module, inputs, toolchain, tolerance=..., deadline=...)
+    found = localize_jit(module, inputs, to_executor, tolerance=..., deadline=...)
     # JitMismatch(node="aten::scaled_dot_product_attention ...", torch_backend_ir=...)
 """
 
@@ -23,7 +23,7 @@ from torch.utils import _pytree as pytree
 
 from e2e.reducer.finish import mismatch_bundle
 from e2e.reducer.graph import ONE_MINIMAL
-from e2e.reducer.localize import toolchain_for
+from e2e.reducer.localize import stage_pipelines
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
 from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair
 
@@ -73,12 +73,12 @@ def _run_native(graph: torch._C.Graph, arguments: Sequence[Any]) -> list[Any]:
 class JitSearch:
     """The captured graph of a module, run natively and compiled prefix by prefix."""
 
-    def __init__(self, module: torch.nn.Module, inputs: Sequence[Any], toolchain: Sequence[str], tolerance=None):
+    def __init__(self, module: torch.nn.Module, inputs: Sequence[Any], to_executor: Sequence[str], tolerance=None):
         from compiler.frontends import torchscript
 
         self.capture = torchscript.capture(module, inputs)
         self.graph = self.capture.graph
-        self.toolchain, self.tolerance = list(toolchain), tolerance
+        self.to_executor, self.tolerance = list(to_executor), tolerance
         self.tensors = [x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
         owner = self.capture.graph_inputs[0].value
         self.native_arguments = [getattr(owner, "_c", owner), *self.tensors]
@@ -106,7 +106,7 @@ class JitSearch:
             imported = jit.import_graph(graph, graph_inputs)
             run_stage(imported.module, "torch-backend", TO_TORCH_BACKEND["torchscript"], Snapshots())
             torch_ir = module_text(imported.module)
-            actual, dtypes = run_torch_backend_ir(torch_ir, self.toolchain, arguments)
+            actual, dtypes = run_torch_backend_ir(torch_ir, self.to_executor, arguments)
         except Exception:  # a prefix that does not compile says nothing about values
             return None
         return torch_ir, actual, dtypes
@@ -180,12 +180,12 @@ class JitSearch:
         return graph, arguments
 
 
-def localize_jit(module, inputs, toolchain, *, tolerance=None, deadline: float) -> JitMismatch | str:
+def localize_jit(module, inputs, to_executor, *, tolerance=None, deadline: float) -> JitMismatch | str:
     """The first node of the captured TorchScript graph whose compiled value differs, alone;
     or a sentence saying why there is none."""
     from compiler.frontends.jit import TensorArg
 
-    search = JitSearch(module, inputs, toolchain, tolerance)
+    search = JitSearch(module, inputs, to_executor, tolerance)
     last = len(search.candidates) - 1
     whole = search.prefix_differs(last)
     if not whole:
@@ -230,7 +230,7 @@ def localize_jit(module, inputs, toolchain, *, tolerance=None, deadline: float) 
 def reduce_jit_mismatch(
     module,
     inputs,
-    toolchain,
+    to_executor,
     *,
     test,
     config,
@@ -242,7 +242,7 @@ def reduce_jit_mismatch(
     """Wrong results only the JIT path gives: the first differing node of the TorchScript graph, alone."""
     start = time.monotonic()
     try:
-        found = localize_jit(module, inputs, toolchain, tolerance=tolerance, deadline=start + time_box)
+        found = localize_jit(module, inputs, to_executor, tolerance=tolerance, deadline=start + time_box)
     except Exception as error:
         return ReduceOutcome(
             note=f"the TorchScript graph search failed: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION
@@ -258,7 +258,7 @@ def reduce_jit_mismatch(
     return mismatch_bundle(
         found,
         "torch." + found.kind.replace("::", "."),
-        toolchain,
+        to_executor,
         tolerance,
         notes,
         "",
@@ -284,7 +284,7 @@ class JitGraphMismatch:
         return reduce_jit_mismatch(
             pair.prepared.module,
             call,
-            toolchain_for(pair.config)["backend"],
+            stage_pipelines(pair.config)["backend"],
             tolerance=pair.prepared.test.tolerance,
             **pair.where(time_box),
         )

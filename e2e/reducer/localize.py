@@ -21,7 +21,7 @@ from e2e.framework.signature import crash_signature, ended_signature, guilty_op
 from e2e.reducer.case import CRASH, ERROR, HANG, Case, compile_signature, expand, single_threaded
 
 
-def toolchain_for(config) -> dict[str, list[str]]:
+def stage_pipelines(config) -> dict[str, list[str]]:
     """Stage -> pipeline from that stage's input IR to LLVM, as the config itself says.
 
     A config describes its compiler with `toolchain()` (`compiler.toolchain.Toolchain`),
@@ -38,7 +38,7 @@ def toolchain_for(config) -> dict[str, list[str]]:
 
 def stage_pipeline(config, stage: str, stage_input: str) -> list[str]:
     """The rest of the compile from `stage`'s saved input (its snapshot)."""
-    return toolchain_for(config)[stage]
+    return stage_pipelines(config)[stage]
 
 
 # A reduced candidate "still hangs" when its one pass gives no result in this many seconds.

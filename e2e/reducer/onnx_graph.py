@@ -75,17 +75,17 @@ class OnnxSearch:
         self,
         model: bytes,
         tensors: Sequence[torch.Tensor],
-        toolchain: Sequence[str],
+        to_executor: Sequence[str],
         *,
         tolerance=None,
         evaluator_seconds: float = QUERY_SECONDS,
     ):
-        """`toolchain`: the entries from torch backend IR to the executor (the config's backend stage).
+        """`to_executor`: the entries from torch backend IR to the executor (the config's backend stage).
         The reference evaluator (pure Python: slow on large convolutions) runs in a child
         given `evaluator_seconds`."""
         import onnx
 
-        self.toolchain = list(toolchain)
+        self.to_executor = list(to_executor)
         self.tolerance = tolerance
         self.model = onnx.shape_inference.infer_shapes(onnx.load_from_string(model), data_prop=True)
         graph = self.model.graph
@@ -188,7 +188,7 @@ class OnnxSearch:
             return None
         tensors = [_to_torch(self.values[n]) for n in inputs]
         outcome = isolation.run_forked(
-            lambda: compile_and_run(model, self.toolchain, tensors), QUERY_SECONDS, QUERY_MEMORY
+            lambda: compile_and_run(model, self.to_executor, tensors), QUERY_SECONDS, QUERY_MEMORY
         )
         if not isinstance(outcome, tuple):  # does not import, compile or run: says nothing about values
             if not isinstance(outcome, isolation.Raised):
@@ -243,13 +243,13 @@ def _reference_values(model, feeds: dict[str, np.ndarray], seconds: float) -> di
     return outcome
 
 
-def compile_and_run(model: bytes, toolchain: Sequence[str], tensors: Sequence[torch.Tensor]):
+def compile_and_run(model: bytes, to_executor: Sequence[str], tensors: Sequence[torch.Tensor]):
     """(raw torch-onnx IR, outputs, result dtypes) of an ONNX model compiled as the onnx config does."""
     from compiler.onnx_compile import onnx_import, onnx_torch_backend_ir
     from e2e.reducer.graph import run_torch_backend_ir
 
     raw_ir = onnx_import(model).raw_ir
-    actual, dtypes = run_torch_backend_ir(onnx_torch_backend_ir(raw_ir), toolchain, tensors)
+    actual, dtypes = run_torch_backend_ir(onnx_torch_backend_ir(raw_ir), to_executor, tensors)
     return raw_ir, actual, dtypes
 
 
@@ -275,7 +275,7 @@ def reduce_onnx_mismatch(
     model: bytes,
     tensors: Sequence[torch.Tensor],
     golden: Sequence[torch.Tensor],
-    toolchain: Sequence[str],
+    to_executor: Sequence[str],
     *,
     test: str,
     config: str,
@@ -288,7 +288,7 @@ def reduce_onnx_mismatch(
     """Wrong results of the onnx config: the smallest group of ONNX nodes whose compiled
     result differs from the reference evaluator's, as a bundle (with the group as `model.onnx`).
 
-    `toolchain` compiles torch backend IR to the executor (the config's backend stage);
+    `to_executor` (pass entries) compiles torch backend IR to the executor (the config's backend stage);
     the bundle's pipeline is the onnx torch-backend pipeline followed by it. `golden_from`
     names what computed `golden` (for the notes).
     """
@@ -298,7 +298,7 @@ def reduce_onnx_mismatch(
 
     start = time.monotonic()
     try:
-        search = OnnxSearch(model, tensors, toolchain, tolerance=tolerance, evaluator_seconds=max(time_box, 10.0))
+        search = OnnxSearch(model, tensors, to_executor, tolerance=tolerance, evaluator_seconds=max(time_box, 10.0))
     except Exception as error:
         return ReduceOutcome(
             note=f"{REFERENCE} cannot run the model: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION
@@ -328,7 +328,7 @@ def reduce_onnx_mismatch(
     return mismatch_bundle(
         found,
         found.guilty_op,
-        [*TO_TORCH_BACKEND["onnx"], *toolchain],
+        [*TO_TORCH_BACKEND["onnx"], *to_executor],
         tolerance,
         notes,
         onnx_import(model).raw_ir,
@@ -348,7 +348,7 @@ def reduce_onnx_result(result, prepared, config, reports_dir, time_box: float) -
     config exports it (or the test's own ONNX model), reduced over its nodes."""
     from compiler.onnx_compile import onnx_export
     from e2e.configs.fx import tensor_leaves
-    from e2e.reducer.localize import toolchain_for
+    from e2e.reducer.localize import stage_pipelines
 
     method, call = prepared.failing_call(result.failing_call)
     item = next(i for i in prepared.golden if i.method == method and i.inputs is call)
@@ -364,7 +364,7 @@ def reduce_onnx_result(result, prepared, config, reports_dir, time_box: float) -
         model,
         tensor_leaves(call),
         tensor_leaves([item.outputs]),
-        toolchain_for(config)["backend"],
+        stage_pipelines(config)["backend"],
         test=result.test,
         config=config.name,
         reports_dir=reports_dir,

@@ -2,7 +2,7 @@
 
 A strategy (`Strategy`) says whether it applies to a failing pair (by its Result and
 config) and reduces it to a bundle or a reason there is none. Each search contributes its
-own: the MLIR-level ones (`failure.py`), the FX frontend's (`frontend.py`), the ONNX
+own: the MLIR-level ones (`failure.py`), the FX frontend's (`frontend_graph.py`), the ONNX
 model's (`onnx_graph.py`), the TorchScript graph's (`jit_graph.py`); `strategies.py` orders
 them into the table the reducer walks.
 """

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from e2e.reducer.case import single_threaded
 from e2e.reducer.failure import ExecuteCrash, FxMismatch, Hang, PassError, StageCrash
-from e2e.reducer.frontend import FrontendFailure
+from e2e.reducer.frontend_graph import FrontendFailure
 from e2e.reducer.jit_graph import JitGraphMismatch
 from e2e.reducer.onnx_graph import OnnxMismatch, OwnOnnxModel
 from e2e.reducer.outcome import ReduceOutcome

@@ -15,12 +15,12 @@ from compiler.refbackend import LOWER_PIPELINE
 from e2e.framework.registry import FunctionModule
 from e2e.framework.testutils import TestUtils
 from e2e.properties import strategies as s
-from e2e.properties.check import PropertyFailure, check_compiles_like_native, toolchain
+from e2e.properties.check import PropertyFailure, check_compiles_like_native, to_executor
 
 
 @pytest.mark.timeout(600)
 def test_miscompiled_mul_is_caught_and_reduced_from_the_shrunk_example(tmp_path):
-    chain = toolchain("linalg")
+    chain = to_executor("linalg")
     # tests/broken_compilers.py: every arith.mulf becomes arith.addf, just before lowering to LLVM.
     broken = [*chain[: -len(LOWER_PIPELINE)], "python:tests.broken_compilers:mulf_to_addf", *LOWER_PIPELINE]
     seen = []

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from compiler.replay_runtime.frontend import DECOMPOSITIONS_STEP
+from compiler.replay_runtime.frontend_step import DECOMPOSITIONS_STEP
 from compiler.stages import StageError, first_line
 from e2e.framework.signature import Signature, normalize, stage_signature
 from e2e.reducer.bundle import Verification, add_test, claim, save_arrays, signature_key, verify, versions
@@ -32,7 +32,12 @@ from e2e.reducer.standalone import LOADER, RUNTIME_COPY, write_runtime
 
 FRONTEND = "frontend"  # Case.kind of these bundles
 
-FRONTEND_OF = {"ltc": "ltc", "fx": "fx", "eager": "fx", "onnx": "onnx"}  # toolchain frontend -> how repro.py runs it
+FRONTEND_OF = {
+    "ltc": "ltc",
+    "fx": "fx",
+    "eager": "fx",
+    "onnx": "onnx",
+}  # a Toolchain's frontend -> how repro.py runs it
 
 
 def on_device(built: GroupModule, device: str) -> GroupModule:
@@ -100,7 +105,7 @@ def torch_only_decompositions(built: GroupModule, expected: str, deadline: float
     from torch.export import Dim
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
-    from compiler.replay_runtime.frontend import CIA, REGISTERED, run_fx
+    from compiler.replay_runtime.frontend_step import CIA, REGISTERED, run_fx
 
     entries = []
     for op, decomposition in get_decomposition_table().items():
@@ -164,7 +169,7 @@ def inputs():
 
 
 if __name__ == "__main__":
-    sys.exit(runtime("frontend").main(Repro(), inputs(), {frontend!r}, {_dynamic_shapes(built)}, EXPECTED{", DECOMPOSITIONS" if table else ""}))
+    sys.exit(runtime("frontend_step").main(Repro(), inputs(), {frontend!r}, {_dynamic_shapes(built)}, EXPECTED{", DECOMPOSITIONS" if table else ""}))
 '''
 
 
