@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from opt_level import suite_tests, torch_backend_programs  # noqa: E402
 
-from compiler import compile_torch_backend_ir  # noqa: E402
+from compiler.backend_compile import compile_torch_backend_ir  # noqa: E402
 from compiler.refbackend import opt_level_for  # noqa: E402
 from compiler.replay_runtime.target import ENV  # noqa: E402
 from e2e.framework import isolation  # noqa: E402

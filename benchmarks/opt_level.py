@@ -23,7 +23,9 @@ import time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from compiler import compile_torch_backend_ir, fx_to_torch_backend_ir, pipelines  # noqa: E402
+from compiler import pipelines  # noqa: E402
+from compiler.backend_compile import compile_torch_backend_ir  # noqa: E402
+from compiler.fx_compile import fx_to_torch_backend_ir  # noqa: E402
 from compiler.refbackend import largest_tensor_elements  # noqa: E402
 from compiler.stages import StageError  # noqa: E402
 from e2e.configs.fx import tensor_leaves  # noqa: E402

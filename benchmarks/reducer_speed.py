@@ -108,8 +108,8 @@ def _modules():
 
 
 def _reduce_one(broken, module, inputs, reports_dir: Path, time_box: float):
-    from compiler import fx_to_torch_backend_ir
     from compiler.executors.refbackend import BF16_BOUNDARY
+    from compiler.fx_compile import fx_to_torch_backend_ir
     from e2e.configs import load_config
     from e2e.reducer.failure import reduce_mismatch, reduce_mlir
     from e2e.reducer.localize import stage_pipelines

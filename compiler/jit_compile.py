@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from compiler import compile_torch_backend_ir
+from compiler.backend_compile import compile_torch_backend_ir
 from compiler.frontends import jit, lazy, torchscript
 from compiler.refbackend import RefBackendProgram
 from compiler.stages import Snapshots, StageError, module_text, run_stage

@@ -17,7 +17,7 @@ from typing import Sequence
 
 import torch
 
-from compiler import torch_backend_ir
+from compiler.backend_compile import torch_backend_ir
 from compiler.frontends import onnx as onnx_frontend
 from compiler.stages import Snapshots, StageError, module_text
 from compiler.toolchain import TO_TORCH_BACKEND

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from compiler import compile_module
+from compiler.fx_compile import compile_module
 from compiler.stages import StageError
 
 

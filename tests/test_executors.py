@@ -8,8 +8,9 @@ import subprocess
 import pytest
 import torch
 
-from compiler import compile_torch_backend_ir, fx_import, torch_backend_ir
+from compiler.backend_compile import compile_torch_backend_ir, torch_backend_ir
 from compiler.executors import load_executor, replay
+from compiler.fx_compile import fx_import
 from compiler.stages import Snapshots, StageError
 from compiler.toolchain import toolchain
 from e2e.configs import load_config

@@ -7,7 +7,8 @@ from typing import List, Optional, Tuple
 import pytest
 import torch
 
-from compiler import compile_torch_backend_ir, pipelines
+from compiler import pipelines
+from compiler.backend_compile import compile_torch_backend_ir
 from compiler.frontends import torchscript
 from compiler.frontends.jit import ConstantInput, TensorArg, import_graph
 from compiler.jit_compile import compile_jit_module, jit_to_torch_backend_ir

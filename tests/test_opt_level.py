@@ -2,7 +2,7 @@
 
 import torch
 
-from compiler import compile_module, fx_to_torch_backend_ir
+from compiler.fx_compile import compile_module, fx_to_torch_backend_ir
 from compiler.refbackend import LARGE_TENSOR_ELEMENTS, largest_tensor_elements, opt_level_for
 
 

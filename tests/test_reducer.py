@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from compiler import fx_to_torch_backend_ir
+from compiler.fx_compile import fx_to_torch_backend_ir
 from compiler.pipelines import TORCH_BACKEND_TO_LINALG
 from compiler.refbackend import LOWER_PIPELINE
 from e2e.configs import load_config

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from compiler import StageError, compile_module
+from compiler import StageError
+from compiler.fx_compile import compile_module
 from compiler.refbackend import DTYPES, UnsupportedDType, from_storage_array, to_storage_array
 
 

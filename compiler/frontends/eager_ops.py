@@ -21,7 +21,7 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch_mlir.extras.fx_importer import FxImporter
 
-from compiler import compile_torch_backend_ir
+from compiler.backend_compile import compile_torch_backend_ir
 from compiler.refbackend import RefBackendProgram
 from compiler.stages import Snapshots, StageError, module_text, new_context, run_stage
 from compiler.toolchain import TO_TORCH_BACKEND

@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from compiler import compile_torch_backend_ir
+from compiler.backend_compile import compile_torch_backend_ir
 from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager
 from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
 from compiler.toolchain import Toolchain, toolchain

@@ -17,7 +17,8 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from compiler import compile_backend_ir, fx_import, torch_backend_ir
+from compiler.backend_compile import compile_backend_ir, torch_backend_ir
+from compiler.fx_compile import fx_import
 from compiler.stages import Snapshots
 from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
 from e2e.configs.capture_check import CaptureCheck

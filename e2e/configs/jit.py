@@ -16,7 +16,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from compiler import compile_torch_backend_ir
+from compiler.backend_compile import compile_torch_backend_ir
 from compiler.jit_compile import JitTorchBackendIR, StaticShapesOnly, jit_to_torch_backend_ir
 from compiler.stages import Snapshots
 from compiler.toolchain import Toolchain, toolchain

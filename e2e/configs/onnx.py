@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from compiler import compile_backend_ir
+from compiler.backend_compile import compile_backend_ir
 from compiler.frontends.onnx import INSTALL_LINE, missing_packages
 from compiler.onnx_compile import onnx_export, onnx_import, onnx_torch_backend_ir
 from compiler.stages import Snapshots, StageError

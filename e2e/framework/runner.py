@@ -182,7 +182,8 @@ def warm_up() -> None:
     process take ~1-3 s of lazy initialization; a child's warm-up dies with it. Run
     here, the children inherit it.
     """
-    from compiler import compile_torch_backend_ir, fx_to_torch_backend_ir
+    from compiler.backend_compile import compile_torch_backend_ir
+    from compiler.fx_compile import fx_to_torch_backend_ir
     from compiler.pipelines import BACKENDS
 
     class Warm(torch.nn.Module):

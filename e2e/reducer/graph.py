@@ -127,7 +127,7 @@ class _Recorder(torch.fx.Interpreter):
 def run_torch_backend_ir(torch_ir: str, to_executor: Sequence[str], inputs: Sequence[torch.Tensor]):
     """(outputs, result dtypes) of torch backend IR compiled by `to_executor` and run on `inputs`:
     on the RefBackend, or on the runtime its last entry names (`compiler.executors.replay`)."""
-    from compiler import result_dtypes
+    from compiler.backend_compile import result_dtypes
     from compiler.executors import load_executor
     from compiler.refbackend import RefBackendProgram
     from compiler.stages import Snapshots, new_context, parse_module
@@ -268,7 +268,7 @@ class GraphSearch:
 
     def _compiled(self, built: GroupModule) -> tuple[str, list[torch.Tensor], list[torch.dtype]] | None:
         """(torch backend IR, compiled outputs, result dtypes), None when it does not compile or run."""
-        from compiler import fx_to_torch_backend_ir
+        from compiler.fx_compile import fx_to_torch_backend_ir
         from e2e.framework import isolation
 
         try:

@@ -1,0 +1,114 @@
+"""Torch IR -> the backend contract -> a backend's IR -> an executor's program: the stages
+every frontend shares after its own import (`torch-backend`, `backend`, `lower`).
+
+    torch_backend_ir(raw_ir)                      # stage torch-backend
+    compile_backend_ir(torch_ir, chain)           # stages backend and lower: the chain's executor's program
+    compile_torch_backend_ir(torch_ir, "tosa")    # the same, for an FX config's chain
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from torch_mlir import ir
+
+from compiler import pipelines
+from compiler.refbackend import TORCH_DTYPE_OF_MLIR, ResultType, opt_level_for
+from compiler.stages import (
+    Snapshots,
+    StageError,
+    first_line,
+    module_text,
+    new_context,
+    parse_module,
+    run_stage,
+    split_top_level,
+)
+from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
+
+# Scalar results of @main, in torch-dialect spelling, as the Python type they come back as.
+SCALAR_RESULT_TYPES: dict[str, type] = {"!torch.int": int, "!torch.float": float, "!torch.bool": bool}
+
+
+def result_dtypes(module: ir.Module | str, entry: str = "main") -> list[ResultType]:
+    """The torch dtypes (or int / float / bool for scalars) of `entry`'s results,
+    read from its torch-dialect signature."""
+    text = module if isinstance(module, str) else module_text(module)
+    match = re.search(rf"func\.func @{entry}\(.*?\)\s*->\s*(\(.*?\)|[^{{]+?)\s*(attributes|\{{)", text, re.S)
+    if match is None:
+        raise StageError("import", f"no function @{entry} with results in the module")
+    results = match[1].strip()
+    dtypes = []
+    for type_text in _split_types(results):
+        if type_text in SCALAR_RESULT_TYPES:
+            dtypes.append(SCALAR_RESULT_TYPES[type_text])
+            continue
+        tensor = re.fullmatch(r"!torch\.vtensor<(?:\[[^\]]*\]|\*),\s*(.+)>", type_text)
+        if tensor is None or tensor[1] not in TORCH_DTYPE_OF_MLIR:
+            raise StageError(
+                "import",
+                f"result type {type_text} of @{entry} is not a tensor or scalar the reference backend returns",
+            )
+        dtypes.append(TORCH_DTYPE_OF_MLIR[tensor[1]])
+    return dtypes
+
+
+def _split_types(results: str) -> list[str]:
+    """`(!torch.vtensor<[3,4],f32>, ...)` -> its types (`<` nests inside them)."""
+    if results.startswith("(") and results.endswith(")"):
+        results = results[1:-1]
+    return split_top_level(results, "<[(", ">])")
+
+
+def torch_backend_ir(
+    raw_ir: str,
+    backend_legal_ops: Sequence[str] = (),
+    *,
+    snapshots: Snapshots | None = None,
+    pipeline: Sequence[str] | None = None,
+) -> str:
+    """Stage torch-backend: raw torch dialect -> the backend contract, by `pipeline`
+    (default: the FX one keeping `backend_legal_ops` whole)."""
+    try:
+        raw = parse_module(raw_ir, new_context())
+    except ir.MLIRError as error:  # the importer wrote IR that does not verify
+        lines = str(error).splitlines()
+        detail = next((line.strip() for line in lines if "error:" in line), first_line(error))
+        raise StageError(
+            "import", f"the imported module does not verify: {detail}", diagnostics=lines[1:], input_ir=raw_ir
+        ) from None
+    if pipeline is None:
+        pipeline = pipelines.fx_to_torch_backend(backend_legal_ops)
+    run_stage(raw, "torch-backend", pipeline, snapshots)
+    return module_text(raw)
+
+
+def compile_torch_backend_ir(
+    torch_backend_ir: str,
+    backend: str,
+    *,
+    snapshots: Snapshots | None = None,
+    opt_level: int | None = None,
+    executor: str = "refbackend",
+):
+    """torch backend IR -> backend IR -> the executor's program (RefBackend: linalg -> LLVM -> loaded).
+
+    `opt_level` of the RefBackend's ExecutionEngine; None: `refbackend.opt_level_for` the program.
+    With backend `torch` (`toolchain.TORCH_INPUT`) the executor is handed the IR as it is.
+    """
+    chain = toolchain(executor=executor, frontend="fx", backend=backend)  # raises on an unknown backend
+    return compile_backend_ir(torch_backend_ir, chain, snapshots=snapshots, opt_level=opt_level)
+
+
+def compile_backend_ir(
+    torch_ir: str, chain: Toolchain, *, snapshots: Snapshots | None = None, opt_level: int | None = None
+):
+    """Stages `backend` (`chain.to_backend`) and `lower` (the chain's executor) of torch IR."""
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    dtypes = result_dtypes(torch_ir)
+    module = parse_module(torch_ir, new_context())
+    if chain.backend != TORCH_INPUT:
+        run_stage(module, "backend", chain.to_backend, snapshots)
+    level = opt_level_for(torch_ir) if opt_level is None else opt_level
+    return chain.executor().program_for(module, dtypes, snapshots, opt_level=level)

@@ -1,0 +1,111 @@
+"""The FX path: torch.export -> FxImporter (stages `capture`, `import`), then the stages every
+frontend shares (`compiler.backend_compile`).
+
+    compiled = compile_module(model, (x,), backend="tosa")
+    compiled(x)                           # runs on MLIR's ExecutionEngine
+    compiled.snapshots.texts["backend"]   # the IR each stage was given
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+import torch.utils._pytree as pytree
+
+from compiler import pipelines
+from compiler.backend_compile import compile_torch_backend_ir, torch_backend_ir
+from compiler.frontends import fx
+from compiler.refbackend import RefBackendProgram
+from compiler.stages import Snapshots, module_text
+
+
+@dataclass
+class FxImport:
+    """`module.<method>` captured by torch.export and imported (raw torch dialect)."""
+
+    raw_ir: str
+    out_spec: Any  # pytree spec of the user outputs
+    notes: list[str] = field(default_factory=list)  # capture fallbacks, dropped mutations
+    # The captured (decomposed) ExportedProgram, to run natively; not sent between processes.
+    exported: Any = None
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "exported": None}
+
+
+def fx_import(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    *,
+    method: str = "forward",
+    snapshots: Snapshots | None = None,
+) -> FxImport:
+    """Stages capture -> import of `module.<method>`."""
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    notes: list[str] = []
+    snapshots.enter("capture")
+    program = fx.capture(module, example_inputs, dynamic_dims, method, notes)
+    snapshots.enter("import")
+    raw = fx.import_program(program)
+    if mutated := fx.mutated_inputs(program):
+        notes.append(f"updated in place and not compared (as upstream): {', '.join(mutated)}")
+    return FxImport(module_text(raw), program.call_spec.out_spec, notes, program)
+
+
+def fx_to_torch_backend_ir(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    *,
+    method: str = "forward",
+    snapshots: Snapshots | None = None,
+    backend_legal_ops: Sequence[str] = (),
+) -> tuple[str, Any]:
+    """capture -> import -> torch-backend of `module.<method>`.
+
+    Returns (torch backend IR text, output pytree spec).
+    """
+    imported = fx_import(module, example_inputs, dynamic_dims, method=method, snapshots=snapshots)
+    return torch_backend_ir(imported.raw_ir, backend_legal_ops, snapshots=snapshots), imported.out_spec
+
+
+@dataclass
+class CompiledModule:
+    """A module compiled for one backend: callable like the module, with every stage's IR."""
+
+    backend: str
+    program: RefBackendProgram
+    out_spec: Any
+    snapshots: Snapshots = field(default_factory=Snapshots)
+
+    def __call__(self, *inputs: Any) -> Any:
+        tensors = [x for x in pytree.tree_leaves(inputs) if isinstance(x, torch.Tensor)]
+        flat = self.program(*tensors)
+        return pytree.tree_unflatten(flat, self.out_spec) if self.out_spec is not None else flat
+
+    def close(self) -> None:
+        self.program.close()
+
+
+def compile_module(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    backend: str = "linalg",
+    *,
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    opt_level: int | None = None,
+) -> CompiledModule:
+    """Compile `module.forward` for `backend` ("linalg", "tosa" or "stablehlo")."""
+    snapshots = Snapshots()
+    torch_ir, out_spec = fx_to_torch_backend_ir(
+        module,
+        example_inputs,
+        dynamic_dims,
+        snapshots=snapshots,
+        backend_legal_ops=pipelines.BACKEND_LEGAL_OPS.get(backend, ()),
+    )
+    program = compile_torch_backend_ir(torch_ir, backend, snapshots=snapshots, opt_level=opt_level)
+    return CompiledModule(backend, program, out_spec, snapshots)
