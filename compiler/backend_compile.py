@@ -8,13 +8,12 @@ every frontend shares after its own import (`torch-backend`, `backend`, `lower`)
 
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 from torch_mlir import ir
 
 from compiler import pipelines
-from compiler.refbackend import TORCH_DTYPE_OF_MLIR, ResultType, opt_level_for
+from compiler.refbackend import opt_level_for, result_dtypes
 from compiler.stages import (
     Snapshots,
     StageError,
@@ -23,42 +22,8 @@ from compiler.stages import (
     new_context,
     parse_module,
     run_stage,
-    split_top_level,
 )
 from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
-
-# Scalar results of @main, in torch-dialect spelling, as the Python type they come back as.
-SCALAR_RESULT_TYPES: dict[str, type] = {"!torch.int": int, "!torch.float": float, "!torch.bool": bool}
-
-
-def result_dtypes(module: ir.Module | str, entry: str = "main") -> list[ResultType]:
-    """The torch dtypes (or int / float / bool for scalars) of `entry`'s results,
-    read from its torch-dialect signature."""
-    text = module if isinstance(module, str) else module_text(module)
-    match = re.search(rf"func\.func @{entry}\(.*?\)\s*->\s*(\(.*?\)|[^{{]+?)\s*(attributes|\{{)", text, re.S)
-    if match is None:
-        raise StageError("import", f"no function @{entry} with results in the module")
-    results = match[1].strip()
-    dtypes = []
-    for type_text in _split_types(results):
-        if type_text in SCALAR_RESULT_TYPES:
-            dtypes.append(SCALAR_RESULT_TYPES[type_text])
-            continue
-        tensor = re.fullmatch(r"!torch\.vtensor<(?:\[[^\]]*\]|\*),\s*(.+)>", type_text)
-        if tensor is None or tensor[1] not in TORCH_DTYPE_OF_MLIR:
-            raise StageError(
-                "import",
-                f"result type {type_text} of @{entry} is not a tensor or scalar the reference backend returns",
-            )
-        dtypes.append(TORCH_DTYPE_OF_MLIR[tensor[1]])
-    return dtypes
-
-
-def _split_types(results: str) -> list[str]:
-    """`(!torch.vtensor<[3,4],f32>, ...)` -> its types (`<` nests inside them)."""
-    if results.startswith("(") and results.endswith(")"):
-        results = results[1:-1]
-    return split_top_level(results, "<[(", ">])")
 
 
 def torch_backend_ir(

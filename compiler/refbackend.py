@@ -26,7 +26,7 @@ from compiler.replay_runtime.engine import (  # noqa: F401 - re-exported: the ba
     from_storage_array,
     to_storage_array,
 )
-from compiler.stages import Snapshots, StageError, run_stage
+from compiler.stages import Snapshots, StageError, module_text, run_stage, split_top_level
 
 # --- compile and run ---------------------------------------------------------------
 
@@ -88,3 +88,37 @@ def compile_linalg(
         raise
     except Exception as error:
         raise StageError("lower", f"ExecutionEngine: {type(error).__name__}: {error}") from error
+
+
+# Scalar results of @main, in torch-dialect spelling, as the Python type they come back as.
+SCALAR_RESULT_TYPES: dict[str, type] = {"!torch.int": int, "!torch.float": float, "!torch.bool": bool}
+
+
+def result_dtypes(module: ir.Module | str, entry: str = "main") -> list[ResultType]:
+    """The torch dtypes (or int / float / bool for scalars) of `entry`'s results,
+    read from its torch-dialect signature."""
+    text = module if isinstance(module, str) else module_text(module)
+    match = re.search(rf"func\.func @{entry}\(.*?\)\s*->\s*(\(.*?\)|[^{{]+?)\s*(attributes|\{{)", text, re.S)
+    if match is None:
+        raise StageError("import", f"no function @{entry} with results in the module")
+    results = match[1].strip()
+    dtypes = []
+    for type_text in _split_types(results):
+        if type_text in SCALAR_RESULT_TYPES:
+            dtypes.append(SCALAR_RESULT_TYPES[type_text])
+            continue
+        tensor = re.fullmatch(r"!torch\.vtensor<(?:\[[^\]]*\]|\*),\s*(.+)>", type_text)
+        if tensor is None or tensor[1] not in TORCH_DTYPE_OF_MLIR:
+            raise StageError(
+                "import",
+                f"result type {type_text} of @{entry} is not a tensor or scalar the reference backend returns",
+            )
+        dtypes.append(TORCH_DTYPE_OF_MLIR[tensor[1]])
+    return dtypes
+
+
+def _split_types(results: str) -> list[str]:
+    """`(!torch.vtensor<[3,4],f32>, ...)` -> its types (`<` nests inside them)."""
+    if results.startswith("(") and results.endswith(")"):
+        results = results[1:-1]
+    return split_top_level(results, "<[(", ">])")

@@ -100,7 +100,7 @@ def _argument_tensors(text: str) -> list[torch.Tensor]:
 
 def _replay(executor_name: str, backend: str, run: bool):
     def replay(module) -> None:
-        from compiler.backend_compile import result_dtypes
+        from compiler.refbackend import result_dtypes
         from compiler.stages import Snapshots, module_text
 
         text = module_text(module)

@@ -2,7 +2,8 @@
 
 The host builds the module and runs the golden trace (user code: it may crash, hang,
 or allocate without bound), then serves requests from the pytest process: run a config
-(in the host itself, under the pair's limits), reduce a failure (in a grandchild). The
+(in the host itself, under the pair's limits), reduce a failure (in a grandchild), or
+run another client's task (`call`: mutation testing's survey and mutants). The
 pytest process never runs a test's module; it only waits, under limits, for replies.
 Configs of one test share the host's export and torch-backend IR, whichever config
 comes first.
@@ -27,6 +28,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Callable
 
 import torch
 
@@ -57,6 +59,14 @@ class _Retiring:
 
 
 @dataclass
+class _Call:
+    """A task of another client of the host (mutation testing): `fn(prepared, state)`, run on the
+    host; `state` is the host's own dict, kept between calls while the host lives."""
+
+    fn: Callable[[Any, dict], Any]
+
+
+@dataclass
 class _Reduce:
     result: Result
     reports_dir: Path
@@ -74,6 +84,7 @@ def _serve(test: Test, shape_mode: str, config_loader, reducer, shared: dict, ch
     prepared.shared.update(shared)
     channel.send(("ready", prepared.golden_error, prepared.golden_kind))
     rng = torch.get_rng_state()  # every config starts where the golden run left it
+    state: dict = {}  # what `_Call`s keep between them
     while True:
         try:
             request = channel.receive()
@@ -90,6 +101,8 @@ def _serve(test: Test, shape_mode: str, config_loader, reducer, shared: dict, ch
             channel.send(result)
         elif isinstance(request, _Reduce):
             channel.send(_reduce(prepared, config_loader, reducer, request))
+        elif isinstance(request, _Call):
+            channel.send(isolation.call_reporting(lambda: request.fn(prepared, state)))
         else:
             channel.send(isolation.Raised(None, f"unknown request {request!r}"))
 
@@ -174,6 +187,26 @@ class TestHost:
         if earlier:
             result.notes.append(f"ran on a new test host: an earlier one ended after {', '.join(earlier)}")
         return result
+
+    @property
+    def alive(self) -> bool:
+        """Whether this test's current host still runs (a `call`'s `state` lives only as long)."""
+        return self._child.alive
+
+    def call(self, fn: Callable[[Any, dict], Any], limits: Limits) -> Any:
+        """`fn(prepared, state)` on this test's host under `limits` (`fn` a module-level function,
+        or a partial of one: it is sent by pickle), for clients other than the runner. Its
+        reply; or how the host ended (`isolation.Crashed`, `TimedOut`, `OverMemory`: the host
+        is gone, its `state` with it, and the next call starts a new one); `isolation.Raised`
+        when `fn` raised; the test's golden failure (a Result) when the test is broken."""
+        self._ensure_alive()
+        if self.golden_failure is not None:
+            return self.golden_failure
+        reply = self._child.request(_Call(fn), limits)
+        self.peak_rss = max(self.peak_rss, self._child.peak_rss)
+        if isinstance(reply, (isolation.Crashed, isolation.TimedOut, isolation.OverMemory)):
+            self._child.kill()
+        return reply
 
     def reduce(self, result: Result, reports_dir: Path, time_box: float, memory_bytes: int | None):
         """The reducer's outcome for a failing pair: a ReduceOutcome, or a note saying why not."""

@@ -18,8 +18,15 @@ from typing import Any
 from torch_mlir import ir
 
 from compiler import pipelines
-from compiler.backend_compile import result_dtypes, torch_backend_ir
-from compiler.refbackend import LOWER_PIPELINE, RefBackendProgram, argument_types, bf16_boundary_as_i16, opt_level_for
+from compiler.backend_compile import torch_backend_ir
+from compiler.refbackend import (
+    LOWER_PIPELINE,
+    RefBackendProgram,
+    argument_types,
+    bf16_boundary_as_i16,
+    opt_level_for,
+    result_dtypes,
+)
 from compiler.stages import Snapshots, StageError, module_text, new_context, parse_module, run_stage
 from e2e.configs.fx import Compiled, _import
 from e2e.framework.trace import call_key

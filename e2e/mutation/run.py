@@ -1,6 +1,6 @@
 """Run mutations over a suite: one test host per test, one forked child per mutant.
 
-Per test, a host (a forked child) builds the module, runs the golden trace, and
+Per test, a host (the suite's own `TestHost`, a forked child) builds the module, runs the golden trace, and
 `survey`s its programs once (capture, import, torch-backend and backend stages); the
 unmutated program from linalg-on-tensors is the baseline, and only a test whose baseline
 passes (and that the config's xfail set does not list) can catch a mutation. Sites are
@@ -20,6 +20,7 @@ import os
 import signal
 import time
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -27,8 +28,10 @@ import torch
 from e2e.framework import isolation
 from e2e.framework.cache import JsonStore, cache_key, source_digest
 from e2e.framework.compare import compare_traces
+from e2e.framework.host import TestHost
 from e2e.framework.isolation import Limits
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY
+from e2e.framework.result import Result
 from e2e.mutation.catalogue import Mutation, mutations
 
 # Verdicts of one (test, mutation): the test caught it (and how), or it survived.
@@ -125,56 +128,54 @@ def _run_mutant(prepared, programs, backend: str, mutation: Mutation | None, sam
     return [SURVIVED, f"not equivalent: {judgement.detail[:400]}"]
 
 
-def _serve_host(test_name: str, backend: str, shape_mode: str, by_key: dict[str, Mutation], channel) -> None:
-    """A test host: golden trace and survey once, then one forked child per mutant."""
-    from e2e.framework.runner import prepare
+def _survey(backend: str, keys: list[str], prepared, state: dict):
+    """On the test's host: compile the test's programs to each boundary, run the unmutated one
+    (the baseline), count each mutation's sites, and keep what its mutants start from."""
     from e2e.mutation.equivalence import Meanings, boundary_samples, program_thresholds
     from e2e.mutation.mutant import sites, survey
 
-    torch.set_num_threads(1)
     os.dup2(2, 1)  # what native code prints goes to the host's stderr tail, not the terminal
-    prepared = prepare(GLOBAL_TEST_REGISTRY[test_name])
-    prepared.shape_mode = shape_mode
-    programs, samples = None, []
-    while True:
-        try:
-            request = channel.receive()
-        except EOFError:
-            return
-        if request is None:
-            return
-        kind, payload = request
-        if kind == "survey":
-            if prepared.golden_error is not None:
-                channel.send(("broken test: " + prepared.golden_error.splitlines()[0], {}, 0.0))
-                continue
-            start = time.monotonic()
-            try:
-                programs = survey(prepared, backend)
-                outcome = _run_mutant(prepared, programs, backend, None)
-                baseline, _ = outcome if isinstance(outcome, tuple) else (outcome, None)
-            except Exception as error:  # noqa: BLE001
-                channel.send((f"fail: {type(error).__name__}: {str(error)[:200]}", {}, 0.0))
-                continue
-            seconds = time.monotonic() - start
-            by_name = sites(programs, [by_key[key] for key in payload])
-            counts = {key: by_name[by_key[key].name] for key in payload}
-            if baseline is None and any(counts.values()):
-                # What the unmutated program computes on boundary inputs: shared by every mutant.
-                thresholds = program_thresholds([p.texts["linalg"] for p in programs.values()])
-                found = isolation.run_forked(
-                    lambda: boundary_samples(prepared.golden, Meanings(programs, backend, None), thresholds),
-                    max(20.0, 20 * seconds),
-                    2 * isolation.GIB,
-                )
-                samples = found if isinstance(found, list) else []  # a crash on odd inputs: no samples
-            channel.send(("pass" if baseline is None else f"fail: {baseline[1]}", counts, seconds))
-        else:  # ("mutate", (key, seconds))
-            key, limit = payload
-            outcome = isolation.run_forked(
-                lambda: _run_mutant(prepared, programs, backend, by_key[key], samples), limit, 2 * isolation.GIB
-            )
-            channel.send(_verdict(outcome, limit))
+    if prepared.golden_error is not None:
+        return ("broken test: " + prepared.golden_error.splitlines()[0], {}, 0.0)
+    by_key = _by_key(keys)
+    start = time.monotonic()
+    try:
+        programs = survey(prepared, backend)
+        outcome = _run_mutant(prepared, programs, backend, None)
+        baseline, _ = outcome if isinstance(outcome, tuple) else (outcome, None)
+    except Exception as error:  # noqa: BLE001
+        return (f"fail: {type(error).__name__}: {str(error)[:200]}", {}, 0.0)
+    seconds = time.monotonic() - start
+    by_name = sites(programs, list(by_key.values()))
+    counts = {key: by_name[mutation.name] for key, mutation in by_key.items()}
+    samples = []
+    if baseline is None and any(counts.values()):
+        # What the unmutated program computes on boundary inputs: shared by every mutant.
+        thresholds = program_thresholds([p.texts["linalg"] for p in programs.values()])
+        found = isolation.run_forked(
+            lambda: boundary_samples(prepared.golden, Meanings(programs, backend, None), thresholds),
+            max(20.0, 20 * seconds),
+            2 * isolation.GIB,
+        )
+        samples = found if isinstance(found, list) else []  # a crash on odd inputs: no samples
+    state["mutation"] = (backend, programs, samples)
+    return ("pass" if baseline is None else f"fail: {baseline[1]}", counts, seconds)
+
+
+def _mutate(key: str, limit: float, prepared, state: dict) -> list[str]:
+    """On the test's host, after `_survey`: one mutant's verdict, in a child forked from the host."""
+    backend, programs, samples = state["mutation"]
+    mutation = _by_key([key])[key]
+    outcome = isolation.run_forked(
+        lambda: _run_mutant(prepared, programs, backend, mutation, samples), limit, 2 * isolation.GIB
+    )
+    return _verdict(outcome, limit)
+
+
+def _by_key(keys: list[str]) -> dict[str, Mutation]:
+    """The catalogue's mutations by their keys (sent to the host as keys: they are data there too)."""
+    every = {mutation_key(mutation): mutation for mutation in mutations()}
+    return {key: every[key] for key in keys}
 
 
 def _verdict(outcome, limit: float) -> list[str]:
@@ -214,12 +215,16 @@ def run_test(job: Job) -> TestRecord:
     if record.baseline and not missing:
         return record
     backend = job.config
-    host = isolation.Child(
-        lambda channel: _serve_host(job.test, backend, job.shape_mode, wanted, channel), name="mutation-host"
-    )
     budget = test.timeout_seconds or 300.0
+    host = TestHost(
+        test, shape_mode=job.shape_mode, config_loader=None, golden_limits=Limits(budget, 6 * isolation.GIB)
+    )
     try:
-        reply = host.request(("survey", missing), Limits(budget, 6 * isolation.GIB))
+        reply = host.call(partial(_survey, backend, missing), Limits(budget, 6 * isolation.GIB))
+        if isinstance(reply, Result):  # the test is broken, or its golden run ended abnormally
+            first = reply.error.splitlines()[0] if reply.error else ""
+            record.baseline = first if reply.outcome == "error" else f"{reply.outcome}: {first}"
+            return record
         if not isinstance(reply, tuple):
             tail = getattr(reply, "stderr_tail", "").strip().splitlines()[-1:] or [""]
             record.baseline = f"{type(reply).__name__}: {getattr(reply, 'reason', '')} {tail[0][:300]}".strip()
@@ -234,14 +239,9 @@ def run_test(job: Job) -> TestRecord:
                 if not host.alive:
                     record.verdicts[mkey] = [CRASH, "the test host died"]
                     continue
-                reply = host.request(("mutate", (mkey, limit)), Limits(limit + 30, 6 * isolation.GIB))
+                reply = host.call(partial(_mutate, mkey, limit), Limits(limit + 30, 6 * isolation.GIB))
                 record.verdicts[mkey] = reply if isinstance(reply, list) else [CRASH, f"host: {reply}"]
     finally:
-        if host.alive:
-            try:
-                host._channel.send(None)
-            except OSError:
-                pass
         host.close()
     record.seconds = round(time.monotonic() - start, 2)
     cache.put(key, record)

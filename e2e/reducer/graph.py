@@ -127,9 +127,8 @@ class _Recorder(torch.fx.Interpreter):
 def run_torch_backend_ir(torch_ir: str, to_executor: Sequence[str], inputs: Sequence[torch.Tensor]):
     """(outputs, result dtypes) of torch backend IR compiled by `to_executor` and run on `inputs`:
     on the RefBackend, or on the runtime its last entry names (`compiler.executors.replay`)."""
-    from compiler.backend_compile import result_dtypes
     from compiler.executors import load_executor
-    from compiler.refbackend import RefBackendProgram
+    from compiler.refbackend import RefBackendProgram, result_dtypes
     from compiler.stages import Snapshots, new_context, parse_module
     from compiler.toolchain import split_executor
     from e2e.reducer.case import run_entries
