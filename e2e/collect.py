@@ -10,7 +10,7 @@ import dataclasses
 
 import pytest
 
-from e2e.configs import load_config
+from e2e.configs import TakesModels, load_config
 from e2e.framework.cache import pair_key
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY
 from e2e.framework.report import failure_text
@@ -38,7 +38,8 @@ class E2ETest(pytest.Collector):
     def collect(self):
         test = GLOBAL_TEST_REGISTRY[self.name]
         for config_name, spec in self.config.stash[STATE].configs.items():
-            if test.model_format not in getattr(load_config(spec), "model_formats", ("torch",)):
+            config = load_config(spec)
+            if test.model_format not in (config.model_formats if isinstance(config, TakesModels) else ("torch",)):
                 continue  # e.g. an ONNX model on a torch-capturing config
             if test.skip_reason is not None:
                 yield SkippedTestItem.from_parent(self, name=config_name, reason=test.skip_reason)

@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, RUNTIME_CONFIG_NAMES, available_configs, load_config
+from e2e.configs import (
+    CONFIG_NAMES,
+    OPT_IN_CONFIG_NAMES,
+    RUNTIME_CONFIG_NAMES,
+    WarmsUp,
+    available_configs,
+    load_config,
+)
 from e2e.framework import isolation
 from e2e.framework.cache import ResultCache
 from e2e.framework.host import TestHost
@@ -189,10 +196,10 @@ def warm_up_configs(specs: tuple[str, ...]) -> None:
     """A config's own one-time initialization (its optional `warm_up()`), paid once per
     process before the first fork (the onnx exporter's first call costs seconds)."""
     for spec in specs:
-        warm = getattr(load_config(spec), "warm_up", None)
-        if callable(warm):
+        config = load_config(spec)
+        if isinstance(config, WarmsUp):
             try:
-                warm()
+                config.warm_up()
             except Exception:  # noqa: BLE001 - a config that cannot warm up fails in its pairs, with a result
                 pass
 

@@ -28,6 +28,8 @@ __all__ = [
     "CONFIG_NAMES",
     "RUNTIME_CONFIG_NAMES",
     "Config",
+    "TakesModels",
+    "WarmsUp",
     "ENTRY_POINT_GROUP",
     "OPT_IN_CONFIG_NAMES",
     "XFAIL_DIR",
@@ -57,6 +59,22 @@ class Config(Protocol):
     def compile(self, prepared: Any, snapshots: Any) -> Any: ...
 
     def run(self, artifact: Any, golden: Any) -> Any: ...
+
+
+@runtime_checkable
+class WarmsUp(Protocol):
+    """A config with a one-time initialization of its own, paid once per process before the
+    test hosts fork (the onnx exporter's first call costs seconds)."""
+
+    def warm_up(self) -> None: ...
+
+
+@runtime_checkable
+class TakesModels(Protocol):
+    """A config that compiles test models other than torch modules (`Test.model_format`):
+    the formats it takes; a config without it takes torch modules alone."""
+
+    model_formats: tuple[str, ...]
 
 
 def _plugin_configs() -> dict[str, Any]:

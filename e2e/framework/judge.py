@@ -57,6 +57,20 @@ class Explanation:
 
 
 @runtime_checkable
+class Annotated(Protocol):
+    """An artifact whose compile left notes for the pair's Result (fallbacks, static shapes)."""
+
+    notes: list[str]
+
+
+@runtime_checkable
+class Closable(Protocol):
+    """An artifact that holds what must be freed (ExecutionEngines, runtime sessions)."""
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
 class Explainer(Protocol):
     def explain(self, prepared: Any, outcome: Outcome) -> Explanation | None: ...
 

@@ -29,7 +29,7 @@ from compiler.stages import Snapshots, StageError, write_atomic
 from e2e.framework import isolation
 from e2e.framework.compare import compare_traces
 from e2e.framework.isolation import Limits
-from e2e.framework.judge import Explanation, Outcome, explain
+from e2e.framework.judge import Annotated, Closable, Explanation, Outcome, explain
 from e2e.framework.registry import Test
 from e2e.framework.result import (
     CRASH,
@@ -207,15 +207,15 @@ def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tu
     result = _result_of(prepared.test, config.name, outcome, explanations)
     if isinstance(config, Twinned):
         result.twin = config.twin
-    notes = list(getattr(outcome.artifact, "notes", ()))
+    notes = list(outcome.artifact.notes) if isinstance(outcome.artifact, Annotated) else []
     notes += [f"shared: reused {key} from an earlier config of this test" for key in sorted(map(repr, prepared.reused))]
     notes += [note for explanation in explanations for note in explanation.notes]
     result.notes = list(dict.fromkeys(notes))
     # A test host runs every config of its test: free each one's ExecutionEngines, unless
     # the program misbehaved (its heap may be corrupt: freeing can abort or hang; the
     # host retires instead).
-    if not ran_and_failed(result):
-        getattr(outcome.artifact, "close", lambda: None)()
+    if not ran_and_failed(result) and isinstance(outcome.artifact, Closable):
+        outcome.artifact.close()
     return result, prepared.new_shared
 
 
