@@ -211,7 +211,17 @@ def _signature(value: Any, tensors: list[torch.Tensor]) -> Any:
 
 
 def _call_signature(func, args: tuple, kwargs: dict, tensors: list[torch.Tensor]) -> Any:
-    return (func, _signature(args, tensors), tuple((k, _signature(v, tensors)) for k, v in kwargs.items()))
+    """The cache key of a call: `_signature` of its arguments, EagerTensors inline (the
+    common case, on every call)."""
+    positional = []
+    for value in args:
+        if type(value) is EagerTensor:
+            value = value.elem
+            tensors.append(value)
+            positional.append((value.dtype, value.shape))
+        else:
+            positional.append(_signature(value, tensors))
+    return (func, tuple(positional), tuple((k, _signature(v, tensors)) for k, v in kwargs.items()) if kwargs else ())
 
 
 def _unwrap(value: Any) -> Any:
