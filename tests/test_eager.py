@@ -13,7 +13,7 @@ from compiler.frontends.eager import EagerSession, EagerTensor, eager_mode, from
 
 @pytest.fixture
 def session():
-    session = EagerSession()
+    session = EagerSession(opt_level=0)  # the JIT's quickest: these tests call each op a few times
     yield session
     session.close()
 
@@ -161,9 +161,10 @@ def sample(dtype: torch.dtype, *shape: int) -> torch.Tensor:
 @pytest.mark.parametrize(
     "dtype", [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool, torch.complex64]
 )
-def test_cached_calls_match_native_on_any_layout(session, dtype):
+def test_cached_calls_match_native_on_any_layout(dtype):
     """The cached call path passes tensors' memory as it is: contiguous, transposed, with a
-    storage offset, conjugated; and 0-d tensors and scalars."""
+    storage offset, conjugated; and 0-d tensors and scalars. At the session's default opt level."""
+    session = EagerSession()
     base = sample(dtype, 4, 6)
     wide = sample(dtype, 6, 9)
     layouts = [
@@ -191,6 +192,7 @@ def test_cached_calls_match_native_on_any_layout(session, dtype):
             got = from_eager(to_eager(base, session) * 3)
             assert torch.equal(got, base * 3)
     assert session.report.passed
+    session.close()
 
 
 def test_scalar_results(session):

@@ -224,7 +224,7 @@ def compile_single_op(
     fake_mode: FakeTensorMode,
     snapshots: Snapshots,
     backend: str = "linalg",
-    opt_level: int = 0,
+    opt_level: int | None = 0,
     *,
     decompose: bool = False,
 ) -> CompiledOp:
