@@ -60,11 +60,28 @@ def opt_level_for(ir_text: str) -> int:
 
 LOWER_PIPELINE = ("func.func(convert-elementwise-to-linalg)",) + LINALG_TO_LLVM
 
+# At O2 and above LLVM's loop vectorizer runs: there the loops of a matmul or a
+# convolution are nested with the output's contiguous dim innermost, which it vectorizes
+# (the same values, bit for bit: `passes.output_dim_innermost`). A 128x768 @ 768x768
+# matmul at O2 ran 2-8x faster so (benchmarks/RESULTS.md); O0 code is not vectorized.
+VECTORIZABLE_LOOPS = "python:compiler.replay_runtime.passes:output_dim_innermost"
+VECTORIZING_OPT_LEVEL = 2
 
-def lower_to_llvm(module: ir.Module, snapshots: Snapshots | None = None, to_linalg: Sequence[str] = ()) -> ir.Module:
+
+def lower_pipeline(opt_level: int = 0) -> tuple[str, ...]:
+    """The `lower` stage's passes after the backend's conversion to linalg, for a program JIT-compiled at `opt_level`."""
+    if opt_level < VECTORIZING_OPT_LEVEL:
+        return LOWER_PIPELINE
+    at = LOWER_PIPELINE.index("func.func(linalg-fuse-elementwise-ops)") + 1
+    return (*LOWER_PIPELINE[:at], VECTORIZABLE_LOOPS, *LOWER_PIPELINE[at:])
+
+
+def lower_to_llvm(
+    module: ir.Module, snapshots: Snapshots | None = None, to_linalg: Sequence[str] = (), opt_level: int = 0
+) -> ir.Module:
     """Backend IR -> (linalg-on-tensors via `to_linalg`) -> LLVM dialect: stage `lower`, in place."""
     bf16_boundary_as_i16(module)
-    return run_stage(module, "lower", tuple(to_linalg) + LOWER_PIPELINE, snapshots)
+    return run_stage(module, "lower", tuple(to_linalg) + lower_pipeline(opt_level), snapshots)
 
 
 def compile_linalg(
@@ -81,7 +98,7 @@ def compile_linalg(
     StableHLO); it runs as the first part of `lower`.
     """
     compiled_for = argument_types(backend_module)
-    lower_to_llvm(backend_module, snapshots, to_linalg)
+    lower_to_llvm(backend_module, snapshots, to_linalg, opt_level)
     try:
         return RefBackendProgram(backend_module, result_dtypes, opt_level=opt_level, argument_types=compiled_for)
     except StageError:

@@ -211,11 +211,28 @@ def _signature(value: Any, tensors: list[torch.Tensor]) -> Any:
 
 
 def _call_signature(func, args: tuple, kwargs: dict, tensors: list[torch.Tensor]) -> Any:
-    return (func, _signature(args, tensors), tuple((k, _signature(v, tensors)) for k, v in kwargs.items()))
+    """The cache key of a call: `_signature` of its arguments, EagerTensors inline (the
+    common case, on every call)."""
+    positional = []
+    for value in args:
+        if type(value) is EagerTensor:
+            value = value.elem
+            tensors.append(value)
+            positional.append((value.dtype, value.shape))
+        else:
+            positional.append(_signature(value, tensors))
+    return (func, tuple(positional), tuple((k, _signature(v, tensors)) for k, v in kwargs.items()) if kwargs else ())
 
 
 def _unwrap(value: Any) -> Any:
     return value.elem if type(value) is EagerTensor else value
+
+
+def _holds_tensors(value: Any) -> bool:
+    """A list or tuple with a tensor in it, at any depth."""
+    return (type(value) is list or type(value) is tuple) and any(
+        isinstance(item, torch.Tensor) or _holds_tensors(item) for item in value
+    )
 
 
 def _argument_text(args: tuple, kwargs: dict) -> str:
@@ -235,10 +252,16 @@ def _argument_text(args: tuple, kwargs: dict) -> str:
 class EagerSession:
     """Compiles and runs aten ops one at a time; owns the compiled-op cache and the report.
 
-    `backend` is one of `compiler.pipelines.BACKENDS` ("linalg", "tosa", "stablehlo").
+    `backend` is one of `compiler.pipelines.BACKENDS` ("linalg", "tosa", "stablehlo");
+    `opt_level` the ExecutionEngine's for every op, or None: the RefBackend's policy per
+    op (`compiler.refbackend.opt_level_for`: O2 on a tensor of a million elements or
+    more, else O0). O2 by default: a session calls its programs again and again, so
+    O2's longer JIT (about 2x per op) is paid once per signature and its faster code
+    on every call (benchmarks/eager_zoo.py; the `eager` config, which calls each op
+    once or twice, compiles at O0).
     """
 
-    def __init__(self, backend: str = "linalg", *, opt_level: int = 0):
+    def __init__(self, backend: str = "linalg", *, opt_level: int | None = 2):
         self.backend = backend
         self.opt_level = opt_level
         self.report = EagerReport()
@@ -365,8 +388,14 @@ class EagerSession:
     def _run_native(self, func, args: tuple, kwargs: dict) -> Any:
         """Run on the wrapped data. A result that is an input's data returns that input,
         as in-place ops must return the tensor they were given."""
-        inputs = {id(v.elem): v for v in pytree.tree_leaves((args, kwargs)) if type(v) is EagerTensor}
-        plain_args, plain_kwargs = pytree.tree_map(_unwrap, (args, kwargs))
+        if any(_holds_tensors(a) for a in args) or any(_holds_tensors(v) for v in kwargs.values()):
+            leaves = pytree.tree_leaves((args, kwargs))
+            plain_args, plain_kwargs = pytree.tree_map(_unwrap, (args, kwargs))
+        else:  # no tensor inside a list (views, most of them): no pytree walk
+            leaves = (*args, *kwargs.values())
+            plain_args = [_unwrap(a) for a in args]
+            plain_kwargs = {k: _unwrap(v) for k, v in kwargs.items()}
+        inputs = {id(v.elem): v for v in leaves if type(v) is EagerTensor}
         result = func(*plain_args, **plain_kwargs)
 
         def wrap(value: Any) -> Any:
@@ -375,7 +404,7 @@ class EagerSession:
             original = inputs.get(id(value))
             return original if original is not None else EagerTensor(value, self)
 
-        return pytree.tree_map(wrap, result)
+        return wrap(result) if isinstance(result, torch.Tensor) else pytree.tree_map(wrap, result)
 
     def _run_in_place_view(self, func, op: Plan, args: tuple, kwargs: dict) -> Any:
         """`transpose_`, `squeeze_`, `t_`: metadata only. The data's sizes and strides change

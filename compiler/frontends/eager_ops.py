@@ -99,9 +99,16 @@ class CompiledOp:
     result_slots: tuple[int | None, ...]
     result_types: tuple[tuple[torch.Size, torch.dtype], ...]  # per program result, as PyTorch gives it
     torch_ir: str
+    # Whether a call's results were checked against `result_types`: once is enough, the
+    # program is compiled for static shapes and dtypes.
+    results_checked: bool = False
 
     def run(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-        results = self.program(*tensors)
+        """Call the program on tensors matching its signature (the session's cache key
+        holds their dtypes and shapes, so the program's own argument check is skipped)."""
+        results = self.program.call_checked(tensors)
+        if self.results_checked:
+            return results
         if len(results) != len(self.result_types):
             raise StageError("compare", f"{len(results)} results, PyTorch gives {len(self.result_types)}")
         for i, (result, (shape, dtype)) in enumerate(zip(results, self.result_types)):
@@ -110,6 +117,7 @@ class CompiledOp:
                     "compare",
                     f"result {i} is {type_text(result.shape, result.dtype)}, PyTorch gives {type_text(shape, dtype)}",
                 )
+        self.results_checked = True
         return results
 
 
@@ -216,7 +224,7 @@ def compile_single_op(
     fake_mode: FakeTensorMode,
     snapshots: Snapshots,
     backend: str = "linalg",
-    opt_level: int = 0,
+    opt_level: int | None = 0,
     *,
     decompose: bool = False,
 ) -> CompiledOp:

@@ -2,9 +2,11 @@
 
 After `refback-munge-calling-conventions` every argument is an unranked memref and
 the results come back through one external callback,
-`refbackend_consume_func_return_<types>`, which we register with the engine. Tensors
-are marshalled by the table `DTYPES`; a dtype not in it is refused with a clear error
-rather than read back as wrong values. bf16 has no memref calling convention upstream,
+`refbackend_consume_func_return_<types>`, which we register with the engine. A tensor's
+own memory is passed and results are copied out once (`memref_call`: descriptors built
+once per program, results' buffers freed); the table `DTYPES` says which dtypes can
+cross, and a dtype not in it is refused with a clear error rather than read back as
+wrong values. bf16 has no memref calling convention upstream,
 so bf16 arguments and results cross the boundary as i16 bit patterns
 (`bf16_boundary_as_i16`). f16/bf16 conversions the JIT-compiled code calls come from
 `softfloat`. The JIT compiles for `target.jit_target()`, not for the host.
@@ -22,6 +24,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import arith
 from torch_mlir.execution_engine import ExecutionEngine
 
+from .memref_call import CallFrame, UnrankedMemRef, ranked_memref_type, read_results
 from .mlir import StageError
 from .native_output import captured_stderr
 from .softfloat import conversion_runtime
@@ -79,27 +82,6 @@ def dtype_spec(dtype: torch.dtype) -> DType:
 # --- memref descriptors ----------------------------------------------------------
 
 
-class UnrankedMemRef(ctypes.Structure):
-    _fields_ = [("rank", ctypes.c_int64), ("descriptor", ctypes.c_void_p)]
-
-
-_RANKED_CACHE: dict[int, type] = {}
-
-
-def ranked_memref_type(rank: int) -> type:
-    """ctypes struct of a ranked memref descriptor (pointer fields as void*)."""
-    if rank not in _RANKED_CACHE:
-        fields = [
-            ("allocated", ctypes.c_void_p),
-            ("aligned", ctypes.c_void_p),
-            ("offset", ctypes.c_int64),
-        ]
-        if rank:
-            fields += [("shape", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
-        _RANKED_CACHE[rank] = type(f"MemRef{rank}D", (ctypes.Structure,), {"_fields_": fields})
-    return _RANKED_CACHE[rank]
-
-
 def to_storage_array(tensor: torch.Tensor) -> np.ndarray:
     """The tensor's data as a C-contiguous numpy array of its storage dtype."""
     spec = dtype_spec(tensor.dtype)
@@ -112,19 +94,6 @@ def to_storage_array(tensor: torch.Tensor) -> np.ndarray:
 def from_storage_array(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
     tensor = torch.from_numpy(np.require(array, requirements="C"))
     return tensor.view(torch.bfloat16) if dtype == torch.bfloat16 else tensor
-
-
-def memref_argument(array: np.ndarray) -> tuple[object, list]:
-    """A `**UnrankedMemRef` for `array`, and the objects that must outlive the call."""
-    descriptor = ranked_memref_type(array.ndim)()
-    descriptor.allocated = descriptor.aligned = array.ctypes.data
-    descriptor.offset = 0
-    if array.ndim:
-        descriptor.shape[:] = array.shape
-        descriptor.strides[:] = [s // array.itemsize for s in array.strides]
-    unranked = UnrankedMemRef(array.ndim, ctypes.cast(ctypes.pointer(descriptor), ctypes.c_void_p))
-    pointer = ctypes.pointer(unranked)
-    return ctypes.pointer(pointer), [array, descriptor, unranked, pointer]
 
 
 def memref_view(unranked: UnrankedMemRef, storage: np.dtype) -> np.ndarray:
@@ -140,11 +109,6 @@ def memref_view(unranked: UnrankedMemRef, storage: np.dtype) -> np.ndarray:
     raw = (ctypes.c_byte * (extent * storage.itemsize)).from_address(address)
     flat = np.frombuffer(raw, dtype=storage)
     return np.lib.stride_tricks.as_strided(flat, shape=shape, strides=[s * storage.itemsize for s in strides])
-
-
-def read_memref(unranked: UnrankedMemRef, dtype: torch.dtype) -> torch.Tensor:
-    """Copy a returned memref (a view of JIT-owned memory) into a new tensor."""
-    return from_storage_array(memref_view(unranked, dtype_spec(dtype).numpy).copy(), dtype)
 
 
 @ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(UnrankedMemRef), ctypes.POINTER(UnrankedMemRef))
@@ -252,7 +216,6 @@ def check_arguments(expected: Sequence[ArgumentType | None], tensors: Sequence[t
     for i, (compiled, tensor) in enumerate(zip(expected, tensors)):
         if compiled is None:
             continue
-        given = f"{str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
         problems = []
         if _builtin_element(tensor.dtype) != _signless(compiled.element):
             problems.append(f"element type {compiled.element} expected")
@@ -265,6 +228,7 @@ def check_arguments(expected: Sequence[ArgumentType | None], tensors: Sequence[t
                 if want is not None and want != size
             ]
         if problems:
+            given = f"{str(tensor.dtype).removeprefix('torch.')}{list(tensor.shape)}"
             hint = " (compile with that dim dynamic to call it at other sizes)" if "static" in problems[-1] else ""
             raise StageError(
                 "execute",
@@ -308,9 +272,8 @@ class RefBackendProgram:
         self._results: list[torch.Tensor | int | float | bool] = []
         self._callback = None
         if callback_name is not None:
-            prototype = ctypes.CFUNCTYPE(
-                None, *[SCALAR_RESULTS.get(d, ctypes.POINTER(UnrankedMemRef)) for d in self.result_dtypes]
-            )
+            # Tensor results arrive as `UnrankedMemRef *`, taken as plain addresses.
+            prototype = ctypes.CFUNCTYPE(None, *[SCALAR_RESULTS.get(d, ctypes.c_void_p) for d in self.result_dtypes])
             self._callback = prototype(self._consume)
         pin(llvm_module)  # compiled for the chosen JIT target, not for this host (target.py)
         with captured_stderr() as jit_output:
@@ -325,31 +288,48 @@ class RefBackendProgram:
         if not loaded:
             reason = "; ".join(jit_output.lines()) or "no reason printed"
             raise StageError("lower", f"the JIT could not load @{entry}: {reason}")
+        # The packed interface, `void (void **arguments)`, called directly: what
+        # `ExecutionEngine.invoke` does, without its lookup and argument packing per call.
+        self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(loaded)
+        self._frame = CallFrame()
+        self._tensor_results = [i for i, d in enumerate(self.result_dtypes) if d not in SCALAR_RESULTS]
+        self._tensor_dtypes = [self.result_dtypes[i] for i in self._tensor_results]
+        self._all_tensors = len(self._tensor_results) == len(self.result_dtypes)
 
     def _consume(self, *values) -> None:
-        self._results = [
-            d(v) if d in SCALAR_RESULTS else read_memref(v.contents, d) for v, d in zip(values, self.result_dtypes)
-        ]
+        if self._all_tensors:
+            self._results = read_results(values, self.result_dtypes, self._frame.pointers)
+            return
+        tensors = iter(
+            read_results([values[i] for i in self._tensor_results], self._tensor_dtypes, self._frame.pointers)
+        )
+        self._results = [d(v) if d in SCALAR_RESULTS else next(tensors) for v, d in zip(values, self.result_dtypes)]
 
     def __call__(self, *tensors: torch.Tensor) -> list[torch.Tensor | int | float | bool]:
-        if self._engine is None:
-            raise RuntimeError("this program was closed")
         if self.argument_types is not None:
             check_arguments(self.argument_types, tensors)
-        arguments, keep_alive = [], []
+        return self.call_checked(tensors)
+
+    def call_checked(self, tensors: Sequence[torch.Tensor]) -> list[torch.Tensor | int | float | bool]:
+        """Call with `tensors` known to match what the program was compiled for (dtypes,
+        ranks, static dims), e.g. by a cache keyed on them: no argument check."""
+        if self._engine is None:
+            raise RuntimeError("this program was closed")
         for tensor in tensors:
-            pointer, owners = memref_argument(to_storage_array(tensor))
-            arguments.append(pointer)
-            keep_alive.extend(owners)
+            if tensor.dtype not in DTYPES:
+                dtype_spec(tensor.dtype)  # raises UnsupportedDType
+        passed = self._frame.fill(tensors)  # alive until the call returns
         self._results = []
         try:
-            self._engine.invoke(self.entry, *arguments)
+            self._function(self._frame.packed)
         except Exception as error:
             raise StageError("execute", f"{type(error).__name__}: {error}") from error
+        del passed
         results, self._results = self._results, []
         return results
 
     def close(self) -> None:
         """Release the JIT-compiled code now rather than at garbage collection."""
         self._engine = None
+        self._function = None
         self._callback = None

@@ -81,3 +81,80 @@ def invoke_main(module: ir.Module) -> None:
     program = RefBackendProgram(module, [dtype for _, dtype in _tensor_types(results)])
     program(*inputs)
     program.close()
+
+
+def output_dim_innermost(module: ir.Module) -> None:
+    """Reorder each `linalg.generic` whose innermost dim is a reduction so that the output's
+    contiguous dim is innermost instead: matmul (i, j, k) becomes (i, k, j), a convolution's
+    output width goes inside its kernel loops.
+
+    `convert-linalg-to-loops` nests loops in the generic's dim order, so a matmul's
+    innermost loop walks a column of B: strided, which LLVM's loop vectorizer leaves
+    scalar. With the output's last dim innermost, every operand that uses it is read
+    contiguously and the others are invariant, and the loop vectorizes. Each output
+    element still sums its reduction dims in the same order: the values are the same, bit
+    for bit. A generic is left alone if that dim is not a plain output dim, if an operand
+    would be read strided along it, or if its body reads loop indices (`linalg.index`).
+    """
+    for op in _operations(module.operation):
+        if op.name == "linalg.generic":
+            _move_output_dim_innermost(op)
+
+
+def _operations(op: ir.Operation):
+    for region in op.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                yield child.operation
+                yield from _operations(child.operation)
+
+
+def _uses_dim(expr: ir.AffineExpr, dim: int) -> bool:
+    if isinstance(expr, ir.AffineDimExpr):
+        return expr.position == dim
+    if isinstance(expr, ir.AffineBinaryExpr):
+        return _uses_dim(expr.lhs, dim) or _uses_dim(expr.rhs, dim)
+    return False
+
+
+def _unit_stride_in(expr: ir.AffineExpr, dim: int) -> bool:
+    """`expr` is `d<dim>` plus terms without it (`d3 + d6`): consecutive `dim` values are consecutive elements."""
+    if isinstance(expr, ir.AffineDimExpr):
+        return expr.position == dim
+    if isinstance(expr, ir.AffineAddExpr):
+        return (_unit_stride_in(expr.lhs, dim) and not _uses_dim(expr.rhs, dim)) or (
+            _unit_stride_in(expr.rhs, dim) and not _uses_dim(expr.lhs, dim)
+        )
+    return False
+
+
+def _move_output_dim_innermost(op: ir.Operation) -> None:
+    iterators = list(ir.ArrayAttr(op.attributes["iterator_types"]))
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    count = len(iterators)
+    if not count or "reduction" not in str(iterators[-1]) or not maps[-1].results:
+        return
+    last = maps[-1].results[-1]
+    if not isinstance(last, ir.AffineDimExpr):
+        return
+    dim = last.position
+    if "parallel" not in str(iterators[dim]):
+        return
+    for indexing in maps:
+        results = list(indexing.results)
+        if any(_uses_dim(r, dim) for r in results[:-1]):
+            return
+        if results and _uses_dim(results[-1], dim) and not _unit_stride_in(results[-1], dim):
+            return
+    if any(child.name == "linalg.index" for child in _operations(op)):
+        return
+    order = [d for d in range(count) if d != dim] + [dim]  # new dim position -> old dim
+    with op.context:
+        old_as_new = ir.AffineMap.get(count, 0, [ir.AffineDimExpr.get(order.index(d)) for d in range(count)])
+        op.attributes["indexing_maps"] = ir.ArrayAttr.get(
+            [
+                ir.AffineMapAttr.get(ir.AffineMap.get(count, m.n_symbols, [r.compose(old_as_new) for r in m.results]))
+                for m in maps
+            ]
+        )
+        op.attributes["iterator_types"] = ir.ArrayAttr.get([iterators[d] for d in order])

@@ -38,8 +38,9 @@ class EagerConfig:
         return toolchain("eager", self.backend)
 
     def compile(self, prepared, snapshots: Snapshots) -> EagerProgram:
-        # Nothing to compile ahead: ops are compiled as they are dispatched.
-        session = EagerSession(self.backend)
+        # Nothing to compile ahead: ops are compiled as they are dispatched. At O0: a
+        # test calls each op once or twice, so the JIT's time is most of the run.
+        session = EagerSession(self.backend, opt_level=0)
         return EagerProgram(session, to_eager(copy.deepcopy(prepared.module), session), snapshots)
 
     def run(self, program: EagerProgram, golden: Trace) -> Trace:
