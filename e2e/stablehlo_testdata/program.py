@@ -48,7 +48,11 @@ DEFAULT_MIN_ULP = 0
 
 # Why a program is not taken.
 NO_CHECK = "no check call comparing with expected values (dynamic-shape programs, *_const checks)"
-MAIN_ARGS = "@main takes arguments"
+# dynamic/: @main takes arguments (dynamic shapes, a dimension size) and nothing gives them
+# values: no @inputs(), no expected values, no check. Their RUN lines test only the
+# serialization round trip (`stablehlo-translate --serialize | --deserialize` prints as
+# `stablehlo-opt` does), so a run would have no oracle.
+MAIN_ARGS = "@main takes arguments, and no inputs, expected values or check (a serialization round-trip test)"
 COMPUTED_EXPECTED = "expected operand is not a constant of @expected() or @main"
 CONST_CHECK = "check.*_const: the expected value is the check op's attribute"
 UNREADABLE = "check call not in the pretty `stablehlo.custom_call @check.<kind>` form"
