@@ -152,6 +152,24 @@ def test_the_rewrite_drops_the_checks_and_returns_what_they_check(tmp_path):
     assert "return %2 : tensor<2xf32>" in program.text
 
 
+def test_of_a_split_input_file_only_the_module_with_main_is_the_program(tmp_path):
+    # quantized/add_qi8.mlir and its like: modules checked by check.expect_eq_const (not
+    # taken; `check` is no dialect of the project's context), then the program.
+    const = """module {
+  func.func @add_op_test_si2() {
+    %c = stablehlo.constant dense<[1, 0]> : tensor<2xi2>
+    "check.expect_eq_const"(%c) <{value = dense<[1, 0]> : tensor<2xi2>}> : (tensor<2xi2>) -> ()
+    return
+  }
+}
+"""
+    path = tmp_path / "add_qi8.mlir"
+    path.write_text(const + "\n// -----\n\n" + PROGRAM)
+    program = read_program(path, "quantized/add_qi8")
+    assert "check." not in program.text and "add_op_test_si2" not in program.text
+    assert [(c.kind, c.computed) for c in program.checks] == [("expect_close", "%2")]
+
+
 # --- real programs of the corpus -----------------------------------------------------
 
 

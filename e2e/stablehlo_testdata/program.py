@@ -42,6 +42,7 @@ import numpy as np
 import torch
 
 KINDS = ("expect_eq", "expect_close", "expect_almost_eq", "eq")
+SPLIT = "\n// -----\n"  # between the modules of a file run with `-split-input-file`
 ALMOST_EQ_TOLERANCE = 1e-4  # check.expect_almost_eq: fixed in StableHLO, no attribute
 DEFAULT_MAX_ULP = 3  # check.expect_close
 DEFAULT_MIN_ULP = 0
@@ -201,6 +202,8 @@ def _as_torch(array: np.ndarray, element: str) -> torch.Tensor:
 def read_program(path: Path, name: str) -> Program:
     """The program at `path` rewritten to return what its checks check, or NotTaken."""
     text = path.read_text()
+    if SPLIT in text:  # `-split-input-file`: modules checked by `check.*_const`, and the one with @main
+        text = next((chunk for chunk in text.split(SPLIT) if "@main(" in chunk), text)
     span = _function(text, "main")
     if span is None:
         raise NotTaken("no @main")
