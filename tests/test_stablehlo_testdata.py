@@ -221,6 +221,17 @@ def test_a_wrong_value_fails_in_compare_by_the_programs_check(tmp_path):
     assert "check.expect_close of result 0" in result.error and "ULP distance outside [0, 3]" in result.error
 
 
+def test_the_reducer_replays_a_testdata_configs_stage_lower_as_its_executor_lowers():
+    # A crash in `lower` or `execute` is localized by replaying these entries.
+    from compiler.executors import load_executor
+    from e2e.reducer.localize import toolchain_for
+
+    for config, executor in ((REFBACKEND, "refbackend"), ("e2e.stablehlo_testdata.configs:IREE", "iree")):
+        stages = toolchain_for(load_config(config))
+        assert stages == {"lower": list(load_executor(executor, input="stablehlo").lower_entries())}
+    assert any("stablehlo" in entry for entry in stages["lower"])  # IREE's replay entry for StableHLO
+
+
 def _off_by_five_ulps(module: StablehloProgram) -> StablehloProgram:
     module.expected = [(tensor.view(torch.int32) + 5).view(torch.float32) for tensor in module.expected]
     return module

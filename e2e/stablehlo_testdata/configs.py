@@ -72,10 +72,31 @@ class TestdataCompiled:
 
 
 @dataclass(frozen=True)
+class TestdataToolchain:
+    """What the reducer replays of a testdata config (`e2e.reducer.localize.toolchain_for`):
+    stage `lower`, the executor's own entries. No frontend or backend pipeline: the program
+    is StableHLO already, and a failure in `import` is not reduced (the program is its own
+    reproducer)."""
+
+    executor_name: str
+    frontend: str = "stablehlo"
+
+    def executor(self):
+        return load_executor(self.executor_name, input="stablehlo")
+
+    @property
+    def stages(self) -> dict[str, tuple[str, ...]]:
+        return {"lower": self.executor().lower_entries()}
+
+
+@dataclass(frozen=True)
 class TestdataConfig:
     name: str
     executor: str  # a key of compiler.executors.EXECUTORS
     model_formats: tuple[str, ...] = ("stablehlo",)
+
+    def toolchain(self) -> TestdataToolchain:
+        return TestdataToolchain(self.executor)
 
     def compile(self, prepared, snapshots: Snapshots) -> TestdataCompiled:
         executor = load_executor(self.executor, input="stablehlo")
