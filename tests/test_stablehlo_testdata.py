@@ -170,6 +170,30 @@ def test_of_a_split_input_file_only_the_module_with_main_is_the_program(tmp_path
     assert [(c.kind, c.computed) for c in program.checks] == [("expect_close", "%2")]
 
 
+def test_the_family_table_counts_passes_of_the_pairs_run_per_config():
+    from e2e.stablehlo_testdata.__main__ import family_table
+
+    def row(test, config, outcome):
+        return {"test": f"stablehlo/{test}", "config": config, "outcome": outcome}
+
+    rows = [
+        row("scatter_add_f32_1", "a", "pass"),
+        row("scatter_add_f32_1", "b", "fail"),
+        row("scatter_max_i8_2", "a", "pass"),
+        row("scatter_max_i8_2", "b", "pass"),
+        row("abs_f32", "a", "crash"),
+        row("dynamic/add_dynamic", "a", "skip"),
+    ]
+    table = family_table(rows)
+    assert table[0] == "| family | programs | `a` | `b` |"
+    assert table[2:] == [
+        "| scatter | 2 | 2/2 | 1/2 |",
+        "| abs | 1 | 0/1 | 0/0 |",
+        "| dynamic/add | 1 | 0/0 | 0/0 |",
+        "| all | 4 | 2/3 | 1/2 |",
+    ]
+
+
 # --- real programs of the corpus -----------------------------------------------------
 
 
