@@ -255,6 +255,39 @@ def test_a_pairs_verdict_and_twin_are_result_fields(tmp_path):
     assert (passed.outcome, passed.twin, passed.verdict) == ("pass", None, None)
 
 
+UNSIGNED = """func.func @main(%a: tensor<3xui16>, %b: tensor<3xui32>, %c: tensor<3xui64>) ->
+    (tensor<3xui16>, tensor<3xui32>, tensor<3xui64>) {
+  %0 = stablehlo.add %a, %a : tensor<3xui16>
+  %1 = stablehlo.add %b, %b : tensor<3xui32>
+  %two = stablehlo.constant dense<2> : tensor<3xui64>
+  %2 = stablehlo.divide %c, %two : tensor<3xui64>
+  return %0, %1, %2 : tensor<3xui16>, tensor<3xui32>, tensor<3xui64>
+}"""
+
+
+@pytest.mark.parametrize("executor", ["refbackend", "interp", "xla", "iree"])
+def test_ui16_ui32_and_ui64_tensors_go_in_and_come_back_unsigned(executor):
+    # torch-mlir's FX importer has no uint16/32/64; they reach an executor from StableHLO
+    # (the testdata suite, the ONNX models IREE takes). Values past the signed range, and
+    # a division that is wrong if done signed (2**63 + 5 and 2**64 - 1 read signed are negative).
+    from compiler.stages import new_context, parse_module
+
+    needs(executor, "stablehlo")
+    program = load_executor(executor, input="stablehlo").program_for(
+        parse_module(UNSIGNED, new_context()), [torch.uint16, torch.uint32, torch.uint64], Snapshots()
+    )
+    a = torch.tensor([40000, 7, 65535], dtype=torch.uint16)
+    b = torch.tensor([3_000_000_000, 7, 1], dtype=torch.uint32)
+    c = torch.tensor([2**63 + 5, 7, 2**64 - 1], dtype=torch.uint64)
+    try:
+        x, y, z = program(a, b, c)
+    finally:
+        program.close()
+    assert (x.dtype, y.dtype, z.dtype) == (torch.uint16, torch.uint32, torch.uint64)
+    assert x.tolist() == [14464, 14, 65534] and y.tolist() == [1705032704, 14, 2]
+    assert z.tolist() == [2**62 + 2, 3, 2**63 - 1]
+
+
 # --- StableHLO's reference interpreter (stablehlo@interp) ---------------------------------
 
 

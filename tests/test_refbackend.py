@@ -26,12 +26,14 @@ def values(dtype, *shape):
     if dtype.is_floating_point:
         return torch.randn(*shape).to(dtype)
     info = torch.iinfo(dtype)
-    return torch.tensor([info.min, info.max, 7, 0, 1, 2][: shape[-1] * shape[0]]).reshape(shape).to(dtype)
+    return torch.tensor([info.min, info.max, 7, 0, 1, 2][: shape[-1] * shape[0]], dtype=dtype).reshape(shape)
 
 
 def test_every_table_dtype_round_trips_through_one_compiled_call():
     """f16, bf16, f32, f64, bool, i8, u8, i16, i32, i64, c64, c128 as arguments and results."""
-    inputs = [values(dtype, 2, 3) for dtype in DTYPES]
+    # uint16/32/64 are in the table but not in torch-mlir's FX importer (a KeyError there):
+    # they come from StableHLO (test_executors.py's unsigned test).
+    inputs = [values(dtype, 2, 3) for dtype in DTYPES if dtype not in (torch.uint16, torch.uint32, torch.uint64)]
     compiled = compile_module(Identity(), inputs, "linalg")
     outputs = compiled(*inputs)
     assert len(outputs) == len(inputs)
@@ -117,8 +119,8 @@ def test_a_strided_memref_is_read_by_its_strides_and_memory_passed_in_is_not_fre
 
 
 def test_unsupported_dtype_is_a_clear_error():
-    with pytest.raises(UnsupportedDType, match="cannot pass torch.uint16 tensors"):
-        to_storage_array(torch.zeros(2, dtype=torch.uint16))
+    with pytest.raises(UnsupportedDType, match="cannot pass torch.float8_e5m2 tensors"):
+        to_storage_array(torch.zeros(2, dtype=torch.float8_e5m2))
 
 
 def test_bf16_storage_is_bit_exact():

@@ -152,6 +152,48 @@ def test_the_rewrite_drops_the_checks_and_returns_what_they_check(tmp_path):
     assert "return %2 : tensor<2xf32>" in program.text
 
 
+def test_of_a_split_input_file_only_the_module_with_main_is_the_program(tmp_path):
+    # quantized/add_qi8.mlir and its like: modules checked by check.expect_eq_const (not
+    # taken; `check` is no dialect of the project's context), then the program.
+    const = """module {
+  func.func @add_op_test_si2() {
+    %c = stablehlo.constant dense<[1, 0]> : tensor<2xi2>
+    "check.expect_eq_const"(%c) <{value = dense<[1, 0]> : tensor<2xi2>}> : (tensor<2xi2>) -> ()
+    return
+  }
+}
+"""
+    path = tmp_path / "add_qi8.mlir"
+    path.write_text(const + "\n// -----\n\n" + PROGRAM)
+    program = read_program(path, "quantized/add_qi8")
+    assert "check." not in program.text and "add_op_test_si2" not in program.text
+    assert [(c.kind, c.computed) for c in program.checks] == [("expect_close", "%2")]
+
+
+def test_the_family_table_counts_passes_of_the_pairs_run_per_config():
+    from e2e.stablehlo_testdata.__main__ import family_table
+
+    def row(test, config, outcome):
+        return {"test": f"stablehlo/{test}", "config": config, "outcome": outcome}
+
+    rows = [
+        row("scatter_add_f32_1", "a", "pass"),
+        row("scatter_add_f32_1", "b", "fail"),
+        row("scatter_max_i8_2", "a", "pass"),
+        row("scatter_max_i8_2", "b", "pass"),
+        row("abs_f32", "a", "crash"),
+        row("dynamic/add_dynamic", "a", "skip"),
+    ]
+    table = family_table(rows)
+    assert table[0] == "| family | programs | `a` | `b` |"
+    assert table[2:] == [
+        "| scatter | 2 | 2/2 | 1/2 |",
+        "| abs | 1 | 0/1 | 0/0 |",
+        "| dynamic/add | 1 | 0/0 | 0/0 |",
+        "| all | 4 | 2/3 | 1/2 |",
+    ]
+
+
 # --- real programs of the corpus -----------------------------------------------------
 
 
@@ -179,10 +221,17 @@ def test_a_programs_text_is_in_its_result_cache_key(tmp_path):
 
 
 @needs_corpus
-def test_a_chlo_program_fails_in_import_on_the_refbackend(tmp_path):
-    result = run("acosh_float32_20_20_chlo", tmp_path)
-    assert result.outcome == FAIL and result.stage == "import"
-    assert "chlo" in result.error
+def test_a_chlo_programs_ops_are_decomposed_in_import_and_it_passes_on_the_refbackend(tmp_path):
+    # torch-mlir's context has no chlo dialect: jaxlib's chlo-legalize-to-stablehlo runs first.
+    from compiler.stages import module_text, new_context
+    from e2e.stablehlo_testdata.configs import decompose_chlo
+
+    result = run("acosh_float32_20_20_chlo", tmp_path)  # first: the pair's process forks, jax's threads do not
+    assert result.outcome == PASS, result.error
+    program = read_program(ROOT / "acosh_float32_20_20_chlo.mlir", "acosh")
+    assert "chlo.acosh" in program.text
+    decomposed = module_text(decompose_chlo(program.text, new_context()))
+    assert "chlo." not in decomposed and "stablehlo.log_plus_one" in decomposed
 
 
 @needs_corpus
@@ -196,6 +245,17 @@ def test_a_wrong_value_fails_in_compare_by_the_programs_check(tmp_path):
     assert "check.expect_close of result 0" in result.error and "ULP distance outside [0, 3]" in result.error
 
 
+def test_the_reducer_replays_a_testdata_configs_stage_lower_as_its_executor_lowers():
+    # A crash in `lower` or `execute` is localized by replaying these entries.
+    from compiler.executors import load_executor
+    from e2e.reducer.localize import toolchain_for
+
+    for config, executor in ((REFBACKEND, "refbackend"), ("e2e.stablehlo_testdata.configs:IREE", "iree")):
+        stages = toolchain_for(load_config(config))
+        assert stages == {"lower": list(load_executor(executor, input="stablehlo").lower_entries())}
+    assert any("stablehlo" in entry for entry in stages["lower"])  # IREE's replay entry for StableHLO
+
+
 def _off_by_five_ulps(module: StablehloProgram) -> StablehloProgram:
     module.expected = [(tensor.view(torch.int32) + 5).view(torch.float32) for tensor in module.expected]
     return module
@@ -204,7 +264,7 @@ def _off_by_five_ulps(module: StablehloProgram) -> StablehloProgram:
 @needs_corpus
 def test_programs_are_collected_as_tests_of_the_testdata_configs_only(pytester, monkeypatch):
     corpus = pytester.mkdir("corpus")
-    for name in ("abs_float32_20_20", "acosh_float32_20_20_chlo"):
+    for name in ("abs_float32_20_20", "scatter_add_float32_1_1_1_float32_1_1"):
         shutil.copy(ROOT / f"{name}.mlir", corpus / f"{name}.mlir")
     (corpus / "dynamic").mkdir()
     shutil.copy(ROOT / "dynamic" / "add_dynamic.mlir", corpus / "dynamic" / "add_dynamic.mlir")
@@ -226,9 +286,9 @@ def test_programs_are_collected_as_tests_of_the_testdata_configs_only(pytester, 
         timeout=600,
     )
     result.assert_outcomes(passed=1, failed=1, skipped=1)
-    result.stdout.fnmatch_lines(["*not taken: @main takes arguments*"])
+    result.stdout.fnmatch_lines(["*not taken: @main takes arguments, and no inputs*"])
     rows = json.loads((pytester.path / "reports" / "results.json").read_text())
     assert sorted((r["test"], r["config"], r["outcome"]) for r in rows) == [
         ("stablehlo/abs_float32_20_20", "testdata-refbackend", "pass"),
-        ("stablehlo/acosh_float32_20_20_chlo", "testdata-refbackend", "fail"),
+        ("stablehlo/scatter_add_float32_1_1_1_float32_1_1", "testdata-refbackend", "fail"),  # not bufferized
     ]

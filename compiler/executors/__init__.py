@@ -155,7 +155,9 @@ def from_numpy(array: Any, dtype: ResultType, what: str) -> Any:
                 "execute", f"{what}: the runtime returned {array.dtype}, the program's signature says {dtype}"
             )
         array = array.astype(expected)  # e.g. bool returned as uint8, or a signless integer
-    return torch.from_numpy(np.array(array))  # a writable copy
+    # A copy (writable) in the very dtype torch has: numpy's `ulonglong` equals `uint64` but
+    # torch.from_numpy refuses it (jaxlib returns ui64 results as ulonglong).
+    return torch.from_numpy(np.array(array).view(expected))
 
 
 def outputs_as(arrays: Sequence[Any], dtypes: Sequence[ResultType], runtime: str) -> list[Any]:

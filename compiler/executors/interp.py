@@ -69,8 +69,9 @@ class Element:
 def _elements() -> dict[str, Element]:
     import ml_dtypes
 
-    plain = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i1": np.bool_, "ui8": np.uint8}
+    plain = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i1": np.bool_}
     plain.update({f"i{bits}": np.dtype(f"int{bits}") for bits in (8, 16, 32, 64)})
+    plain.update({f"ui{bits}": np.dtype(f"uint{bits}") for bits in (8, 16, 32, 64)})
     return {
         **{name: Element(np.dtype(dtype)) for name, dtype in plain.items()},
         "bf16": Element(np.dtype(ml_dtypes.bfloat16), "bits"),

@@ -47,6 +47,9 @@ DTYPES: dict[torch.dtype, DType] = {
     torch.bool: DType(np.dtype(np.bool_), "i1"),
     torch.int8: DType(np.dtype(np.int8), "si8"),
     torch.uint8: DType(np.dtype(np.uint8), "ui8"),
+    torch.uint16: DType(np.dtype(np.uint16), "ui16"),
+    torch.uint32: DType(np.dtype(np.uint32), "ui32"),
+    torch.uint64: DType(np.dtype(np.uint64), "ui64"),
     torch.int16: DType(np.dtype(np.int16), "si16"),
     torch.int32: DType(np.dtype(np.int32), "si32"),
     torch.int64: DType(np.dtype(np.int64), "si64"),
@@ -55,7 +58,7 @@ DTYPES: dict[torch.dtype, DType] = {
 }
 TORCH_DTYPE_OF_MLIR = {d.mlir: t for t, d in DTYPES.items()}
 # Element types as builtin IR spells them, signless (`i64`) or signed (`si64`), -> torch dtype.
-# Signless integers are read as signed; `ui8` stays unsigned.
+# Signless integers are read as signed; `ui8` ... `ui64` stay unsigned.
 ELEMENT_DTYPES = {
     **{d.mlir.removeprefix("s"): t for t, d in DTYPES.items() if not d.mlir.startswith(("ui", "complex"))},
     **{d.mlir: t for t, d in DTYPES.items() if not d.mlir.startswith("complex")},

@@ -2,16 +2,20 @@
 
 python -m e2e.stablehlo_testdata --report [--dir DIR]            # programs, skips by reason, checks
 python -m e2e.stablehlo_testdata --summary reports/results.json   # per config: outcomes, stages, signatures, op families
+python -m e2e.stablehlo_testdata --table reports/                 # op family x config, as a Markdown table
+
+The results may be a reports directory, a `results.json` or the `results.jsonl` of a run
+still going (`e2e.framework.results_files.load_rows`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from pathlib import Path
 
+from e2e.framework.results_files import load_rows
 from e2e.stablehlo_testdata.register import CI_EVERY, PREFIX, corpus_dir, program_paths
 
 
@@ -44,8 +48,12 @@ def program_report(root: Path) -> list[str]:
     return lines
 
 
+def testdata_rows(results: Path) -> list[dict]:
+    return [row for row in load_rows(results)[0] if row["test"].startswith(PREFIX)]
+
+
 def run_summary(results: Path, top: int = 12) -> list[str]:
-    rows = [row for row in json.loads(results.read_text()) if row["test"].startswith(PREFIX)]
+    rows = testdata_rows(results)
     lines = []
     for config in sorted({row["config"] for row in rows}):
         mine = [row for row in rows if row["config"] == config]
@@ -68,13 +76,41 @@ def run_summary(results: Path, top: int = 12) -> list[str]:
     return lines
 
 
+def family_table(rows: list[dict]) -> list[str]:
+    """Op family x config as Markdown: per cell `pass/ran` (ran: not skipped); families by
+    program count, then name; a last row of totals."""
+    configs = sorted({row["config"] for row in rows})
+    cells: dict[str, dict[str, Counter]] = {}
+    programs: dict[str, set] = {}
+    for row in rows:
+        name = family(row["test"])
+        programs.setdefault(name, set()).add(row["test"])
+        cells.setdefault(name, {}).setdefault(row["config"], Counter())[row["outcome"]] += 1
+
+    def cell(counts: Counter) -> str:
+        return f"{counts['pass']}/{sum(counts.values()) - counts['skip']}"
+
+    lines = [
+        "| family | programs | " + " | ".join(f"`{c}`" for c in configs) + " |",
+        "|---|---:|" + "---:|" * len(configs),
+    ]
+    for name in sorted(cells, key=lambda n: (-len(programs[n]), n)):
+        row_cells = [cell(cells[name].get(c, Counter())) for c in configs]
+        lines.append(f"| {name} | {len(programs[name])} | " + " | ".join(row_cells) + " |")
+    totals = [cell(sum((cells[n].get(c, Counter()) for n in cells), Counter())) for c in configs]
+    all_programs = sum(len(p) for p in programs.values())
+    lines.append(f"| all | {all_programs} | " + " | ".join(totals) + " |")
+    return lines
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--report", action="store_true", help="programs taken, skips by reason, checks")
     parser.add_argument("--dir", help="the corpus (default: $STABLEHLO_TESTDATA, else the shared copy)")
-    parser.add_argument("--summary", metavar="RESULTS", help="a run's results.json: per config outcomes and failures")
+    parser.add_argument("--summary", metavar="RESULTS", help="a run's results: per config outcomes and failures")
+    parser.add_argument("--table", metavar="RESULTS", help="a run's results: op family x config, pass/ran (Markdown)")
     args = parser.parse_args(argv)
-    if not (args.report or args.summary):
+    if not (args.report or args.summary or args.table):
         parser.print_help()
         return 2
     if args.report:
@@ -85,6 +121,8 @@ def main(argv: list[str]) -> int:
         print("\n".join(program_report(root)))
     if args.summary:
         print("\n".join(run_summary(Path(args.summary))))
+    if args.table:
+        print("\n".join(family_table(testdata_rows(Path(args.table)))))
     return 0
 
 
