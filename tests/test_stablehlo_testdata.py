@@ -248,10 +248,10 @@ def test_a_wrong_value_fails_in_compare_by_the_programs_check(tmp_path):
 def test_the_reducer_replays_a_testdata_configs_stage_lower_as_its_executor_lowers():
     # A crash in `lower` or `execute` is localized by replaying these entries.
     from compiler.executors import load_executor
-    from e2e.reducer.localize import toolchain_for
+    from e2e.reducer.localize import stage_pipelines
 
     for config, executor in ((REFBACKEND, "refbackend"), ("e2e.stablehlo_testdata.configs:IREE", "iree")):
-        stages = toolchain_for(load_config(config))
+        stages = stage_pipelines(load_config(config))
         assert stages == {"lower": list(load_executor(executor, input="stablehlo").lower_entries())}
     assert any("stablehlo" in entry for entry in stages["lower"])  # IREE's replay entry for StableHLO
 
