@@ -73,7 +73,7 @@ class TestdataCompiled:
 
 @dataclass(frozen=True)
 class TestdataToolchain:
-    """What the reducer replays of a testdata config (`e2e.reducer.localize.toolchain_for`):
+    """What the reducer replays of a testdata config (`e2e.reducer.localize.stage_pipelines`):
     stage `lower`, the executor's own entries. No frontend or backend pipeline: the program
     is StableHLO already, and a failure in `import` is not reduced (the program is its own
     reproducer)."""
