@@ -91,8 +91,11 @@ def explain(config: Any, prepared: Any, outcome: Outcome) -> list[Explanation]:
         try:
             explanation = explainer.explain(prepared, outcome)
         except Exception as error:
-            where = traceback.format_exc(limit=-1).strip().splitlines()[-3:]
-            found.append(Explanation([f"{type(explainer).__name__} raised {type(error).__name__}: {error} ({where})"]))
+            frame = traceback.extract_tb(error.__traceback__)[-1]
+            where = f"{frame.filename}:{frame.lineno}"
+            found.append(
+                Explanation([f"{type(explainer).__name__} raised {type(error).__name__}: {error} (at {where})"])
+            )
             continue
         if explanation is not None:
             found.append(explanation)
