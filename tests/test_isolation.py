@@ -300,3 +300,33 @@ def test_children_leave_nothing_in_the_temporary_directory(tmp_path, monkeypatch
     time.sleep(0.5)
     assert child.request("ignored", Limits(seconds=60)).stderr_tail == "said on stderr"
     assert list(tmp_path.iterdir()) == []  # not even while the child ran, nor after it died unclosed
+
+
+def _leave_files_then(ending):
+    """Files left in the temporary directory by the child and by a process it started."""
+
+    def body():
+        Path(tempfile.mkdtemp(prefix="e2e-tosa-"), "program.mlir").write_text("module {}")
+        subprocess.run(["sh", "-c", 'mktemp -p "$TMPDIR"'], check=True, capture_output=True)
+        return ending()
+
+    return body
+
+
+@pytest.mark.parametrize(
+    "ending, outcome",
+    [
+        (lambda: "done", str),
+        (lambda: os.abort(), isolation.Crashed),
+        (lambda: time.sleep(600), isolation.TimedOut),
+    ],
+    ids=["returns", "crashes", "hangs"],
+)
+def test_what_a_child_leaves_in_its_temporary_directory_goes_when_it_does(tmp_path, monkeypatch, ending, outcome):
+    """An executor's working directory (the TOSA reference model's) is left behind when its
+    failed program is never closed, or when its host is killed: it lives in the host's own
+    temporary directory, removed once the host is reaped however it ended."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert isinstance(isolation.run_forked(_leave_files_then(ending), timeout=5), outcome)
+    isolation._REAPER.poll(wait=True)
+    assert list(tmp_path.iterdir()) == []

@@ -25,6 +25,7 @@ import gc
 import os
 import pickle
 import select
+import shutil
 import signal
 import struct
 import sys
@@ -210,9 +211,11 @@ class _Reaper:
 
     def __init__(self) -> None:
         self.pending: dict[int, float] = {}  # pid -> when it is killed if still running
+        self.scratch: dict[int, str] = {}  # pid -> its temporary directory, removed once it is reaped
 
-    def add(self, pid: int, grace: float) -> None:
+    def add(self, pid: int, grace: float, scratch: str) -> None:
         self.pending[pid] = time.monotonic() + grace
+        self.scratch[pid] = scratch
         self.poll()
 
     def poll(self, *, wait: bool = False) -> None:
@@ -232,6 +235,7 @@ class _Reaper:
                     exited = True
                 if exited:
                     del self.pending[pid]
+                    shutil.rmtree(self.scratch.pop(pid, ""), ignore_errors=True)
                     break
                 if not wait:
                     break
@@ -255,10 +259,16 @@ class Child:
         self.request_peak_rss = 0  # during the last request
         # A forked child starts out sharing its parent's pages: the cap counts its growth.
         self.baseline_rss = rss_bytes(os.getpid())
+        # The child's temporary directory, removed when it is reaped: what it leaves there
+        # (an executor's working files, a tool's scratch) goes with it, even when it is
+        # killed or its failed program's artifacts are never closed.
+        self.scratch = tempfile.mkdtemp(prefix=f"e2e-{name}-")
         _REAPER.poll()
         self.pid = os.fork()
         if self.pid == 0:
             _REAPER.pending.clear()  # the parent's children, not this one's
+            _REAPER.scratch.clear()
+            os.environ["TMPDIR"] = tempfile.tempdir = self.scratch  # subprocesses' too
             os.close(to_child_w)
             os.close(from_child_r)
             status = 0
@@ -339,6 +349,7 @@ class Child:
         """The child closed its end without a reply: reap it and say how it ended."""
         _, status = os.waitpid(self.pid, 0)
         self.pid = 0
+        shutil.rmtree(self.scratch, ignore_errors=True)
         tail = self._stderr_tail()
         if os.WIFSIGNALED(status):
             reason = f"killed by {_signal_name(os.WTERMSIG(status))}"
@@ -359,13 +370,14 @@ class Child:
             except (ProcessLookupError, ChildProcessError):
                 pass
             self.pid = 0
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
     def close(self, grace: float = 5.0) -> None:
         """Ask the child to exit (its channel closes). It is reaped later, and killed if it
         is still running after `grace` seconds."""
         self._channel.close()
         if self.pid:
-            _REAPER.add(self.pid, grace)
+            _REAPER.add(self.pid, grace, self.scratch)
             self.pid = 0
         self._stderr.close()
 
