@@ -17,6 +17,7 @@ signatures.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -104,6 +105,12 @@ def pytest_addoption(parser):
         help="rerun every pair (by default an unchanged test on an unchanged compiler reuses its result)",
     )
     group.addoption(
+        "--no-frontend-cache",
+        action="store_true",
+        help="capture every test again (by default a capture whose test, torch, torch-mlir and frontend are "
+        "unchanged is taken from an earlier run)",
+    )
+    group.addoption(
         "--no-isolation",
         action="store_true",
         help=f"build, compile and run in the pytest process, for pdb; this turns off {NO_ISOLATION_TURNS_OFF}",
@@ -158,6 +165,10 @@ def pytest_configure(config):
         config.args[:] = [str(p) for p in state.suite_paths]  # `pytest --e2e-suite DIR` from anywhere
     if state.is_worker:
         isolation.die_with_parent()
+    # torch, torch-mlir and the project are loaded and live for the whole run: the garbage
+    # collector need not walk their ~10^6 objects again (pytest's collections at the end
+    # of a run took 0.4 s of a one-pair run). Forked hosts freeze again.
+    gc.freeze()
     _stop_on_sigterm()
     config.pluginmanager.register(RunRecorder(state), "e2e-run-recorder")
     _configure_shard_and_baseline(config, state)
@@ -544,12 +555,28 @@ def _peak_rss(state: E2EState) -> tuple[float, float, float, str]:
     return own, max(children, host), host, test
 
 
+def _hypothesis_ran(session) -> bool:
+    """Whether a hypothesis test ran in this run: here (hypothesis is imported), or on a
+    worker (its reports carry the hypothesis plugin's statistics or failing examples)."""
+    if "hypothesis" in sys.modules:
+        return True
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    reports = (report for reports in getattr(reporter, "stats", {}).values() for report in reports)
+    return any(key.startswith("_hypothesis") for report in reports for key in getattr(report, "__dict__", {}))
+
+
 def pytest_sessionfinish(session, exitstatus):
     _INTERRUPT_ARRIVED.set()  # no signal is sent again once the session ends
     state = session.config.stash.get(STATE, None)
     if state is None:
         return
     state.close_host()
+    if session.config.pluginmanager.has_plugin("hypothesispytest") and not _hypothesis_ran(session):
+        # Its plugin has nothing to summarize; its summary would import hypothesis only to
+        # find that out (1.3 s, a third of a one-pair run).
+        session.config.pluginmanager.unregister(name="hypothesispytest")
+    if not state.is_worker:
+        state.frontend_cache.trim()
     if state.is_worker:
         session.config.workeroutput["e2e_peak_rss"] = _peak_rss(state)
         if state.shard_summary is not None:

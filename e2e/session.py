@@ -17,8 +17,9 @@ from e2e.configs import (
     available_configs,
     load_config,
 )
+from e2e.configs.fx import FxConfig
 from e2e.framework import isolation
-from e2e.framework.cache import ResultCache
+from e2e.framework.cache import FrontendCache, ResultCache
 from e2e.framework.host import TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.result import Result
@@ -68,9 +69,17 @@ class E2EState:
         if not config.getoption("no_result_cache") and self.isolate and getattr(config, "cache", None):
             cache_dir = Path(config.cache.mkdir("e2e-results"))
         self.cache = ResultCache(cache_dir)
+        frontend_dir = None
+        if not config.getoption("no_frontend_cache") and self.isolate and getattr(config, "cache", None):
+            frontend_dir = Path(config.cache.mkdir("e2e-frontend"))
+        self.frontend_cache = FrontendCache(frontend_dir)
+        self.captured = False  # a host captured a test itself: warm up before the next one
         # A worker trusts the probes its controller ran before starting it (`pytest_configure_node`).
         known = getattr(config, "workerinput", {}).get("e2e_probed")
-        self.probes = ProbeCache(config.cache if cache_dir is not None else None, known)
+        # A probe is kept whenever a cache is (not only the result cache): its key is the
+        # file's text, what it imports and the toolchain, and it decides no result.
+        keep_probes = self.isolate and getattr(config, "cache", None) is not None
+        self.probes = ProbeCache(config.cache if keep_probes else None, known)
         self.probed: dict[Path, SuiteFile] = {}  # the controller's probes, under xdist
         self._suite: dict[Path, SuiteFile] = {}  # the suite files loaded so far, by resolved path
         self.prepared = PreparedCache()  # --no-isolation only
@@ -152,7 +161,12 @@ class E2EState:
         """Where a pair runs, decided here alone: on its test's host, where a crash, hang or
         runaway allocation ends only the pair; with --no-isolation, in this process."""
         if self.isolate:
-            return self.host_for(test).run(config, self.reports_dir, limits)
+            result = self.host_for(test).run(config, self.reports_dir, limits)
+            if "capture" in (result.stage_seconds or {}) and isinstance(
+                load_config(self.configs[config]), (FxConfig, WarmsUp)
+            ):
+                self.captured = True  # not from the frontend cache: later hosts will capture too
+            return result
         prepared = self.prepared.get(test, self.shape_mode)
         return run_pair(
             prepared, load_config(self.configs[config]), reports_dir=self.reports_dir, limits=limits, isolate=False
@@ -170,14 +184,20 @@ class E2EState:
             self.host.close()
             self.host = None
         if self.host is None:
-            warm_up()  # once per process, before the first fork; never charged to a pair
-            warm_up_configs(tuple(self.configs.values()))
+            if self.captured:
+                # Once per process, before a fork, never charged to a pair: the first
+                # capture's lazy initialization (torch.export's 1.8 s), inherited by every
+                # later host. Only once a host had to capture: a run whose captures all
+                # come from the frontend cache, or a run of one test, never pays it.
+                warm_up()
+                warm_up_configs(tuple(self.configs.values()))
             self.host = TestHost(
                 test,
                 shape_mode=self.shape_mode,
                 config_loader=lambda name: load_config(self.configs[name]),
                 golden_limits=self.limits(test),
                 reducer=_reduce_on_host,
+                frontend_cache=self.frontend_cache,
             )
         return self.host
 

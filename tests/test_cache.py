@@ -3,8 +3,10 @@ and only then. Every edit is made to a copy in a temporary project (`cache.PROJE
 there), never to the project's own files; nothing is compiled."""
 
 import dataclasses
+import os
 import shutil
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -241,3 +243,94 @@ def test_result_and_record_caches_share_the_store(tmp_path):
     assert cache.JsonStore(tmp_path / "records").get("key")["verdicts"] == {"m1": ["wrong-values", ""]}
     kept = records.get("key")
     assert kept.verdicts == {"m1": ["wrong-values", ""]} and kept.sites == {"m1": 1}
+
+
+# --- the frontend cache ------------------------------------------------------------------
+
+
+def _frontend_files(project: Path, monkeypatch) -> None:
+    """A frontend source and a lowering in the temporary project; the frontend's sources are the former."""
+    for name in ("compiler/frontends/fx.py", "compiler/pipelines.py"):
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text("# a stand-in\n")
+    monkeypatch.setattr(cache, "FRONTEND_SOURCES", ("compiler/frontends",))
+
+
+def test_a_capture_is_kept_by_test_shape_mode_and_what_was_captured(project, monkeypatch, tmp_path):
+    _frontend_files(project, monkeypatch)
+    test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
+    store = cache.FrontendCache(tmp_path / "frontend")
+    key = ("fx-import", "forward", None, ((-1, 3),))
+    assert store.get(test, "annotated", key) is None
+    store.put(test, "annotated", key, {"raw_ir": "module {}"})
+    assert store.get(test, "annotated", key) == {"raw_ir": "module {}"}
+    assert store.get(test, "static", key) is None
+    assert store.get(test, "annotated", ("fx-import", "forward", None, ((2, 3),))) is None
+    assert cache.FrontendCache(None).get(test, "annotated", key) is None  # disabled: keeps nothing
+
+
+def test_an_edit_to_a_lowering_keeps_the_capture_and_an_edit_to_the_frontend_or_the_test_drops_it(
+    project, monkeypatch, tmp_path
+):
+    _frontend_files(project, monkeypatch)
+    test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
+    store, key = cache.FrontendCache(tmp_path / "frontend"), ("fx-import", "forward", None, None)
+    for edited, kept in (
+        ("compiler/pipelines.py", True),  # a lowering: the engineer's loop
+        ("compiler/frontends/fx.py", False),
+        ("helpers/shapes.py", False),  # what the test builds
+    ):
+        cache.forget_files()
+        store.put(test, "annotated", key, "captured")
+        _edit(project / edited)
+        cache.forget_files()
+        assert (store.get(test, "annotated", key) == "captured") is kept, edited
+
+
+def test_the_frontend_sources_cover_every_project_file_a_capture_runs():
+    """A capture (torch.export, decompositions, the FX importer) traced call by call: the
+    frontend cache's key would miss an edit to a project file it runs outside `FRONTEND_SOURCES`."""
+    from compiler.fx_compile import fx_import
+
+    class Model(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.nn.functional.gelu(x @ y).sum(0), x.t()
+
+    inputs = [torch.rand(3, 4), torch.rand(4, 5)]
+    ran: set[str] = set()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            ran.add(frame.f_code.co_filename)
+
+    sys.setprofile(profile)
+    try:
+        fx_import(Model(), inputs, [[-1, 4], None])
+    finally:
+        sys.setprofile(None)
+    files = [Path(name).resolve() for name in ran if not name.startswith("<")]
+    project = [path for path in files if path.is_relative_to(REAL_PROJECT) and path != Path(__file__).resolve()]
+    covered = [REAL_PROJECT / entry for entry in cache.FRONTEND_SOURCES]
+    assert any(path.name == "fx.py" for path in project)  # the trace saw the frontend
+    outside = [p for p in project if not any(p == c or p.is_relative_to(c) for c in covered)]
+    assert outside == []
+
+
+def test_the_least_recently_used_captures_go_first_and_a_large_one_is_not_kept(project, monkeypatch, tmp_path):
+    _frontend_files(project, monkeypatch)
+    test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
+    store = cache.FrontendCache(tmp_path / "frontend")
+    for n in range(3):
+        store.put(test, "annotated", ("k", n), "x" * 1000)
+    store.get(test, "annotated", ("k", 0))  # used again: now the most recent
+    old = time.time() - 100
+    entries = sorted((tmp_path / "frontend").glob("*.pickle"), key=lambda p: p.stat().st_mtime)
+    for age, path in enumerate(entries):  # an order the filesystem's coarse clock cannot blur
+        os.utime(path, (old + age, old + age))
+    os.utime(store._path(test, "annotated", ("k", 0)), (old + 10, old + 10))  # the one used last
+    assert store.trim(limit=2500) == 1
+    assert store.get(test, "annotated", ("k", 0)) is not None
+    assert sum(store.get(test, "annotated", ("k", n)) is not None for n in (1, 2)) == 1
+    monkeypatch.setattr(cache, "FRONTEND_ENTRY_BYTES", 100)
+    store.put(test, "annotated", ("k", 3), "x" * 1000)
+    assert store.get(test, "annotated", ("k", 3)) is None

@@ -330,3 +330,33 @@ def test_what_a_child_leaves_in_its_temporary_directory_goes_when_it_does(tmp_pa
     assert isinstance(isolation.run_forked(_leave_files_then(ending), timeout=5), outcome)
     isolation._REAPER.poll(wait=True)
     assert list(tmp_path.iterdir()) == []
+
+
+class _TanhMatmul(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.tanh(x @ y)
+
+
+def test_a_capture_of_an_earlier_run_compiles_to_the_same_result(tmp_path):
+    """The frontend cache: a second run's hosts take the first run's capture (noted), and
+    every config's outcome is the same as with a capture of its own."""
+    from e2e.configs import load_config
+    from e2e.framework.cache import FrontendCache
+
+    test = Test("Probe_cached_capture", _TanhMatmul, lambda m, tu: m.forward(tu.rand(3, 4), tu.rand(4, 5)))
+    store = FrontendCache(tmp_path / "frontend")
+    runs = []
+    for _ in range(2):
+        host = TestHost(
+            test, shape_mode="annotated", config_loader=load_config, golden_limits=LIMITS, frontend_cache=store
+        )
+        try:
+            runs.append([host.run(name, tmp_path / "reports", LIMITS) for name in ("linalg", "tosa")])
+        finally:
+            host.close()
+    first, second = runs
+    assert [r.outcome for r in first] == [r.outcome for r in second] == [PASS, PASS], [r.error for r in second]
+    cached = "frontend cache: reused ('fx-import', 'forward', ((torch.float32, (3, 4)), (torch.float32, (4, 5))), None)"
+    assert not any(n.startswith("frontend cache") for n in first[0].notes)
+    assert [n.startswith(cached) for n in second[0].notes] == [True]
+    assert "capture" in first[0].stage_seconds and "capture" not in second[0].stage_seconds

@@ -95,7 +95,7 @@ class FxConfig:
             key = (item.method, None if dynamic else call_key(item.inputs))
             if key in compiled.programs:
                 continue
-            imported = prepared.share(("fx-import", *key), lambda: _import(prepared, item, shapes, snapshots))
+            imported = shared_import(prepared, item, key, shapes, snapshots)
             compiled.notes.extend(n for n in imported.notes if n not in compiled.notes)
             compiled.imported[key] = imported
             if chain.backend == TORCH_INPUT:
@@ -129,6 +129,15 @@ def installed_executor(chain: Toolchain):
     if (install := executor.missing()) is not None:
         raise NotApplicable(f"the {chain.executor_name} runtime is not installed: {install}")
     return executor
+
+
+def shared_import(prepared, item: TraceItem, key: tuple, shapes, snapshots: Snapshots):
+    """The capture and import of `item` (its program's `key`: method and call shapes, or
+    None with dynamic `shapes`), once per test and, through the frontend cache, across runs."""
+    dims = None if shapes is None else tuple(None if s is None else tuple(s) for s in shapes)
+    return prepared.share(
+        ("fx-import", *key, dims), lambda: _import(prepared, item, shapes, snapshots), across_runs=True
+    )
 
 
 def _import(prepared, item: TraceItem, shapes, snapshots: Snapshots):

@@ -38,6 +38,7 @@ import functools
 import hashlib
 import json
 import os
+import pickle
 import re
 from importlib import metadata
 from pathlib import Path
@@ -88,16 +89,12 @@ def versions_fingerprint() -> str:
     this project's sources (xfail sets are not among them: they change how a result is
     judged, not the result)."""
     import torch
-    import torch_mlir
 
     from compiler.replay_runtime.target import jit_target
 
     # torch's kernels make the golden values; the JIT target, the compiled code's instructions.
     digest = hashlib.sha256(f"{torch.__version__} {torch_cpu_capability()} {jit_target()}".encode())
-    libs = Path(next(iter(torch_mlir.__path__))) / "_mlir_libs"
-    for path in sorted(libs.glob("*.so*")):
-        stat = path.stat()
-        digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    digest.update(_torch_mlir_identity().encode())
     for package in _PACKAGES:
         try:
             digest.update(f"{package}=={metadata.version(package)}".encode())
@@ -106,6 +103,20 @@ def versions_fingerprint() -> str:
     torch_root = Path(torch.__file__).resolve().parent
     digest.update(tree_digest(torch_root, _TORCH_DATA).encode())
     digest.update(source_digest(*_SOURCE_DIRS).encode())
+    return digest.hexdigest()
+
+
+def _torch_mlir_identity() -> str:
+    """torch-mlir's native libraries (a user's own build at the same version differs) and
+    its Python sources (the FX importer is Python)."""
+    import torch_mlir
+
+    root = Path(next(iter(torch_mlir.__path__)))
+    digest = hashlib.sha256()
+    for path in sorted((root / "_mlir_libs").glob("*.so*")):
+        stat = path.stat()
+        digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    digest.update(tree_digest(root, ("extras",)).encode())
     return digest.hexdigest()
 
 
@@ -138,7 +149,15 @@ def file_digest(path: Path) -> str:
 def forget_files() -> None:
     """Forget what was read from files (each is read once per process): digests, imports,
     the toolchain's fingerprint. For a process that outlives an edit (a test of the cache)."""
-    for cached in (versions_fingerprint, tree_digest, file_digest, _imports, _closure, _files_digest):
+    for cached in (
+        versions_fingerprint,
+        frontend_fingerprint,
+        tree_digest,
+        file_digest,
+        _imports,
+        _closure,
+        _files_digest,
+    ):
         cached.cache_clear()
 
 
@@ -322,3 +341,95 @@ class ResultCache:
         if result.outcome in _UNCACHED or result.cached:
             return
         self.store.put(key, result.to_json())
+
+
+# --- the frontend cache ----------------------------------------------------------------
+
+# What a capture (torch.export, decompositions, the FX importer) runs of this project: its
+# key covers these and nothing else of the project, so a change to a lowering, a pass
+# pipeline or an executor reuses the captures (tests/test_cache.py traces a capture and
+# checks that every project file it runs is here).
+FRONTEND_SOURCES = (
+    "compiler/frontends",
+    "compiler/fx_compile.py",
+    "compiler/stages.py",
+    "compiler/replay_runtime/frontend_step.py",
+    "compiler/replay_runtime/mlir.py",
+    "e2e/configs/fx.py",
+    "e2e/framework/runner.py",
+    "e2e/framework/registry.py",
+    "e2e/framework/trace.py",
+)
+FRONTEND_ENTRY_BYTES = 64 << 20  # a larger capture (a big model's weights) is not kept
+FRONTEND_CACHE_BYTES = 2 << 30  # the least recently used entries go past this
+
+
+@functools.cache
+def frontend_fingerprint() -> str:
+    """What a capture depends on besides its test: torch, torch-mlir and the frontend's sources."""
+    import torch
+
+    parts = [torch.__version__, _torch_mlir_identity(), source_digest(*FRONTEND_SOURCES)]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+class FrontendCache:
+    """A test's frontend results (an FX capture and import) across runs, in `directory`
+    (None: disabled): a rerun after a change to the compiler's lowerings, passes or
+    executors compiles the capture of the run before, which is what it would capture
+    again. Keyed by the test (`cache_key`'s test part: every file it depends on), the
+    shape mode, what was captured (method, call shapes, dynamic dims) and
+    `frontend_fingerprint()`. Values are pickles (of this user's own cache directory)."""
+
+    def __init__(self, directory: Path | None):
+        self.directory = directory
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+
+    def _path(self, test: Test, shape_mode: str, key: object) -> Path | None:
+        if self.directory is None:
+            return None
+        test_part = f"{test.name}\0{files_digest(test_dependencies(test))}"
+        name = hashlib.sha256("\0".join([frontend_fingerprint(), test_part, shape_mode, repr(key)]).encode())
+        return self.directory / f"{name.hexdigest()}.pickle"
+
+    def get(self, test: Test, shape_mode: str, key: object) -> object | None:
+        path = self._path(test, shape_mode, key)
+        if path is None:
+            return None
+        try:
+            value = pickle.loads(path.read_bytes())
+            os.utime(path)  # recently used: kept by `trim`
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            return None
+        return value
+
+    def put(self, test: Test, shape_mode: str, key: object, value: object) -> None:
+        path = self._path(test, shape_mode, key)
+        if path is None:
+            return
+        data = pickle.dumps(value)
+        if len(data) > FRONTEND_ENTRY_BYTES:
+            return
+        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp")
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+
+    def trim(self, limit: int = FRONTEND_CACHE_BYTES) -> int:
+        """Remove the least recently used entries past `limit` bytes; returns how many."""
+        if self.directory is None:
+            return 0
+        entries = []
+        for path in self.directory.glob("*.pickle"):
+            try:
+                stat = path.stat()
+            except OSError:
+                continue
+            entries.append((stat.st_mtime, stat.st_size, path))
+        total, removed = sum(size for _, size, _ in entries), 0
+        for _, size, path in sorted(entries):
+            if total <= limit:
+                break
+            path.unlink(missing_ok=True)
+            total, removed = total - size, removed + 1
+        return removed

@@ -33,6 +33,7 @@ from typing import Any, Callable
 import torch
 
 from e2e.framework import isolation
+from e2e.framework.cache import FrontendCache
 from e2e.framework.isolation import Channel, Child, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import Result
@@ -74,7 +75,7 @@ class _Reduce:
     limits: Limits
 
 
-def _serve(test: Test, shape_mode: str, config_loader, reducer, shared: dict, channel: Channel) -> None:
+def _serve(test: Test, shape_mode: str, config_loader, reducer, shared: dict, frontend_cache, channel: Channel) -> None:
     """The host's loop (in the child): prepare once, then answer requests until EOF.
     `shared`: what an earlier host of this test computed for its configs."""
     torch.set_num_threads(1)  # a forked grandchild of a multi-threaded OpenMP process hangs
@@ -82,6 +83,7 @@ def _serve(test: Test, shape_mode: str, config_loader, reducer, shared: dict, ch
     prepared = prepare(test)
     prepared.shape_mode = shape_mode
     prepared.shared.update(shared)
+    prepared.frontend_cache = frontend_cache
     channel.send(("ready", prepared.golden_error, prepared.golden_kind))
     rng = torch.get_rng_state()  # every config starts where the golden run left it
     state: dict = {}  # what `_Call`s keep between them
@@ -119,15 +121,26 @@ class TestHost:
 
     __test__ = False  # not a pytest class
 
-    def __init__(self, test: Test, *, shape_mode: str, config_loader, golden_limits: Limits, reducer=None):
+    def __init__(
+        self,
+        test: Test,
+        *,
+        shape_mode: str,
+        config_loader,
+        golden_limits: Limits,
+        reducer=None,
+        frontend_cache: FrontendCache | None = None,
+    ):
         """`reducer(result, prepared, config, reports_dir, time_box, memory_bytes)` reduces a
         failure on the host (the plugin hands it `e2e.reducer.failure.reduce_isolated`; the
-        framework does not import the reducer)."""
+        framework does not import the reducer). `frontend_cache`: captures of earlier runs
+        (`e2e.framework.cache.FrontendCache`), read and written by the host."""
         self.test = test
         self.shape_mode = shape_mode
         self._config_loader = config_loader
         self._reducer = reducer
         self._golden_limits = golden_limits
+        self._frontend_cache = frontend_cache
         self._child: Child | None = None
         self._shared: dict = {}  # what a retired host handed over
         self.peak_rss = 0  # the largest any of this test's hosts grew
@@ -140,7 +153,9 @@ class TestHost:
         test = self.test
         shared = self._shared
         self._child = Child(
-            lambda channel: _serve(test, self.shape_mode, self._config_loader, self._reducer, shared, channel),
+            lambda channel: _serve(
+                test, self.shape_mode, self._config_loader, self._reducer, shared, self._frontend_cache, channel
+            ),
             name="host",
         )
         reply = self._child.request("ready?", self._golden_limits)

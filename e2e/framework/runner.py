@@ -20,7 +20,7 @@ import traceback
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import torch
 import torch.utils._pytree as pytree
@@ -53,6 +53,9 @@ from e2e.framework.signature import (
 from e2e.framework.testutils import seed_for
 from e2e.framework.trace import Trace, record_trace
 
+if TYPE_CHECKING:
+    from e2e.framework.cache import FrontendCache
+
 
 @dataclass
 class PreparedTest:
@@ -67,18 +70,29 @@ class PreparedTest:
     new_shared: dict[Any, Any] = field(default_factory=dict)  # filled in a child, sent back
     shape_mode: str = "annotated"  # one of result.SHAPE_MODES
     reused: set = field(default_factory=set)  # shared keys this config took from an earlier one
+    frontend_cache: FrontendCache | None = None  # `share(..., across_runs=True)` values of earlier runs
+    from_earlier_run: set = field(default_factory=set)  # shared keys this config took from the frontend cache
 
-    def share(self, key: Any, compute: Callable[[], Any]) -> Any:
+    def share(self, key: Any, compute: Callable[[], Any], *, across_runs: bool = False) -> Any:
         """`compute()` once per test (its host and the configs' children); StageErrors are
-        shared too. A value an earlier config computed is noted as reused."""
+        shared too. A value an earlier config computed is noted as reused. `across_runs`:
+        a frontend result, kept in the frontend cache for later runs and taken from it."""
         if key in self.shared and key not in self.new_shared:
             self.reused.add(key)
+        cache = self.frontend_cache if across_runs else None
+        if key not in self.shared and cache is not None:
+            kept = cache.get(self.test, self.shape_mode, key)
+            if kept is not None:
+                self.shared[key] = self.new_shared[key] = kept
+                self.from_earlier_run.add(key)
         if key not in self.shared:
             try:
                 self.shared[key] = compute()
             except StageError as error:
                 self.shared[key] = error
             self.new_shared[key] = self.shared[key]
+            if cache is not None:
+                cache.put(self.test, self.shape_mode, key, self.shared[key])
         value = self.shared[key]
         if isinstance(value, StageError):
             raise value
@@ -209,6 +223,9 @@ def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tu
         result.twin = config.twin
     notes = list(outcome.artifact.notes) if isinstance(outcome.artifact, Annotated) else []
     notes += [f"shared: reused {key} from an earlier config of this test" for key in sorted(map(repr, prepared.reused))]
+    notes += [
+        f"frontend cache: reused {key} from an earlier run" for key in sorted(map(repr, prepared.from_earlier_run))
+    ]
     notes += [note for explanation in explanations for note in explanation.notes]
     result.notes = list(dict.fromkeys(notes))
     # A test host runs every config of its test: free each one's ExecutionEngines, unless
@@ -297,7 +314,7 @@ def attempt_pair(prepared: PreparedTest, config, reports_dir: Path) -> tuple[Res
     ir_dir = pair_ir_dir(reports_dir, prepared.test.name, config.name)
     shutil.rmtree(ir_dir, ignore_errors=True)
     snapshots = Snapshots(ir_dir)
-    prepared.new_shared, prepared.reused = {}, set()
+    prepared.new_shared, prepared.reused, prepared.from_earlier_run = {}, set(), set()
 
     def attempt() -> tuple[Result, dict]:
         torch.set_num_threads(1)

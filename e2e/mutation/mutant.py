@@ -28,7 +28,7 @@ from compiler.refbackend import (
     result_dtypes,
 )
 from compiler.stages import Snapshots, StageError, module_text, new_context, parse_module, run_stage
-from e2e.configs.fx import Compiled, _import
+from e2e.configs.fx import Compiled, shared_import
 from e2e.framework.trace import call_key
 from e2e.mutation.catalogue import BOUNDARIES, Mutation
 from e2e.mutation.undefined import Fill
@@ -61,7 +61,7 @@ def survey(prepared, backend: str) -> dict[tuple, ProgramIR]:
         key = (item.method, None if dynamic else call_key(item.inputs))
         if key in programs:
             continue
-        imported = prepared.share(("fx-import", *key), lambda: _import(prepared, item, shapes, snapshots))
+        imported = shared_import(prepared, item, key, shapes, snapshots)
         torch_ir = prepared.share(
             ("fx", *key, legal_ops), lambda: torch_backend_ir(imported.raw_ir, legal_ops, snapshots=snapshots)
         )
