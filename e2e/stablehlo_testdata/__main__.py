@@ -16,16 +16,8 @@ from collections import Counter
 from pathlib import Path
 
 from e2e.framework.results_files import load_rows
+from e2e.stablehlo_testdata.families import family, family_counts
 from e2e.stablehlo_testdata.register import CI_EVERY, PREFIX, corpus_dir, program_paths
-
-
-def family(test: str) -> str:
-    """The op family of a test name: the first word of the program's file name
-    (`stablehlo/scatter_add_uint32_...` -> `scatter`), prefixed with its subdirectory."""
-    path = test.removeprefix(PREFIX)
-    directory, _, base = path.rpartition("/")
-    word = base.split("_")[0]
-    return f"{directory}/{word}" if directory else word
 
 
 def program_report(root: Path) -> list[str]:
@@ -78,28 +70,13 @@ def run_summary(results: Path, top: int = 12) -> list[str]:
 
 def family_table(rows: list[dict]) -> list[str]:
     """Op family x config as Markdown: per cell `pass/ran` (ran: not skipped); families by
-    program count, then name; a last row of totals."""
-    configs = sorted({row["config"] for row in rows})
-    cells: dict[str, dict[str, Counter]] = {}
-    programs: dict[str, set] = {}
-    for row in rows:
-        name = family(row["test"])
-        programs.setdefault(name, set()).add(row["test"])
-        cells.setdefault(name, {}).setdefault(row["config"], Counter())[row["outcome"]] += 1
-
-    def cell(counts: Counter) -> str:
-        return f"{counts['pass']}/{sum(counts.values()) - counts['skip']}"
-
+    program count, then name; a last row of totals (`families.family_counts`)."""
+    counts = family_counts(rows)
     lines = [
-        "| family | programs | " + " | ".join(f"`{c}`" for c in configs) + " |",
-        "|---|---:|" + "---:|" * len(configs),
+        "| family | programs | " + " | ".join(f"`{c}`" for c in counts.configs) + " |",
+        "|---|---:|" + "---:|" * len(counts.configs),
     ]
-    for name in sorted(cells, key=lambda n: (-len(programs[n]), n)):
-        row_cells = [cell(cells[name].get(c, Counter())) for c in configs]
-        lines.append(f"| {name} | {len(programs[name])} | " + " | ".join(row_cells) + " |")
-    totals = [cell(sum((cells[n].get(c, Counter()) for n in cells), Counter())) for c in configs]
-    all_programs = sum(len(p) for p in programs.values())
-    lines.append(f"| all | {all_programs} | " + " | ".join(totals) + " |")
+    lines += [f"| {name} | {programs} | " + " | ".join(cells) + " |" for name, programs, cells in counts.rows]
     return lines
 
 
@@ -113,11 +90,11 @@ def main(argv: list[str]) -> int:
     if not (args.report or args.summary or args.table):
         parser.print_help()
         return 2
+    root = Path(args.dir) if args.dir else corpus_dir()
+    if args.report and root is None:
+        print("no StableHLO testdata: pass --dir DIR or set $STABLEHLO_TESTDATA", file=sys.stderr)
+        return 2
     if args.report:
-        root = Path(args.dir) if args.dir else corpus_dir()
-        if root is None:
-            print("no StableHLO testdata: pass --dir DIR or set $STABLEHLO_TESTDATA", file=sys.stderr)
-            return 2
         print("\n".join(program_report(root)))
     if args.summary:
         print("\n".join(run_summary(Path(args.summary))))
