@@ -3,6 +3,7 @@
 python -m e2e.stablehlo_testdata --report [--dir DIR]            # programs, skips by reason, checks
 python -m e2e.stablehlo_testdata --summary reports/results.json   # per config: outcomes, stages, signatures, op families
 python -m e2e.stablehlo_testdata --table reports/                 # op family x config, as a Markdown table
+python -m e2e.stablehlo_testdata --explain reports/ [--testdata-results TD]   # the stablehlo config's failures
 
 The results may be a reports directory, a `results.json` or the `results.jsonl` of a run
 still going (`e2e.framework.results_files.load_rows`).
@@ -86,12 +87,23 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--dir", help="the corpus (default: $STABLEHLO_TESTDATA, else the shared copy)")
     parser.add_argument("--summary", metavar="RESULTS", help="a run's results: per config outcomes and failures")
     parser.add_argument("--table", metavar="RESULTS", help="a run's results: op family x config, pass/ran (Markdown)")
+    parser.add_argument(
+        "--explain",
+        metavar="RESULTS",
+        help="a run's results: which failing pairs of the stablehlo config a StableHLO -> linalg bug "
+        "shown alone by the testdata explains",
+    )
+    parser.add_argument(
+        "--testdata-results",
+        metavar="TD_RESULTS",
+        help="with --explain: a testdata run's results, for the testdata configs' verdicts (default: their xfail sets)",
+    )
     args = parser.parse_args(argv)
-    if not (args.report or args.summary or args.table):
+    if not (args.report or args.summary or args.table or args.explain):
         parser.print_help()
         return 2
     root = Path(args.dir) if args.dir else corpus_dir()
-    if args.report and root is None:
+    if (args.report or args.explain) and root is None:
         print("no StableHLO testdata: pass --dir DIR or set $STABLEHLO_TESTDATA", file=sys.stderr)
         return 2
     if args.report:
@@ -100,7 +112,20 @@ def main(argv: list[str]) -> int:
         print("\n".join(run_summary(Path(args.summary))))
     if args.table:
         print("\n".join(family_table(testdata_rows(Path(args.table)))))
+    if args.explain:
+        print("\n".join(explain(Path(args.explain), root, args.testdata_results)))
     return 0
+
+
+def explain(results: Path, root: Path, testdata_results: str | None) -> list[str]:
+    from e2e.stablehlo_testdata import explain as testdata
+
+    rows = testdata_rows(Path(testdata_results)) if testdata_results else None
+    lowered = testdata.testdata_verdicts(testdata.LOWERED, rows, f"results {testdata_results}")
+    reference = testdata.testdata_verdicts(testdata.REFERENCE, rows, f"results {testdata_results}")
+    index = testdata.isolated_failures(root, lowered, reference)
+    explanations = testdata.explain_run(results, index, load_rows(results)[0])
+    return testdata.explanation_lines(explanations, index, lowered, reference)
 
 
 if __name__ == "__main__":
