@@ -1,13 +1,16 @@
 """The HTML report of a run: one static page that says what works where.
 
 `write_html(rows, run, path)` writes a single file with its CSS, script and data inline
-(no server, no network): run metadata, per-config counts (the terminal's e2e summary), a
-tests x configs matrix coloured by outcome and failing stage with filters, and one section
-per failure signature; then any tables a suite adds (`ReportTable`: data the page renders,
-e.g. the StableHLO testdata's op families x executors). Links to saved IR and reproducer bundles are relative to the page,
-so the reports folder can be zipped and opened elsewhere.
+(no server, no network): run metadata, per-config counts (the terminal's e2e summary), the
+tables suites add (`ReportTable`, data: e.g. the StableHLO testdata's op families x
+executors), a tests x configs matrix coloured by outcome and failing stage with filters,
+and one section per failure signature. Links to saved IR and reproducer bundles are
+relative to the page, so the reports folder can be zipped and opened elsewhere.
 
     python -m e2e.framework.html_report reports/results.json [-o reports/index.html]
+
+(The command rewrites a page without the suites' tables: the framework imports no suite;
+the run's own page and `python -m e2e.merge`'s have them.)
 """
 
 from __future__ import annotations
