@@ -241,8 +241,9 @@ def merge(paths: list[Path], output: Path, allow_missing: bool = False, command:
     write_json_atomic(output / "run.json", run)
     write_junit(rows, output / "junit.xml")
     from e2e.framework.html_report import write_html
+    from e2e.report_tables import report_tables
 
-    write_html(rows, _page_run(run), output / "index.html")
+    write_html(rows, _page_run(run), output / "index.html", report_tables(rows))
     return run
 
 

@@ -40,6 +40,7 @@ from e2e.framework.shards import Durations, ShardSpec, scope_of, scopes_of
 from e2e.framework.shards import plan as shard_plan
 from e2e.framework.suite_files import IMPORT_BUDGET, SuiteFile, clean_probes, load_suite
 from e2e.opinfo import SLICES as OPINFO_SLICES
+from e2e.report_tables import report_tables
 from e2e.session import DEFAULT_MEMORY_CAP_GIB, NO_ISOLATION_TURNS_OFF, STATE, E2EState, has_timeout
 
 
@@ -591,6 +592,7 @@ def pytest_sessionfinish(session, exitstatus):
     shard = {"shard": state.shard_summary} if state.shard_summary is not None else {}
     state.html_report = state.record.finish(
         "interrupted" if interrupted else "finished",
+        tables=report_tables(state.record.rows),
         exit_status=int(exitstatus),
         **shard,
         peak_rss_mib={

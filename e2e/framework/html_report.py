@@ -1,12 +1,16 @@
 """The HTML report of a run: one static page that says what works where.
 
 `write_html(rows, run, path)` writes a single file with its CSS, script and data inline
-(no server, no network): run metadata, per-config counts (the terminal's e2e summary), a
-tests x configs matrix coloured by outcome and failing stage with filters, and one section
-per failure signature. Links to saved IR and reproducer bundles are relative to the page,
-so the reports folder can be zipped and opened elsewhere.
+(no server, no network): run metadata, per-config counts (the terminal's e2e summary), the
+tables suites add (`ReportTable`, data: e.g. the StableHLO testdata's op families x
+executors), a tests x configs matrix coloured by outcome and failing stage with filters,
+and one section per failure signature. Links to saved IR and reproducer bundles are
+relative to the page, so the reports folder can be zipped and opened elsewhere.
 
     python -m e2e.framework.html_report reports/results.json [-o reports/index.html]
+
+(The command rewrites a page without the suites' tables: the framework imports no suite;
+the run's own page and `python -m e2e.merge`'s have them.)
 """
 
 from __future__ import annotations
@@ -18,8 +22,10 @@ import os
 import shlex
 import sys
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Sequence
 from urllib.parse import quote
 
 from e2e.framework.html_page import PAGE_SCRIPT, PAGE_STYLE
@@ -46,18 +52,31 @@ RUN_FIELDS = {
 }
 
 
-def write_html(rows: list[dict], run: dict, path: Path | str) -> Path:
-    """Write the report of `rows` (the records of results.json) and `run` (metadata) to `path`."""
+@dataclass(frozen=True)
+class ReportTable:
+    """A table a suite adds to the page, as data: the framework renders it knowing no suite
+    (the tables of a run come from `e2e.report_tables`)."""
+
+    id: str  # the section's HTML id
+    title: str
+    note: str
+    header: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]  # the first cell names the row; the others are numbers
+
+
+def write_html(rows: list[dict], run: dict, path: Path | str, tables: Sequence[ReportTable] = ()) -> Path:
+    """Write the report of `rows` (the records of results.json) and `run` (metadata) to `path`,
+    with `tables` after the per-config counts."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = render_html(rows, run, path.parent)
+    text = render_html(rows, run, path.parent, tables)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)  # a reader never sees half a page
     return path
 
 
-def render_html(rows: list[dict], run: dict, report_dir: Path) -> str:
+def render_html(rows: list[dict], run: dict, report_dir: Path, tables: Sequence[ReportTable] = ()) -> str:
     """The page for `rows`, with links relative to `report_dir`."""
     data = page_data(rows, report_dir)
     title = "e2e report" + (" (interrupted)" if run.get("status") == "interrupted" else "")
@@ -85,6 +104,7 @@ window.addEventListener("error", function (e) {{
 {_counts_table(rows)}
 </section>
 {_runtimes_section(rows)}
+{"".join(_table_section(table) for table in tables)}
 <section id="matrix-section"><h2>Tests &times; configs</h2>
 <div id="filters"></div>
 <div id="legend"></div>
@@ -293,6 +313,22 @@ def _runtimes_section(rows: list[dict]) -> str:
         "says which of the two matches torch; `agree`: both match torch, or the pair failed before the two split.</p>"
         f'<table id="runtime-verdicts"><thead><tr><th>config</th><th>twin</th>{head}</tr></thead>'
         f"<tbody>{body}</tbody></table>{''.join(details)}</section>"
+    )
+
+
+def _table_section(table: ReportTable) -> str:
+    name, *numbers = table.header
+    head = f"<th>{html.escape(name)}</th>" + "".join(f'<th class="num">{html.escape(cell)}</th>' for cell in numbers)
+    body = "".join(
+        f"<tr><th>{html.escape(row[0])}</th>"
+        + "".join(f'<td class="num">{html.escape(cell)}</td>' for cell in row[1:])
+        + "</tr>"
+        for row in table.rows
+    )
+    return (
+        f'<section id="{html.escape(table.id)}"><h2>{html.escape(table.title)}</h2>'
+        f'<p class="muted">{html.escape(table.note)}</p>'
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></section>"
     )
 
 

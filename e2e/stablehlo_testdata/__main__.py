@@ -3,6 +3,7 @@
 python -m e2e.stablehlo_testdata --report [--dir DIR]            # programs, skips by reason, checks
 python -m e2e.stablehlo_testdata --summary reports/results.json   # per config: outcomes, stages, signatures, op families
 python -m e2e.stablehlo_testdata --table reports/                 # op family x config, as a Markdown table
+python -m e2e.stablehlo_testdata --explain reports/ [--testdata-results TD]   # the stablehlo config's failures
 
 The results may be a reports directory, a `results.json` or the `results.jsonl` of a run
 still going (`e2e.framework.results_files.load_rows`).
@@ -16,16 +17,8 @@ from collections import Counter
 from pathlib import Path
 
 from e2e.framework.results_files import load_rows
+from e2e.stablehlo_testdata.families import family, family_counts
 from e2e.stablehlo_testdata.register import CI_EVERY, PREFIX, corpus_dir, program_paths
-
-
-def family(test: str) -> str:
-    """The op family of a test name: the first word of the program's file name
-    (`stablehlo/scatter_add_uint32_...` -> `scatter`), prefixed with its subdirectory."""
-    path = test.removeprefix(PREFIX)
-    directory, _, base = path.rpartition("/")
-    word = base.split("_")[0]
-    return f"{directory}/{word}" if directory else word
 
 
 def program_report(root: Path) -> list[str]:
@@ -78,28 +71,13 @@ def run_summary(results: Path, top: int = 12) -> list[str]:
 
 def family_table(rows: list[dict]) -> list[str]:
     """Op family x config as Markdown: per cell `pass/ran` (ran: not skipped); families by
-    program count, then name; a last row of totals."""
-    configs = sorted({row["config"] for row in rows})
-    cells: dict[str, dict[str, Counter]] = {}
-    programs: dict[str, set] = {}
-    for row in rows:
-        name = family(row["test"])
-        programs.setdefault(name, set()).add(row["test"])
-        cells.setdefault(name, {}).setdefault(row["config"], Counter())[row["outcome"]] += 1
-
-    def cell(counts: Counter) -> str:
-        return f"{counts['pass']}/{sum(counts.values()) - counts['skip']}"
-
+    program count, then name; a last row of totals (`families.family_counts`)."""
+    counts = family_counts(rows)
     lines = [
-        "| family | programs | " + " | ".join(f"`{c}`" for c in configs) + " |",
-        "|---|---:|" + "---:|" * len(configs),
+        "| family | programs | " + " | ".join(f"`{c}`" for c in counts.configs) + " |",
+        "|---|---:|" + "---:|" * len(counts.configs),
     ]
-    for name in sorted(cells, key=lambda n: (-len(programs[n]), n)):
-        row_cells = [cell(cells[name].get(c, Counter())) for c in configs]
-        lines.append(f"| {name} | {len(programs[name])} | " + " | ".join(row_cells) + " |")
-    totals = [cell(sum((cells[n].get(c, Counter()) for n in cells), Counter())) for c in configs]
-    all_programs = sum(len(p) for p in programs.values())
-    lines.append(f"| all | {all_programs} | " + " | ".join(totals) + " |")
+    lines += [f"| {name} | {programs} | " + " | ".join(cells) + " |" for name, programs, cells in counts.rows]
     return lines
 
 
@@ -109,21 +87,45 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--dir", help="the corpus (default: $STABLEHLO_TESTDATA, else the shared copy)")
     parser.add_argument("--summary", metavar="RESULTS", help="a run's results: per config outcomes and failures")
     parser.add_argument("--table", metavar="RESULTS", help="a run's results: op family x config, pass/ran (Markdown)")
+    parser.add_argument(
+        "--explain",
+        metavar="RESULTS",
+        help="a run's results: which failing pairs of the stablehlo config a StableHLO -> linalg bug "
+        "shown alone by the testdata explains",
+    )
+    parser.add_argument(
+        "--testdata-results",
+        metavar="TD_RESULTS",
+        help="with --explain: a testdata run's results, for the testdata configs' verdicts (default: their xfail sets)",
+    )
     args = parser.parse_args(argv)
-    if not (args.report or args.summary or args.table):
+    if not (args.report or args.summary or args.table or args.explain):
         parser.print_help()
         return 2
+    root = Path(args.dir) if args.dir else corpus_dir()
+    if (args.report or args.explain) and root is None:
+        print("no StableHLO testdata: pass --dir DIR or set $STABLEHLO_TESTDATA", file=sys.stderr)
+        return 2
     if args.report:
-        root = Path(args.dir) if args.dir else corpus_dir()
-        if root is None:
-            print("no StableHLO testdata: pass --dir DIR or set $STABLEHLO_TESTDATA", file=sys.stderr)
-            return 2
         print("\n".join(program_report(root)))
     if args.summary:
         print("\n".join(run_summary(Path(args.summary))))
     if args.table:
         print("\n".join(family_table(testdata_rows(Path(args.table)))))
+    if args.explain:
+        print("\n".join(explain(Path(args.explain), root, args.testdata_results)))
     return 0
+
+
+def explain(results: Path, root: Path, testdata_results: str | None) -> list[str]:
+    from e2e.stablehlo_testdata import explain as testdata
+
+    rows = testdata_rows(Path(testdata_results)) if testdata_results else None
+    lowered = testdata.testdata_verdicts(testdata.LOWERED, rows, f"results {testdata_results}")
+    reference = testdata.testdata_verdicts(testdata.REFERENCE, rows, f"results {testdata_results}")
+    index = testdata.isolated_failures(root, lowered, reference)
+    explanations = testdata.explain_run(results, index, load_rows(results)[0])
+    return testdata.explanation_lines(explanations, index, lowered, reference)
 
 
 if __name__ == "__main__":
