@@ -12,7 +12,6 @@ import pytest
 
 from e2e.configs import TakesModels, load_config
 from e2e.framework.cache import pair_key
-from e2e.framework.registry import GLOBAL_TEST_REGISTRY
 from e2e.framework.report import failure_text
 from e2e.framework.result import ERROR, SKIP, Result
 from e2e.session import STATE, E2EState
@@ -36,7 +35,7 @@ class E2ETest(pytest.Collector):
     """One registered test: its items are its configs (one xdist scope, one host)."""
 
     def collect(self):
-        test = GLOBAL_TEST_REGISTRY[self.name]
+        test = self.config.stash[STATE].suite_file(self.path).infos[self.name]
         for config_name, spec in self.config.stash[STATE].configs.items():
             config = load_config(spec)
             if test.model_format not in (config.model_formats if isinstance(config, TakesModels) else ("torch",)):
@@ -131,7 +130,7 @@ class E2EItem(ResultItem):
 
     def runtest(self):
         state = self.config.stash[STATE]
-        test = GLOBAL_TEST_REGISTRY[self.test_name]
+        test = state.test(self.path, self.test_name)
         limits = state.limits(test)
         if self.xfail_entry is not None and not self.config.getoption("runxfail"):
             limits = dataclasses.replace(limits, seconds=self.xfail_entry.budget(limits.seconds))

@@ -18,10 +18,11 @@ from e2e.configs import (
     load_config,
 )
 from e2e.configs.fx import FxConfig
-from e2e.framework import isolation
+from e2e.framework import isolation, registry
 from e2e.framework.cache import FrontendCache, ResultCache
 from e2e.framework.host import TestHost
 from e2e.framework.isolation import GIB, Limits
+from e2e.framework.registry import Test
 from e2e.framework.result import Result
 from e2e.framework.run_record import RunRecord
 from e2e.framework.runner import PreparedCache, run_pair, warm_up
@@ -150,12 +151,21 @@ class E2EState:
         return self._suite
 
     def suite_file(self, path: Path) -> SuiteFile:
-        """One suite file, imported on first use (collection): a run of one file imports only
-        that file (and what it imports), not the whole suite."""
+        """One suite file's tests, for collection: from its import probe (this run's, or one
+        kept from an earlier run), without importing the file here; a run of one file
+        probes only that file, and `-k` imports only the files whose tests run (`test`)."""
         path = path.resolve()
         if path not in self._suite:
-            self._suite.update(load_suite([path], self.import_limits, isolate=self.isolate, probes=self.probes))
+            self._suite.update(
+                load_suite([path], self.import_limits, isolate=self.isolate, register=False, probes=self.probes)
+            )
         return self._suite[path]
+
+    def test(self, path: Path, name: str) -> Test:
+        """A collected test, its file imported here on first use (its probe was clean)."""
+        if name not in registry.GLOBAL_TEST_REGISTRY:
+            load_suite([path], self.import_limits, isolate=self.isolate, probes=self.probes)
+        return registry.GLOBAL_TEST_REGISTRY[name]
 
     def run_pair(self, test, config: str, limits: Limits) -> Result:
         """Where a pair runs, decided here alone: on its test's host, where a crash, hang or

@@ -25,7 +25,7 @@ import importlib.util
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from e2e.framework import isolation
 from e2e.framework.isolation import Limits
@@ -42,12 +42,38 @@ IMPORT_BUDGET = 1800.0
 _OWN_SUITE = Path(__file__).resolve().parents[1] / "test_suite"
 
 
+class TestInfo(NamedTuple):
+    """What collection needs of a registered test (its items, their marks), known from the
+    file's probe without importing the file here: a run of a few tests (`-k`) imports only
+    the files whose tests run."""
+
+    __test__ = False  # not a pytest class
+
+    name: str
+    model_format: str = "torch"
+    skip_reason: str | None = None
+    marks: tuple[str, ...] = ()
+
+
+def infos_of(path: Path) -> list[TestInfo]:
+    from e2e.framework.registry import GLOBAL_TEST_REGISTRY
+
+    tests = (GLOBAL_TEST_REGISTRY[name] for name in registered_from(path))
+    return [TestInfo(t.name, t.model_format, t.skip_reason, tuple(t.marks)) for t in tests]
+
+
 @dataclass
 class SuiteFile:
     path: Path
     tests: list[str] = field(default_factory=list)
     broken: Result | None = None  # the file's import failed (stage `import`)
     skip_reason: str | None = None
+    infos: dict[str, TestInfo] = field(default_factory=dict)  # by name, for every test in `tests`
+
+    def know(self, infos: Iterable[TestInfo]) -> SuiteFile:
+        self.infos = {info.name: info for info in infos}
+        self.tests = list(self.infos)
+        return self
 
 
 def module_name(path: Path) -> str:
@@ -94,7 +120,7 @@ def _classify(error: BaseException) -> str | None:
 
 
 def _probe(path: Path) -> tuple[str, Any]:
-    """In the child: import the file; ("ok", its tests' names) or (skip | error, text)."""
+    """In the child: import the file; ("ok", its tests' `TestInfo`s as lists) or (skip | error, text)."""
     try:
         _import(path)
     except BaseException as error:  # noqa: BLE001 - SystemExit included
@@ -102,7 +128,7 @@ def _probe(path: Path) -> tuple[str, Any]:
 
         skip = _classify(error)
         return ("skip", skip) if skip else ("error", traceback.format_exc(limit=-6))
-    return ("ok", registered_from(path))
+    return ("ok", [list(info) for info in infos_of(path)])  # plain lists: a JSON cache, execnet
 
 
 class ProbeCache:
@@ -110,7 +136,7 @@ class ProbeCache:
     they import, and the toolchain (None: no memory), and by path, what this run's xdist
     controller probed (`known`: its workers need not probe again)."""
 
-    def __init__(self, cache, known: dict[str, list[str]] | None = None):  # a pytest Cache, or None
+    def __init__(self, cache, known: dict[str, list] | None = None):  # a pytest Cache, or None
         self.cache = cache
         self.known = known or {}
 
@@ -120,19 +146,39 @@ class ProbeCache:
         text = f"{versions_fingerprint()}\0{files_digest(module_dependencies(path))}"
         return f"e2e/probes/{hashlib.sha256(text.encode()).hexdigest()[:32]}"
 
-    def get(self, path: Path) -> list[str] | None:
-        if str(path) in self.known:
-            return self.known[str(path)]
-        return self.cache.get(self._key(path), None) if self.cache is not None else None
+    def get(self, path: Path) -> list[TestInfo] | None:
+        known = self.known.get(str(path))
+        if known is None and self.cache is not None:
+            known = self.cache.get(self._key(path), None)
+        if known is None or not all(_is_info(info) for info in known):
+            return None  # never probed, or written by another version of this loader: probe again
+        return [TestInfo(name, model_format, skip_reason, tuple(marks)) for name, model_format, skip_reason, marks in known]
 
-    def put(self, path: Path, names: list[str]) -> None:
+    def put(self, path: Path, infos: list) -> None:
+        self.known[str(path)] = infos  # this process loads it again without a second probe
         if self.cache is not None:
-            self.cache.set(self._key(path), names)
+            self.cache.set(self._key(path), infos)
 
 
-def clean_probes(files: dict[Path, SuiteFile]) -> dict[str, list[str]]:
+def _is_info(info: Any) -> bool:
+    """A probe's record of one test, as `_probe` writes it: [name, model_format, skip_reason, marks]."""
+    return (
+        isinstance(info, list)
+        and len(info) == 4
+        and isinstance(info[0], str)
+        and isinstance(info[1], str)
+        and (info[2] is None or isinstance(info[2], str))
+        and isinstance(info[3], list | tuple)
+    )
+
+
+def clean_probes(files: dict[Path, SuiteFile]) -> dict[str, list]:
     """The files that imported cleanly, with their tests: a `ProbeCache`'s `known`."""
-    return {str(path): f.tests for path, f in files.items() if f.broken is None and f.skip_reason is None}
+    return {
+        str(path): [list(info) for info in f.infos.values()]
+        for path, f in files.items()
+        if f.broken is None and f.skip_reason is None
+    }
 
 
 def suite_files(paths: Iterable[str | Path]) -> list[Path]:
@@ -179,10 +225,9 @@ def _load_file(path: Path, limits: Limits, *, isolate: bool, register: bool, pro
     imported cleanly before): what it registered or why not."""
     suite_file = SuiteFile(path)
     name = f"{path.name}::import"
-    if isolate and not _loaded(path) and (names := probes.get(path)) is not None:
+    if isolate and not _loaded(path) and (infos := probes.get(path)) is not None:
         if not register:
-            suite_file.tests = names
-            return suite_file
+            return suite_file.know(infos)
     elif isolate and not _loaded(path):
         probe = isolation.run_forked(lambda: _probe(path), limits.seconds, limits.memory_bytes)
         if not isinstance(probe, tuple):  # crashed, hung, outgrew the cap
@@ -200,8 +245,7 @@ def _load_file(path: Path, limits: Limits, *, isolate: bool, register: bool, pro
             return suite_file
         probes.put(path, value)
         if not register:
-            suite_file.tests = value
-            return suite_file
+            return suite_file.know(probes.get(path))
     try:
         if not _loaded(path):
             _import(path)
@@ -214,8 +258,7 @@ def _load_file(path: Path, limits: Limits, *, isolate: bool, register: bool, pro
         else:
             suite_file.broken = _import_error(name, path, traceback.format_exc(limit=-6))
         return suite_file
-    suite_file.tests = registered_from(path)
-    return suite_file
+    return suite_file.know(infos_of(path))
 
 
 def _import_error(name: str, path: Path, text: str) -> Result:
