@@ -152,7 +152,9 @@ class ProbeCache:
             known = self.cache.get(self._key(path), None)
         if known is None or not all(_is_info(info) for info in known):
             return None  # never probed, or written by another version of this loader: probe again
-        return [TestInfo(name, model_format, skip_reason, tuple(marks)) for name, model_format, skip_reason, marks in known]
+        return [
+            TestInfo(name, model_format, skip_reason, tuple(marks)) for name, model_format, skip_reason, marks in known
+        ]
 
     def put(self, path: Path, infos: list) -> None:
         self.known[str(path)] = infos  # this process loads it again without a second probe
