@@ -81,6 +81,15 @@ class Diff:
     def of(self, kind: str, config: str | None = None) -> list[Change]:
         return [c for c in self.changes if c.kind == kind and (config is None or c.config == config)]
 
+    def by_pair(self) -> dict[tuple[str, str], list[str]]:
+        """(test, config) -> what changed there ("newly failing: passed -> failed (...)"), for
+        the pairs still in NEW: what the HTML report marks on its cells."""
+        marks: dict[tuple[str, str], list[str]] = {}
+        for change in self.changes:
+            if change.new is not None:
+                marks.setdefault((change.test, change.config), []).append(f"{change.kind}: {change.describe()}")
+        return marks
+
 
 def failing(row: dict) -> bool:
     return row.get("outcome") in FAILING

@@ -1,11 +1,13 @@
 """One run's reports from the reports directories of its shards (or of any runs whose
 pairs do not overlap: a config group run on another machine).
 
-    python -m e2e.merge SHARD_DIR... -o DIR [--allow-missing]
+    python -m e2e.merge SHARD_DIR... -o DIR [--allow-missing] [--baseline BASE]
 
 Writes `DIR/results.json`, `results.jsonl`, `run.json` (a new run id; `merged_from`
 names each input), `index.html` and `junit.xml`, and copies each input's saved IR and
-reproducer bundles (`ir/`, `repro/`) so the page's links work. `python -m
+reproducer bundles (`ir/`, `repro/`) so the page's links work; with `--baseline`, the
+page marks the pairs that changed since that run (as `python -m e2e.diff BASE DIR` lists
+them). `python -m
 e2e.configs.update_xfails DIR/results.json` and `python -m e2e.diff` read the result.
 
 It refuses, with the pairs or shards at fault:
@@ -211,8 +213,11 @@ def merged_run(inputs: list[Input], rows: list[dict], missing: list[str], comman
     return {key: value for key, value in run.items() if value is not None}
 
 
-def merge(paths: list[Path], output: Path, allow_missing: bool = False, command: str = "") -> dict:
-    """Merge the runs at `paths` into `output`; returns the merged run record."""
+def merge(
+    paths: list[Path], output: Path, allow_missing: bool = False, command: str = "", baseline: Path | None = None
+) -> dict:
+    """Merge the runs at `paths` into `output`; returns the merged run record. With a
+    `baseline` run, the HTML report marks the pairs that changed since it."""
     inputs = read_inputs(paths)
     if output.resolve() in {s.directory for s in inputs}:
         raise MergeError(f"-o {output} is one of the inputs: write the merged run elsewhere")
@@ -243,7 +248,12 @@ def merge(paths: list[Path], output: Path, allow_missing: bool = False, command:
     from e2e.framework.html_report import write_html
     from e2e.report_tables import report_tables
 
-    write_html(rows, _page_run(run), output / "index.html", report_tables(rows))
+    changes = None
+    if baseline is not None:
+        from e2e.diff import compare
+
+        changes = compare(load_rows(baseline)[0], rows).by_pair()
+    write_html(rows, _page_run(run), output / "index.html", report_tables(rows), changes)
     return run
 
 
@@ -322,10 +332,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--allow-missing", action="store_true", help="merge an incomplete set of shards (the run says what is missing)"
     )
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        help="an earlier run (reports dir or results file): the HTML report marks the pairs changed since",
+    )
     args = parser.parse_args(argv)
     command = shlex.join(["python", "-m", "e2e.merge", *(sys.argv[1:] if argv is None else argv)])
     try:
-        run = merge(args.inputs, args.output, args.allow_missing, command)
+        run = merge(args.inputs, args.output, args.allow_missing, command, args.baseline)
     except (MergeError, ResultsError) as error:
         print(f"e2e.merge: {error}", file=sys.stderr)
         return 2

@@ -590,9 +590,12 @@ def pytest_sessionfinish(session, exitstatus):
     interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or bool(_SIGNALLED)
     _save_durations(session.config, state.record.rows)
     shard = {"shard": state.shard_summary} if state.shard_summary is not None else {}
+    if state.baseline is not None:
+        state.baseline_diff = _baseline_diff(state)
     state.html_report = state.record.finish(
         "interrupted" if interrupted else "finished",
         tables=report_tables(state.record.rows),
+        changes=state.baseline_diff.by_pair() if state.baseline_diff is not None else None,
         exit_status=int(exitstatus),
         **shard,
         peak_rss_mib={
@@ -636,22 +639,24 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     terminalreporter.write_line(f"results: {state.reports_dir / 'results.json'} (run {state.record.run_id})")
     if state.html_report is not None:
         terminalreporter.write_line(f"html report: {state.html_report}")
-    if state.baseline is not None:
-        _baseline_summary(terminalreporter, config, state)
+    if state.baseline_diff is not None:
+        from e2e.diff import format_report
+
+        terminalreporter.section("e2e changes since the baseline")
+        terminalreporter.write_line(
+            f"baseline: {config.getoption('baseline')} ({sum(state.baseline_diff.base_pairs.values())} of its "
+            f"{len(state.baseline)} pairs are of the tests and configs this run ran)"
+        )
+        terminalreporter.write_line(format_report(state.baseline_diff))
 
 
-def _baseline_summary(terminalreporter, config, state: E2EState) -> None:
+def _baseline_diff(state: E2EState):
     """`--baseline`: what changed since that run, for the tests and configs this run ran
     (a shard, `-k` or `--config` leave the rest of the baseline out)."""
-    from e2e.diff import compare, format_report
+    from e2e.diff import compare
 
     tests = {row["test"] for row in state.record.rows}
     configs = {row["config"] for row in state.record.rows}
-    base = [row for row in state.baseline if row["test"] in tests and row["config"] in configs]
-    diff = compare(base, state.record.rows)
-    terminalreporter.section("e2e changes since the baseline")
-    terminalreporter.write_line(
-        f"baseline: {config.getoption('baseline')} ({len(base)} of its {len(state.baseline)} pairs are of "
-        "the tests and configs this run ran)"
+    return compare(
+        [row for row in state.baseline if row["test"] in tests and row["config"] in configs], state.record.rows
     )
-    terminalreporter.write_line(format_report(diff))

@@ -92,6 +92,7 @@ class E2EState:
         self.shard = None  # --shard: a ShardSpec (e2e.framework.shards)
         self.shard_summary: dict | None = None  # this shard's plan, for run.json (from a worker, under xdist)
         self.baseline: list[dict] | None = None  # --baseline: the earlier run's rows
+        self.baseline_diff = None  # an e2e.diff.Diff from the baseline to this run, once it finished
 
     def _ini_xfail_dir(self) -> Path | None:
         """The ini's xfail sets are those of the ini's suite: another suite has its own or none."""

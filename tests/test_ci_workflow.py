@@ -115,3 +115,8 @@ def test_what_the_shards_upload_is_what_the_merge_downloads_and_the_diff_finds(w
     # The name the baseline job looks for, and the shards and the merge job download.
     assert '.name == "merged-reports"' in scripts(workflow["jobs"]["baseline"])[0]
     assert sum("--name merged-reports" in s for job in (shard, merge) for s in scripts(job)) == 2
+    # The base is downloaded before the merge, which marks the changed pairs in index.html.
+    names = [step.get("name", "") for step in merge["steps"]]
+    assert names.index("Download the base branch's run") < names.index("Merge the shards")
+    merging = next(s for s in merge["steps"] if s.get("name") == "Merge the shards")["run"]
+    assert "options+=(--baseline base)" in merging and merging.count('"${options[@]}"') == 2

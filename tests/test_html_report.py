@@ -17,6 +17,7 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from e2e.configs.xfails import load_xfails
+from e2e.diff import compare
 from e2e.framework.html_report import main, render_html, write_html
 from e2e.framework.report import summarize
 
@@ -195,6 +196,37 @@ def test_filters_in_the_address_select_rows_in_chromium(rows, run_dir, fragment,
     dom, errors = open_in_chromium(page, fragment)
     loaded_cleanly(dom, errors)
     assert shown(dom) == expected
+
+
+def test_pairs_changed_since_a_baseline_are_marked_and_filtered_in_chromium(rows, run_dir):
+    # A baseline in which Atan2 passed on tosa: now it fails there (newly failing).
+    base = [{**r, "outcome": "pass", "final": "passed", "stage": None, "signature": None}
+            if (r["test"], r["config"]) == ("Binary_Atan2SameShape", "tosa") else r for r in rows]  # fmt: skip
+    changes = compare(base, rows).by_pair()
+    assert list(changes) == [("Binary_Atan2SameShape", "tosa")]
+    page = write_html(rows, RUN, run_dir / "changed" / "index.html", changes=changes)
+    dom, errors = open_in_chromium(page, "#outcome=changed")
+    loaded_cleanly(dom, errors)
+    assert shown(dom) == (1, 1)
+    assert '<option value="changed">changed since the baseline (1)</option>' in outcome_filter(dom)
+    marked = changed_cells(dom)
+    assert len(marked) == 1, marked
+    title, label = (html.unescape(text) for text in marked[0])
+    assert label.startswith("\u0394 ") and "since the baseline: newly failing: passed -> failed (fail: backend" in title
+    # Without a baseline, the same rows mark nothing and the filter is not offered.
+    plain, errors = open_in_chromium(write_html(rows, RUN, run_dir / "unchanged" / "index.html"))
+    loaded_cleanly(plain, errors)
+    assert changed_cells(plain) == [] and 'value="changed"' not in outcome_filter(plain)
+
+
+def outcome_filter(dom: str) -> str:
+    """The outcome filter as the script rendered it (the page's script text holds its source too)."""
+    return dom.split('<div id="filters">', 1)[1].split('<select id="f-outcome">', 1)[1].split("</select>", 1)[0]
+
+
+def changed_cells(dom: str) -> list[tuple[str, str]]:
+    """(title, label) of each matrix cell marked as changed since the baseline."""
+    return re.findall(r'<span class="cell [^"]*\bchanged\b[^"]*"[^>]*title="([^"]*)"[^>]*>([^<]*)<', dom)
 
 
 def test_a_failing_pair_shows_its_error_rerun_command_and_links(rows, run_dir):

@@ -187,6 +187,30 @@ def test_baseline_prints_what_changed_for_the_pairs_the_shard_ran(runs):
     assert f"newly passing ({len(linalg)}):" in fixed
     for test in linalg:
         assert f"linalg  {test}: failed (fail: backend | some-pass) -> passed" in fixed
+    # Its HTML report marks those pairs, and only those; the other shard's page marks none.
+    assert marked(directory / "s2" / "index.html") == {
+        (test, "linalg"): "newly passing: failed (fail: backend | some-pass) -> passed" for test in linalg
+    }
+    assert marked(directory / "s1" / "index.html") == {}
+
+
+def marked(page: Path) -> dict[tuple[str, str], str]:
+    """The cells an HTML report marks as changed since its baseline, with their change."""
+    text = page.read_text()
+    data = json.loads(text.split('id="e2e-data">', 1)[1].split("</script>", 1)[0])
+    return {(data["tests"][c["t"]], data["configs"][c["c"]]): c["x"] for c in data["cells"] if "x" in c}
+
+
+def test_a_merge_with_a_baseline_marks_the_changed_pairs(runs, tmp_path):
+    directory = runs["dir"]
+    merged = tmp_path / "merged"
+    assert main([str(directory / "s1"), str(directory / "s2"), "-o", str(merged), "--baseline",
+                       str(directory / "linalg_broken.json")]) == 0  # fmt: skip
+    linalg = {r["test"] for r in read(directory / "full" / "results.json") if r["config"] == "linalg"}
+    assert set(marked(merged / "index.html")) == {(test, "linalg") for test in linalg}
+    # Without one, nothing is marked.
+    assert main([str(directory / "s1"), str(directory / "s2"), "-o", str(tmp_path / "plain")]) == 0
+    assert marked(tmp_path / "plain" / "index.html") == {}
 
 
 # --- synthetic runs -----------------------------------------------------------------------

@@ -3,7 +3,8 @@
 The script reads the page's embedded JSON (`html_report.page_data`) and builds the matrix
 as one table, rebuilt as a single string on every filter change, so a run of 5,000+ pairs
 stays quick. Colours: a failing cell takes its stage's hue, solid when the failure is
-unexpected, a tint when it is expected (xfailed).
+unexpected, a tint when it is expected (xfailed). A cell that changed since the baseline
+(a run with `--baseline`, a merge with `--baseline`) is outlined and marked with a delta.
 """
 
 PAGE_STYLE = r"""
@@ -58,6 +59,7 @@ table { border-collapse: collapse; }
 .cell.f-skipped { background: #eee; color: #757575; }
 .cell.none { background: transparent; color: #bbb; cursor: default; }
 .cell.dim { opacity: .25; }
+.cell.changed { outline: 2px dashed #6a1b9a; outline-offset: 1px; }
 .cell.selected { outline: 2px solid #000; outline-offset: 1px; }
 .cell:focus-visible { outline: 2px solid #1565c0; }
 #detail { position: fixed; right: 16px; bottom: 16px; width: min(760px, calc(100vw - 32px)); max-height: 70vh; overflow: auto;
@@ -107,7 +109,8 @@ D.cells.forEach((cell, i) => {
   grid[cell.t][cell.c] = cell;
 });
 const hue = (cause) => "var(--st-" + (KNOWN_STAGES.includes(cause) ? cause : "other") + ")";
-const label = (cell) => {
+const label = (cell) => (cell.x ? "\u0394 " : "") + plainLabel(cell);
+const plainLabel = (cell) => {
   if (cell.f === "passed") return "pass";
   if (cell.f === "xpassed") return "XPASS";
   if (cell.o === "pass") return "XPASS(strict)";  // strict xfail: a listed test that passes fails the run
@@ -116,7 +119,8 @@ const label = (cell) => {
   return cell.cause || cell.o || cell.f;
 };
 const hover = (cell) => {
-  const head = D.tests[cell.t] + " on " + D.configs[cell.c] + ": " + cell.f;
+  const head = D.tests[cell.t] + " on " + D.configs[cell.c] + ": " + cell.f +
+    (cell.x ? "\nsince the baseline: " + cell.x : "");
   if (cell.f === "passed") return head;
   const sig = cell.g >= 0 ? "\n" + D.signatures[cell.g] : "";
   const first = (cell.e || "").split("\n")[0].slice(0, 300);
@@ -145,6 +149,7 @@ function buildFilters() {
       '<label><input type="checkbox" data-config="' + i + '" checked>' + esc(name) + '</label>').join("") +
     '<label>outcome <select id="f-outcome"><option value="">any</option>' +
       '<option value="problem">not passed</option><option value="unexpected">failed or xpassed</option>' +
+      (D.baseline ? '<option value="changed">changed since the baseline (' + D.cells.filter((c) => c.x).length + ')</option>' : '') +
       OUTCOMES.filter((o) => outcomeCounts.has(o)).map((o) =>
         '<option value="' + o + '">' + o + ' (' + outcomeCounts.get(o) + ')</option>').join("") + '</select></label>' +
     '<label>stage <select id="f-stage"><option value="">any</option>' +
@@ -205,7 +210,8 @@ function cellMatches(cell) {
   const o = state.outcome;
   if (o === "problem" && cell.f === "passed") return false;
   if (o === "unexpected" && cell.f !== "failed" && cell.f !== "xpassed") return false;
-  if (o && o !== "problem" && o !== "unexpected" && cell.f !== o) return false;
+  if (o === "changed" && !cell.x) return false;
+  if (o && o !== "problem" && o !== "unexpected" && o !== "changed" && cell.f !== o) return false;
   if (state.stage && cell.cause !== state.stage && cell.s !== state.stage) return false;
   if (state.sig >= 0 && (cell.g !== state.sig || cell.f === "passed")) return false;
   return true;
@@ -215,7 +221,7 @@ const cellFilterActive = () => state.outcome !== "" || state.stage !== "" || sta
 // --- the matrix ----------------------------------------------------------------
 function cellHtml(cell, dim) {
   if (!cell) return '<td><span class="cell none">\u2014</span></td>';
-  return '<td><span class="cell f-' + esc(cell.f) + (dim ? " dim" : "") + '" style="--k:' + hue(cell.cause) +
+  return '<td><span class="cell f-' + esc(cell.f) + (cell.x ? " changed" : "") + (dim ? " dim" : "") + '" style="--k:' + hue(cell.cause) +
     '" data-i="' + cell.i + '" tabindex="0" title="' + esc(hover(cell)) + '">' + esc(label(cell)) + '</span></td>';
 }
 function render() {
@@ -251,6 +257,7 @@ function buildLegend() {
     if (seen.has("failed " + s)) html += item("f-failed", hue(s), s === "xpass" ? "failed: XPASS(strict)" : "failed: " + s);
     if (seen.has("xfailed " + s)) html += item("f-xfailed", hue(s), "xfailed: " + s);
   });
+  if (D.cells.some((c) => c.x)) html += item("f-passed changed", "", "\u0394 changed since the baseline");
   $("legend").innerHTML = html;
 }
 
@@ -266,6 +273,7 @@ function showDetail(i) {
   if (cell.ir) links.push('<a href="' + esc(cell.ir) + '">IR given to the failing stage</a>');
   const rows = [["outcome", cell.f + (cell.o && cell.o !== cell.f ? " (" + cell.o + ")" : "")], ["stage", cell.s], ["duration", cell.d + " s"], ["shape mode", cell.m]];
   if (cell.g >= 0) rows.splice(2, 0, ["signature", D.signatures[cell.g]]);
+  if (cell.x) rows.unshift(["since the baseline", cell.x]);
   let body = '<button class="close" type="button" aria-label="close">\u00d7</button>' +
     '<h3>' + esc(D.tests[cell.t]) + ' on ' + esc(D.configs[cell.c]) + '</h3>' +
     '<dl>' + rows.filter((r) => r[1]).map((r) => '<dt>' + esc(r[0]) + '</dt><dd>' + esc(r[1]) + '</dd>').join("") + '</dl>';

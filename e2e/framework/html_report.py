@@ -25,7 +25,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 from urllib.parse import quote
 
 from e2e.framework.html_page import PAGE_SCRIPT, PAGE_STYLE
@@ -64,21 +64,34 @@ class ReportTable:
     rows: tuple[tuple[str, ...], ...]  # the first cell names the row; the others are numbers
 
 
-def write_html(rows: list[dict], run: dict, path: Path | str, tables: Sequence[ReportTable] = ()) -> Path:
+def write_html(
+    rows: list[dict],
+    run: dict,
+    path: Path | str,
+    tables: Sequence[ReportTable] = (),
+    changes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+) -> Path:
     """Write the report of `rows` (the records of results.json) and `run` (metadata) to `path`,
-    with `tables` after the per-config counts."""
+    with `tables` after the per-config counts and, given a baseline's `changes` ((test,
+    config) -> what changed there, `e2e.diff.Diff.by_pair`), those cells marked."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = render_html(rows, run, path.parent, tables)
+    text = render_html(rows, run, path.parent, tables, changes)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, path)  # a reader never sees half a page
     return path
 
 
-def render_html(rows: list[dict], run: dict, report_dir: Path, tables: Sequence[ReportTable] = ()) -> str:
+def render_html(
+    rows: list[dict],
+    run: dict,
+    report_dir: Path,
+    tables: Sequence[ReportTable] = (),
+    changes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+) -> str:
     """The page for `rows`, with links relative to `report_dir`."""
-    data = page_data(rows, report_dir)
+    data = page_data(rows, report_dir, changes)
     title = "e2e report" + (" (interrupted)" if run.get("status") == "interrupted" else "")
     # `<` is escaped so no string in the data can close the script element.
     payload = json.dumps(data, separators=(",", ":")).replace("<", "\\u003c")
@@ -124,8 +137,11 @@ window.addEventListener("error", function (e) {{
 """
 
 
-def page_data(rows: list[dict], report_dir: Path) -> dict:
-    """What the page's script reads: configs, tests, signatures and one record per pair."""
+def page_data(
+    rows: list[dict], report_dir: Path, changes: Mapping[tuple[str, str], Sequence[str]] | None = None
+) -> dict:
+    """What the page's script reads: configs, tests, signatures and one record per pair (`x`:
+    what changed since the baseline, when there is one and the pair changed)."""
     configs = sorted({row["config"] for row in rows})
     tests = sorted({row["test"] for row in rows})
     signatures = sorted({row["signature"] for row in rows if row.get("signature")})
@@ -154,8 +170,13 @@ def page_data(rows: list[dict], report_dir: Path) -> dict:
             )
         elif row.get("notes"):
             cell["n"] = list(row["notes"])
+        if changes and (change := changes.get((row["test"], row["config"]))):
+            cell["x"] = "; ".join(change)
         cells.append(cell)
-    return {"configs": configs, "tests": tests, "signatures": signatures, "cells": cells}
+    data = {"configs": configs, "tests": tests, "signatures": signatures, "cells": cells}
+    if changes is not None:
+        data["baseline"] = True
+    return data
 
 
 def rerun_command(row: dict) -> str:

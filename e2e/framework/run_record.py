@@ -18,7 +18,7 @@ import os
 import time
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:
     from e2e.framework.html_report import ReportTable
@@ -91,9 +91,16 @@ class RunRecord:
             self._jsonl.write(json.dumps(row) + "\n")
             self._jsonl.flush()
 
-    def finish(self, status: str, tables: Sequence[ReportTable] = (), **extra: Any) -> Path | None:
+    def finish(
+        self,
+        status: str,
+        tables: Sequence[ReportTable] = (),
+        changes: Mapping[tuple[str, str], Sequence[str]] | None = None,
+        **extra: Any,
+    ) -> Path | None:
         """Write results.json, the final run.json and the HTML report (with the `tables` its
-        suites add); release the directory. Returns the report's path."""
+        suites add, and the `changes` since a baseline marked); release the directory.
+        Returns the report's path."""
         if self._lock_fd is None:
             return None
         from e2e.framework.html_report import write_html
@@ -101,7 +108,7 @@ class RunRecord:
         rows = sorted(self.rows, key=lambda r: (r["test"], r["config"]))
         write_json_atomic(self.reports_dir / "results.json", rows)
         self._write_run(status, **extra)
-        page = write_html(rows, self._read_run(), self.reports_dir / "index.html", tables)
+        page = write_html(rows, self._read_run(), self.reports_dir / "index.html", tables, changes)
         if self._jsonl is not None:
             self._jsonl.close()
             self._jsonl = None
