@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
 from types import SimpleNamespace
@@ -54,3 +57,12 @@ def test_an_interpreter_abort_in_execute_is_reduced_and_replayed_on_the_interpre
     )
     assert done.returncode == 1, done.stdout + done.stderr  # the interpreter's abort, replayed in a child
     assert f"REPRODUCED: {ABORT}" in done.stdout
+    # ... and with the interpreter's own tools: jax on the reduced program, nothing of this project.
+    native = outcome.bundle / "native"
+    assert "stablehlo.dot_general" in (native / "program.mlir").read_text()
+    assert "stablehlo.abs" not in (native / "program.mlir").read_text()
+    assert not re.search(r"^\s*(from|import) (e2e|compiler|tests)\b", (native / "run_interp.py").read_text(), re.M)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    ran = subprocess.run(["sh", "run.sh"], cwd=native, env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 128 + signal.SIGABRT and "Incompatible index and shape" in ran.stderr
+    assert "Reproduce with the StableHLO interpreter's own tools" in (outcome.bundle / "README.md").read_text()

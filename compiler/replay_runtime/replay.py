@@ -13,7 +13,6 @@ import importlib
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -22,7 +21,7 @@ from typing import Callable, Sequence
 
 from .mlir import StageError, format_diagnostics, new_context, parse_module
 from .pipeline import load_pass_modules, run_entries
-from .signature import Signature, crash_signature, mismatch_signature, stage_signature
+from .signature import Signature, crash_signature, mismatch_signature, process_ending, stage_signature
 
 ERROR, CRASH, MISMATCH, HANG = "error", "crash", "mismatch", "hang"
 RUNTIME_PASS = "python:compiler.executors.replay:"  # a runtime's replay entry ends the pipeline
@@ -207,20 +206,10 @@ def _main_crash(bundle_dir: Path, case: Case) -> int:
     sys.stderr.write(done.stderr)
     if done.returncode in (0, 2):  # no crash: the module runs, or fails another way
         return done.returncode
-    if done.returncode < 0:
-        ending = f"killed by {_signal_name(-done.returncode)}"
-    else:
-        ending = f"exited with status {done.returncode} before returning a result"
+    ending = process_ending(done.returncode)
     observed = crash_signature(case.stage, done.stderr, ending)
     if observed == case.signature:
         print(f"REPRODUCED: {observed} (the replay's process was {ending})")
         return 1
     print(f"different failure: {observed} (the replay's process was {ending})\nexpected: {case.signature}")
     return 2
-
-
-def _signal_name(number: int) -> str:
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
