@@ -66,3 +66,14 @@ def test_an_interpreter_abort_in_execute_is_reduced_and_replayed_on_the_interpre
     ran = subprocess.run(["sh", "run.sh"], cwd=native, env=env, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 128 + signal.SIGABRT and "Incompatible index and shape" in ran.stderr
     assert "Reproduce with the StableHLO interpreter's own tools" in (outcome.bundle / "README.md").read_text()
+
+
+@needs_interpreter
+def test_a_candidate_the_interpreter_aborts_on_answers_an_error_cases_query():
+    """An execute error of a runtime is reduced by replaying its `_run` entry too: a candidate on
+    which the interpreter aborts must answer with its crash, not take the reducer down."""
+    from compiler.executors import replay
+    from e2e.reducer.case import ERROR, Case, observe
+
+    case = Case(ERROR, "execute", [replay.entry("interp", "stablehlo", run=True)], "execute | some error")
+    assert observe(case, EMPTY_CONTRACTION) == ABORT
