@@ -62,13 +62,16 @@ class Toolchain:
 
     @property
     def stages(self) -> dict[str, tuple[str, ...]]:
-        """stage -> passes from that stage's input to the executor."""
+        """stage -> passes from that stage's input to the executor; `execute` (given what
+        `lower` is given): compiled and called once on made-up inputs, by the executor itself."""
+        execute = self.executor().execute_entries()
         if self.backend == TORCH_INPUT:  # the executor takes torch IR itself (raw, or the backend contract)
-            return {"backend": self.lower, "lower": self.lower}
+            return {"backend": self.lower, "lower": self.lower, "execute": execute}
         return {
             "torch-backend": (*self.to_torch_backend, *self.to_backend, *self.lower),
             "backend": (*self.to_backend, *self.lower),
             "lower": self.lower,
+            "execute": execute,
         }
 
     def executor(self):

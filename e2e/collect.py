@@ -151,8 +151,8 @@ class E2EItem(ResultItem):
             not result.cached
             and state.reduce
             and result.outcome != ERROR
-            and (not expected or self.config.getoption("reduce_xfailed"))
-        ):  # every unexpected failure gets a bundle
+            and (not expected or self.config.getoption("reduce_xfailed") or self.config.getoption("runxfail"))
+        ):  # every unexpected failure gets a bundle, and with --runxfail (reported failed) every failure
             self._reduce(state, test, result)
             state.cache.put(key, result)
         self.ihook.pytest_e2e_after_result(item=self, result=result)

@@ -13,6 +13,9 @@ executors, so no caller branches on its name:
 - `lower_entries()`: stage `lower` as pass entries, from its input IR to what it runs (the
   RefBackend: its conversion to linalg and the LLVM passes; a runtime: its replay entry,
   `compiler.executors.replay`), which the reducer replays;
+- `execute_entries()`: stage `execute` as pass entries: compile as `lower` does, then call
+  @main once on made-up inputs, on this executor (the RefBackend: its JIT; a runtime: its
+  `_run` replay entry), which the reducer replays an execute crash with;
 - `program_for(...)`: compile, with failures blamed on those entries (a runtime's errors
   name its replay entry as the failing pass, so a result's signature and its replay agree);
 - `missing()`: None, or what to install: a config whose executor is missing is skipped
@@ -73,6 +76,10 @@ class Executor(Protocol):
     def lower_entries(self) -> tuple[str, ...]:
         """Stage `lower` as pass entries: what the reducer replays."""
 
+    def execute_entries(self) -> tuple[str, ...]:
+        """Stage `execute` as pass entries (compile, then call @main once on made-up inputs):
+        what the reducer replays an execute failure with, on this executor."""
+
     def program_for(
         self, backend_module: Any, result_dtypes: Sequence[ResultType], snapshots: Snapshots, opt_level: int = 0
     ) -> Program:
@@ -117,6 +124,11 @@ class RuntimeExecutor:
         from compiler.executors import replay
 
         return (replay.entry(self.name, self.input),)
+
+    def execute_entries(self) -> tuple[str, ...]:
+        from compiler.executors import replay
+
+        return (replay.entry(self.name, self.input, run=True),)
 
     def program_for(self, backend_module, result_dtypes, snapshots, opt_level: int = 0):
         from compiler.executors import replay

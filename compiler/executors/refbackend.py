@@ -8,6 +8,7 @@ from typing import Sequence
 
 from compiler import pipelines
 from compiler.refbackend import LOWER_PIPELINE, RefBackendProgram, ResultType, compile_linalg
+from compiler.replay_runtime import passes
 from compiler.stages import Snapshots
 
 # The reference backend's boundary rewrite, as a pass entry (`lower_to_llvm` runs it first).
@@ -28,6 +29,11 @@ class RefBackend:
     def lower_entries(self) -> tuple[str, ...]:
         """The backend's conversion to linalg, then linalg -> LLVM; the JIT loads the result."""
         return (BF16_BOUNDARY, *pipelines.BACKENDS[self.input][1], *LOWER_PIPELINE)
+
+    def execute_entries(self) -> tuple[str, ...]:
+        """`lower_entries` framed by @main's signature, kept before lowering erases it, and a
+        call of the JIT-compiled @main on inputs made from it (`replay_runtime.passes`)."""
+        return (passes.RECORD, *self.lower_entries(), passes.INVOKE)
 
     def compile(self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots) -> RefBackendProgram:
         return self.program_for(backend_module, result_dtypes, snapshots, self.opt_level)

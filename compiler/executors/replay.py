@@ -98,14 +98,36 @@ def _argument_tensors(text: str) -> list[torch.Tensor]:
     return inputs
 
 
+def _compile(executor_name: str, backend: str, module):
+    """(the runtime's program of `module`, its text) as the replay entries compile it."""
+    from compiler.refbackend import result_dtypes
+    from compiler.stages import Snapshots, module_text
+
+    text = module_text(module)
+    dtypes = result_dtypes(text) if backend in ("torch", "onnx") else _result_types(text)
+    return load_executor(executor_name, input=backend).compile(module, dtypes, Snapshots()), text
+
+
+def write_native(pass_entry: str, text: str, directory) -> str:
+    """What a `_run` entry runs, in the runtime's own terms: `text` compiled by the runtime the
+    entry names, written into `directory` with the made-up inputs the entry calls @main with
+    (`write_native`, as a runtime pair's native reproducer is); returns the command that runs it."""
+    from pathlib import Path
+
+    from compiler.stages import new_context, parse_module
+
+    executor, backend, _ = parse(pass_entry)
+    program, text = _compile(executor, backend, parse_module(text, new_context()))
+    try:
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        return program.write_native(Path(directory), _argument_tensors(text))
+    finally:
+        program.close()
+
+
 def _replay(executor_name: str, backend: str, run: bool):
     def replay(module) -> None:
-        from compiler.refbackend import result_dtypes
-        from compiler.stages import Snapshots, module_text
-
-        text = module_text(module)
-        dtypes = result_dtypes(text) if backend in ("torch", "onnx") else _result_types(text)
-        program = load_executor(executor_name, input=backend).compile(module, dtypes, Snapshots())
+        program, text = _compile(executor_name, backend, module)
         try:
             if run:
                 program(*_argument_tensors(text))

@@ -11,17 +11,22 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import re
+import subprocess
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
 from .mlir import StageError, format_diagnostics, new_context, parse_module
 from .pipeline import load_pass_modules, run_entries
-from .signature import Signature, mismatch_signature, stage_signature
+from .signature import Signature, crash_signature, mismatch_signature, process_ending, stage_signature
 
 ERROR, CRASH, MISMATCH, HANG = "error", "crash", "mismatch", "hang"
 RUNTIME_PASS = "python:compiler.executors.replay:"  # a runtime's replay entry ends the pipeline
+# Set for the child process a crash case is replayed in (`main`), which replays it in itself.
+CRASH_CHILD = "E2E_REPLAY_CRASH_CHILD"
 
 
 @dataclass
@@ -164,8 +169,12 @@ def replay(bundle_dir: Path, case: Case, *, report=None) -> str | None:
 def main(bundle_dir: Path) -> int:
     """Exit status: 1 the bug is there, 0 it is gone, 2 a different failure.
 
-    A hang shows as this process ending by SIGALRM after the case's `hang_seconds`."""
+    A crash is replayed in a child process, whose death is compared with the case's
+    signature as the suite words it. A hang shows as this process ending by SIGALRM after
+    the case's `hang_seconds`."""
     case = Case.from_json((bundle_dir / "case.json").read_text())
+    if case.kind == CRASH and not os.environ.get(CRASH_CHILD):
+        return _main_crash(bundle_dir, case)
     if case.kind == HANG and case.hang_seconds:
         import math
         import signal
@@ -181,4 +190,26 @@ def main(bundle_dir: Path) -> int:
         print(f"not reproduced: the module compiles (and computes the expected values); was: {case.signature}")
         return 0
     print(f"different failure: {observed}\nexpected: {case.signature}")
+    return 2
+
+
+def _main_crash(bundle_dir: Path, case: Case) -> int:
+    """repro.py again in a child (faulthandler on, as in the suite's processes, so a fatal
+    signal is worded the same): 1 when it dies with the case's signature."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-X", "faulthandler", str(bundle_dir / "repro.py")],
+        env={**os.environ, CRASH_CHILD: "1"},
+        capture_output=True,
+        text=True,
+    )
+    sys.stdout.write(done.stdout)
+    sys.stderr.write(done.stderr)
+    if done.returncode in (0, 2):  # no crash: the module runs, or fails another way
+        return done.returncode
+    ending = process_ending(done.returncode)
+    observed = crash_signature(case.stage, done.stderr, ending)
+    if observed == case.signature:
+        print(f"REPRODUCED: {observed} (the replay's process was {ending})")
+        return 1
+    print(f"different failure: {observed} (the replay's process was {ending})\nexpected: {case.signature}")
     return 2

@@ -113,6 +113,20 @@ def first_native_error(stderr: str) -> str | None:
     return None
 
 
+def process_ending(status: int) -> str:
+    """How a child process ended, as the suite's isolation words it (`Crashed.reason`): a
+    negative status, or a shell's 128 + N, is death by signal N."""
+    import signal
+
+    number = -status if status < 0 else status - 128 if status > 128 else None
+    if number is None:
+        return f"exited with status {status} before returning a result"
+    try:
+        return f"killed by {signal.Signals(number).name}"
+    except ValueError:
+        return f"killed by signal {number}"
+
+
 def crash_signature(stage: str, stderr: str, reason: str) -> str:
     """As the runner writes it for a pair whose process died in `stage`."""
     return Signature("crash", stage, normalize(first_native_error(stderr) or reason)).format()

@@ -12,5 +12,6 @@ from compiler.replay_runtime.signature import (  # noqa: F401 - the suite's inte
     mismatch_signature,
     normalize,
     pass_name,
+    process_ending,
     stage_signature,
 )

@@ -23,10 +23,13 @@ from pathlib import Path
 
 import numpy as np
 
+from compiler.executors import INSTALL_RUNTIMES
 from compiler.pipelines import as_text
+from compiler.replay_runtime.replay import RUNTIME_PASS
 from compiler.stages import write_atomic
 from e2e.framework.signature import Signature, normalize, pass_name
 from e2e.reducer.case import CRASH, HANG, MISMATCH, Case
+from e2e.reducer.native import NATIVE_DIR, NativeRepro, write_native_repro
 from e2e.reducer.standalone import LOADER, RUNTIME_COPY, NotStandalone, write_runtime
 
 INDEX_DIR = "_signatures"
@@ -110,7 +113,7 @@ REPRO = '''#!/usr/bin/env python3
 Self-contained: needs torch, torch-mlir and numpy only (the replay code is in
 {runtime}/ next to this file). Runs repro.mlir through the failing pipeline from
 Python. Exits 1 while the bug is there, 0 once it is fixed, 2 on a different failure.
-A crash takes this process down (non-zero exit).
+A crash is replayed in a child process: 1 when the child dies with this signature.
 """
 {loader}
 
@@ -143,6 +146,8 @@ class Verification:
     detail: str  # "exit status 1"
     output: str = ""  # what repro.py printed (the README's "actual")
     opt_command: str | None = None  # a torch-mlir-opt command that shows it too
+    # a runtime's crash: the reduced program run with the runtime's own tools (`native/`), or why not
+    native: NativeRepro | str | None = None
 
 
 def _fresh_env() -> dict[str, str]:
@@ -172,9 +177,7 @@ def verify(bundle_dir: Path, case: Case, timeout: float = 120) -> Verification:
     output = (done.stdout + done.stderr).strip()
     if done.returncode < 0:  # buffered output of the dying process may be lost: say how it ended
         output += f"\n(the process was killed by {_signal_name(-done.returncode)})"
-    if case.kind == CRASH:
-        ok = done.returncode < 0 or done.returncode not in (0, 1, 2)
-    elif case.kind == HANG:  # repro.py ends itself by SIGALRM after the case's hang_seconds
+    if case.kind == HANG:  # repro.py ends itself by SIGALRM after the case's hang_seconds
         import signal
 
         ok = done.returncode == -signal.SIGALRM
@@ -252,7 +255,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         "",
         "## Reproduce",
         "",
-        f"Needs only `torch`, `torch-mlir` and `numpy` (`repro.py` runs the replay code in `{RUNTIME_COPY}/`):",
+        _needs(case),
         "",
         "```sh",
         "python repro.py          # exits 1 while the bug is there, 0 once fixed"
@@ -277,6 +280,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
     body = _body(with_reproducer_resource(info.repro_ir, []))
     if body:
         lines += ["", "## repro.mlir", "", "```mlir", body, "```"]
+    lines += _native_section(verification.native)
     if case.kind == MISMATCH:
         lines += [
             "",
@@ -296,6 +300,36 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
     lines += [f"- {n}" for n in info.notes]
     lines += ["", "## Tests that hit it", ""] + [f"- {t}" for t in tests]
     return "\n".join(lines) + "\n"
+
+
+def _needs(case: Case) -> str:
+    if case.pipeline and case.pipeline[-1].startswith(RUNTIME_PASS):
+        return (
+            f"Needs `torch`, `torch-mlir`, `numpy` (`repro.py` runs the replay code in `{RUNTIME_COPY}/`), and this "
+            f"project installed with the runtime (`{INSTALL_RUNTIMES}`): the runtime's replay entry is its "
+            "`compiler.executors.replay`:"
+        )
+    return f"Needs only `torch`, `torch-mlir` and `numpy` (`repro.py` runs the replay code in `{RUNTIME_COPY}/`):"
+
+
+def _native_section(native: NativeRepro | str | None) -> list[str]:
+    if native is None:
+        return []
+    if isinstance(native, str):
+        return ["", f"({native})"]
+    return [
+        "",
+        f"## Reproduce with {native.runtime}'s own tools",
+        "",
+        f"`{NATIVE_DIR}/` holds repro.mlir as {native.runtime} is given it and the made-up inputs `repro.py` "
+        f"calls @main with; `{NATIVE_DIR}/run.sh` needs nothing of this project:",
+        "",
+        "```sh",
+        f"sh {NATIVE_DIR}/run.sh   # runs: {' && '.join(native.command.strip().splitlines())}",
+        "```",
+        "",
+        f"Run by the reducer: {native.detail} ({'the same signature' if native.verified else 'NOT the signature above'}).",
+    ]
 
 
 def save_arrays(path: Path, arrays: list[np.ndarray]) -> None:
@@ -323,6 +357,11 @@ def write_bundle(info: BundleInfo, bundle_dir: Path, *, check: bool = True) -> t
         tmp.write_bytes(content)
         os.replace(tmp, bundle_dir / name)
     verification = verify(bundle_dir, info.case) if check else Verification(False, "not checked")
+    if check:
+        verification.native = write_native_repro(bundle_dir, info.case, info.repro_ir, _fresh_env())
+        if isinstance(verification.native, NativeRepro) and not verification.native.verified:
+            verification.ok = False
+            verification.detail += f"; {NATIVE_DIR}/run.sh did not show the crash: {verification.native.detail}"
     tests = add_test(bundle_dir, info.test, info.config)
     write_atomic(bundle_dir / "README.md", readme(info, bundle_dir, tests, verification))
     return verification.ok, verification.detail

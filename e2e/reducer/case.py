@@ -19,6 +19,7 @@ from compiler.replay_runtime.replay import (  # noqa: F401 - re-exported
     ERROR,
     HANG,
     MISMATCH,
+    RUNTIME_PASS,
     Case,
     arity,
     compile_signature,
@@ -41,9 +42,12 @@ def observe(
     """The signature `case`'s pipeline shows on `text` (None: no failure); `report` gets the details.
 
     Crash and hang cases run in a forked child, killed after `timeout` seconds (a hang
-    case's own `hang_seconds`): a hang shows as `timeout | <stage>`.
+    case's own `hang_seconds`): a hang shows as `timeout | <stage>`. So does a case that a
+    runtime replays (its replay entry ends the pipeline): a runtime may abort the process
+    on a candidate even where the failure it reduces is an error.
     """
-    isolate = case.kind in (CRASH, HANG) if isolate is None else isolate
+    if isolate is None:
+        isolate = case.kind in (CRASH, HANG) or bool(case.pipeline and case.pipeline[-1].startswith(RUNTIME_PASS))
     if case.kind == HANG and case.hang_seconds:
         timeout = case.hang_seconds
     if case.kind == MISMATCH or not isolate:

@@ -256,7 +256,9 @@ class FxMismatch:
 
 
 class ExecuteCrash:
-    """The backend IR that crashes when lowered and run, reduced with the crash as its signature."""
+    """The backend IR that crashes when compiled and run, reduced with the crash as its
+    signature. Every candidate is replayed by the config's own executor (`Executor.execute_entries`:
+    the RefBackend's JIT, or a runtime's `_run` replay entry), each in a forked child."""
 
     name, follows = "execute crash", False
 
@@ -264,18 +266,16 @@ class ExecuteCrash:
         return pair.result.outcome == "crash" and pair.result.stage == "execute"
 
     def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
-        from compiler.replay_runtime import passes
-
         text = pair.saved_input("lower")
         if text is None:
             return ReduceOutcome(
                 note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION
             )
-        pipeline = [passes.RECORD, *stage_pipelines(pair.config)["lower"], passes.INVOKE]
+        pipeline = stage_pipelines(pair.config)["execute"]
         observed = observe(Case(CRASH, "execute", pipeline, ""), text)
         if not (observed or "").startswith("crash |"):
             return ReduceOutcome(
-                note=f"the module did not crash when lowered and run on made-up inputs: {observed}",
+                note=f"the module did not crash when compiled and run on made-up inputs: {observed}",
                 stopped=NO_LOCALIZATION,
             )
         case = Case(CRASH, "execute", pipeline, observed)
