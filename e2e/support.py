@@ -1,6 +1,7 @@
 """The op support matrix: per aten op (OpInfo entry) and config, does it compile and run right?
 
     python -m e2e.support RESULTS... [-o docs/support.md] [--html PATH]
+    python -m e2e.support --sweep 4 -o docs/support.md --html PATH     # run the sweep first
 
 RESULTS are reports directories or results files (`results.json` / `results.jsonl`) of
 OpInfo sweep runs: one run, its merged shards (`python -m e2e.merge`), or runs that share
@@ -19,11 +20,15 @@ import argparse
 import html
 import os
 import re
+import shlex
+import shutil
+import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, RUNTIME_CONFIG_NAMES
 from e2e.framework.results_files import ResultsError
@@ -31,11 +36,11 @@ from e2e.merge import MergeError, check_overlaps, check_versions, read_inputs
 from e2e.opinfo.coverage import op_of
 
 PASS, PARTIAL, FAIL = "pass", "partial", "fail"
-FULL_SWEEP = (
-    "python -m pytest --opinfo-slice full -n 2 -q --no-result-cache --shard I/N --reports-dir reports/opinfo-I",
-    "python -m e2e.merge reports/opinfo-* -o reports/opinfo-full",
-    "python -m e2e.support reports/opinfo-full -o docs/support.md --html reports/opinfo-full/support.html",
-)
+# The matrix's configs: the built-in ones and every runtime config fed by torch.export (onnx@iree
+# takes an ONNX export: OpInfo samples are not ONNX models).
+SWEEP_CONFIGS = (*CONFIG_NAMES, *(name for name in RUNTIME_CONFIG_NAMES if not name.startswith("onnx")))
+SWEEP_WORK = Path("reports/opinfo-sweep")
+REGENERATE = "python -m e2e.support --sweep 4 -o docs/support.md --html reports/opinfo-sweep/support.html"
 MAX_SIGNATURE = 300  # characters of a signature shown
 
 
@@ -188,10 +193,23 @@ def render_markdown(matrix: Matrix, page: Path) -> str:
         out += [f"{k}. `{_short(s)}`" for s, k in notes.items()]
     if unlinked:
         out += ["", f"{unlinked} cells have a reproducer bundle outside this page's folder: the HTML page links them."]
-    out += ["", "## Regenerating the full matrix", "", "Run the full sweep as shards, merge them, then:", ""]
-    out += [f"    {FULL_SWEEP[-1]}", "", "(the shards and the merge before it:", ""]
-    out += [f"    {line}" for line in FULL_SWEEP[:-1]]
-    out += ["", "with `I` = 1 ... N, see [running.md](running.md#shards).)", ""]
+    out += [
+        "",
+        "## Regenerating the full matrix",
+        "",
+        "One command runs the full sweep as shards, merges them and writes this page:",
+        "",
+    ]
+    out += [f"    {REGENERATE}", "", "Each shard is", ""]
+    out += [
+        f"    {shlex.join(['python', *shard_command(1, 4, SWEEP_CONFIGS, SWEEP_WORK, 2)[1:]]).replace('1/4', 'I/4')}"
+    ]
+    out += [
+        "",
+        "(on N machines: one shard each, then `python -m e2e.merge` and `python -m e2e.support MERGED`;",
+        "see [running.md](running.md#shards) and [ci.md](ci.md)).",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -253,9 +271,41 @@ def render_html(matrix: Matrix, page: Path) -> str:
 <tbody>{counts}</tbody></table>
 <table id="matrix"><thead><tr><th>op</th>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>
 <h2>Failure signatures</h2><ol>{signatures}</ol>
-<h2>Regenerating the full matrix</h2><pre>{e(chr(10).join(FULL_SWEEP))}</pre>
+<h2>Regenerating the full matrix</h2><pre>{e(REGENERATE)}</pre>
 </body></html>
 """
+
+
+def shard_command(index: int, count: int, configs: Sequence[str], work: Path, workers: int) -> list[str]:
+    """One shard of the full sweep: every failure is a support fact here, not a bundle to reduce
+    (`--no-reduce`; a runtime's failure still gets its native bundle), and pytest's cache is
+    kept out so every shard computes the same plan (durations from a cache would change it)."""
+    return [
+        sys.executable, "-m", "pytest", "--opinfo-slice", "full", "-q", "-n", str(workers),
+        "--no-result-cache", "--no-reduce", "-p", "no:cacheprovider", "--config", ",".join(configs),
+        "--shard", f"{index}/{count}", "--reports-dir", str(work / f"shard-{index}"),
+    ]  # fmt: skip
+
+
+def sweep(count: int, configs: Sequence[str], work: Path, workers: int) -> Path:
+    """Run the full sweep as `count` shards, one after another, and merge them into
+    `work/merged`; returns it. A shard may fail pairs (exit 1: that is what the matrix is
+    about); a shard that ran nothing or broke (any other status) stops the sweep."""
+    from e2e.merge import merge
+
+    for index in range(1, count + 1):
+        command = shard_command(index, count, configs, work, workers)
+        print(f"shard {index}/{count}: {shlex.join(command)}", flush=True)
+        start = time.monotonic()
+        status = subprocess.run(command).returncode
+        print(f"shard {index}/{count}: exit {status} after {time.monotonic() - start:.0f} s", flush=True)
+        if status not in (0, 1):
+            raise MergeError(f"shard {index}/{count} exited {status}: see {work / f'shard-{index}'}")
+    merged = work / "merged"
+    if merged.exists():
+        shutil.rmtree(merged)
+    merge(sorted(work.glob("shard-*")), merged, command=f"python -m e2e.support --sweep {count}")
+    return merged
 
 
 def summary(matrix: Matrix) -> str:
@@ -270,12 +320,21 @@ def summary(matrix: Matrix) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m e2e.support", description=__doc__.split("\n\n")[0])
-    parser.add_argument("results", nargs="+", type=Path, help="reports directories or results files")
+    parser.add_argument("results", nargs="*", type=Path, help="reports directories or results files")
     parser.add_argument("-o", "--output", type=Path, help="write the matrix as markdown (e.g. docs/support.md)")
     parser.add_argument("--html", type=Path, help="write the matrix as an HTML page")
+    parser.add_argument(
+        "--sweep", type=int, metavar="N", help="run the full OpInfo sweep first, as N shards one after another"
+    )
+    parser.add_argument("--configs", default=",".join(SWEEP_CONFIGS), help="the sweep's configs (default: %(default)s)")
+    parser.add_argument("--work", type=Path, default=SWEEP_WORK, help="the sweep's reports (default: %(default)s)")
+    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers per shard (default: 2)")
     args = parser.parse_args(argv)
+    if bool(args.sweep) == bool(args.results):
+        parser.error("give either results to read or --sweep N, not both")
     try:
-        matrix = load(args.results)
+        results = [sweep(args.sweep, args.configs.split(","), args.work, args.workers)] if args.sweep else args.results
+        matrix = load(results)
     except (ResultsError, MergeError) as error:
         print(f"e2e.support: {error}", file=sys.stderr)
         return 2

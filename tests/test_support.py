@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -106,7 +107,7 @@ def test_markdown_table_footnotes_and_links(tmp_path):
     assert f"| `cumsum` | [torch-backend+lower](repro/cumsum) [{k}] | - | - | - |" in page
     assert f"{k}. `torch-backend | some-pass | no lowering`" in page
     assert "| `add` | pass | - | pass | pass |" in page
-    assert "python -m e2e.support reports/opinfo-full" in page
+    assert support.REGENERATE in page and "--shard I/4" in page
     # a bundle outside the page's folder is not linked from markdown, only from HTML
     elsewhere = support.render_markdown(matrix, tmp_path / "docs" / "support.md")
     assert "](../repro/cumsum)" not in elsewhere and "1 cells have a reproducer bundle outside" in elsewhere
@@ -143,3 +144,22 @@ def test_main_reads_reports_dirs_and_says_it_is_the_ci_slice(tmp_path, capsys):
 def test_no_opinfo_rows_is_an_error(tmp_path, rows):
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert support.main([str(tmp_path)]) == 2
+
+
+def test_a_sweep_shard_uses_only_options_that_exist_and_keeps_the_plan_cache_free():
+    command = support.shard_command(2, 4, support.SWEEP_CONFIGS, Path("work"), 2)
+    assert command[1:3] == ["-m", "pytest"] and command[command.index("--shard") + 1] == "2/4"
+    assert command[command.index("--reports-dir") + 1] == str(Path("work") / "shard-2")
+    assert "no:cacheprovider" in command and "--no-reduce" in command
+    configs = command[command.index("--config") + 1].split(",")
+    assert configs[:6] == ["linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager"]
+    assert "torch@iree" in configs and not any(c.startswith("onnx") for c in configs)
+    plugin = (Path(__file__).resolve().parents[1] / "e2e" / "plugin.py").read_text()
+    for option in (word for word in command if word.startswith("--")):
+        assert f'"{option}"' in plugin, option
+
+
+def test_sweep_and_results_together_is_a_usage_error(tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        support.main([str(tmp_path), "--sweep", "2"])
+    assert exit_info.value.code == 2
