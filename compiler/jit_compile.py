@@ -5,7 +5,8 @@
     compiled(x)
 
 Stages: `capture` (lazy trace, or torch.jit.script/trace) -> `import` (JIT IR importer)
--> `torch-backend` (`toolchain.TO_TORCH_BACKEND[frontend]`, the reducer's too); the rest is `compile_torch_backend_ir`.
+-> `torch-backend` (`toolchain.TO_TORCH_BACKEND[frontend]`, pass by pass: `run_torch_backend`, the reducer's too);
+the rest is `compile_torch_backend_ir`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Sequence
 
 import torch
 import torch.utils._pytree as pytree
+from torch_mlir import ir
 
 from compiler.backend_compile import compile_torch_backend_ir
 from compiler.frontends import jit, lazy, torchscript
@@ -29,6 +31,7 @@ __all__ = [
     "StaticShapesOnly",
     "compile_jit_module",
     "jit_to_torch_backend_ir",
+    "run_torch_backend",
 ]
 
 FRONTENDS = ("ltc", "torchscript")
@@ -108,7 +111,7 @@ def jit_to_torch_backend_ir(
             input_ir=module_text(imported.module),
         )
     try:
-        run_stage(imported.module, "torch-backend", TO_TORCH_BACKEND[frontend], snapshots)
+        torch_backend = run_torch_backend(imported.module, frontend, snapshots)
     except StageError as error:
         if not imported.unknown_ops:
             raise
@@ -121,8 +124,19 @@ def jit_to_torch_backend_ir(
             input_ir=error.input_ir,
         ) from None
     return JitTorchBackendIR(
-        module_text(imported.module), captured.argument_indices, captured.out_spec, str(captured.graph), notes
+        module_text(torch_backend), captured.argument_indices, captured.out_spec, str(captured.graph), notes
     )
+
+
+def run_torch_backend(module: ir.Module, frontend: str, snapshots: Snapshots | None = None) -> ir.Module:
+    """Stage `torch-backend` of a JIT frontend's imported module; returns the torch backend module.
+
+    Run pass by pass (`run_stage(pass_by_pass=True)`): the pipeline's costly pass,
+    `torch-lower-to-backend-contract`, is where these frontends' lowering fails, after
+    ten iterations that each parse torch-mlir's shape and dtype library twice; run whole,
+    a failure ran it once more to be localized.
+    """
+    return run_stage(module, "torch-backend", TO_TORCH_BACKEND[frontend], snapshots, pass_by_pass=True)
 
 
 def _result_count(module) -> int:

@@ -156,13 +156,24 @@ def localize(ir_text: str, pipeline: Sequence[str]) -> tuple[str | None, str, li
     """
     context = new_context()
     module = parse_module(ir_text, context)
-    for pass_entry in expand(pipeline, context):
-        before = module_text(module)
+    failing_pass, before, diagnostics = run_pass_by_pass(module, expand(pipeline, context))
+    if failing_pass is None:
+        return None, ir_text, []
+    return failing_pass, before, diagnostics
+
+
+def run_pass_by_pass(module: ir.Module, passes: Sequence[str]) -> tuple[str | None, str, list[str]]:
+    """Run `passes` (expanded: one pass per entry) in place, each with a pass manager of its
+    own; stop at the first that fails: (that pass, the IR just before it, its diagnostics).
+    (None, "", []) when every pass ran. The IR before a pass is kept as a copy and printed
+    only when the pass fails."""
+    for pass_entry in passes:
+        before = module.operation.clone()
         try:
             run_pipeline(module, [pass_entry])
         except ir.MLIRError as error:
-            return pass_entry, before, format_diagnostics(error)
-    return None, ir_text, []
+            return pass_entry, before.get_asm(enable_debug_info=False), format_diagnostics(error)
+    return None, "", []
 
 
 def run_stage(
@@ -170,14 +181,34 @@ def run_stage(
     stage: str,
     pipeline: Sequence[str],
     snapshots: Snapshots | None = None,
+    *,
+    pass_by_pass: bool = False,
 ) -> ir.Module:
     """Run one named stage in place, recording its input first.
 
-    On failure raises StageError with the failing pass and the IR just before it.
+    On failure raises StageError with the failing pass and the IR just before it, as
+    `localize` finds them: the pipeline run again from the stage's input, pass by pass.
+
+    By default the stage runs as one pass manager, and a failure is localized by
+    running it again. With `pass_by_pass` the stage's own run is pass by pass, so a
+    failing pass is known without running it twice: the same pass and IR before it as
+    localization finds (for pipelines of module-level passes, whose schedule is the
+    same either way), its diagnostics located in `module` (the frontend's locations,
+    not lines of the recorded input; signatures drop both). For a pipeline whose
+    failing pass is costly (the JIT frontends' `torch-lower-to-backend-contract`
+    parses torch-mlir's shape and dtype library twice per iteration and fails only
+    after its last one).
     """
     snapshots = snapshots if snapshots is not None else Snapshots()
     input_ir = snapshots.record(stage, module)
     if not pipeline:
+        return module
+    if pass_by_pass:
+        failing_pass, before, diagnostics = run_pass_by_pass(module, expand(pipeline, module.context))
+        if failing_pass is not None:
+            raise StageError(
+                stage, diagnostics[0], failing_pass=failing_pass, diagnostics=diagnostics, input_ir=before
+            ) from None
         return module
     try:
         run_pipeline(module, pipeline)

@@ -11,8 +11,10 @@ from compiler import pipelines
 from compiler.backend_compile import compile_torch_backend_ir
 from compiler.frontends import torchscript
 from compiler.frontends.jit import ConstantInput, TensorArg, import_graph
-from compiler.jit_compile import compile_jit_module, jit_to_torch_backend_ir
-from compiler.stages import StageError, module_text, run_stage
+from compiler.jit_compile import compile_jit_module, jit_to_torch_backend_ir, run_torch_backend
+from compiler.replay_runtime.signature import normalize, stage_signature
+from compiler.stages import StageError, module_text, parse_module, run_stage
+from compiler.toolchain import TO_TORCH_BACKEND
 
 
 def _compile_graph(graph: torch._C.Graph, inputs) -> tuple[str, object]:
@@ -166,6 +168,44 @@ class SmallMLP(torch.nn.Module):
 
     def forward(self, x):
         return torch.softmax(self.out(torch.relu(self.hidden(x))), dim=-1)
+
+
+def _imported_torchscript(module: torch.nn.Module, example_inputs) -> object:
+    captured = torchscript.capture(module, example_inputs, None, "forward")
+    return import_graph(captured.graph, captured.graph_inputs)
+
+
+@pytest.mark.parametrize("module", [SmallMLP(), Hypot()], ids=["lowers", "fails"])
+def test_torch_backend_pass_by_pass_is_the_whole_pipeline_localized(module):
+    """`run_torch_backend` runs its passes one at a time so that a failing pass runs once:
+    its IR must be the whole pipeline's, and its error the one localization finds (the
+    pass, the IR before it; the diagnostics up to their locations)."""
+    torch.manual_seed(0)
+    inputs = (torch.randn(3, 6),) if isinstance(module, SmallMLP) else (torch.rand(3), torch.rand(3))
+    outcomes = []
+    for run in (
+        lambda m: run_stage(m, "torch-backend", TO_TORCH_BACKEND["torchscript"]),
+        lambda m: run_torch_backend(m, "torchscript"),
+    ):
+        try:
+            outcomes.append(module_text(run(_imported_torchscript(module, inputs).module)))
+        except StageError as error:
+            located = [normalize(line) for line in error.diagnostics]
+            outcomes.append(
+                (
+                    error.failing_pass,
+                    error.input_ir,
+                    located,
+                    stage_signature("torch-backend", error.message, error.failing_pass),
+                )
+            )
+    whole, pass_by_pass = outcomes
+    assert pass_by_pass == whole
+    if isinstance(module, SmallMLP):
+        assert "-> !torch.vtensor<[3,2],f32>" in whole and "!torch.tensor" not in whole
+    else:
+        assert whole[0].startswith("torch-lower-to-backend-contract") and "aten.hypot" in whole[1]
+        assert module_text(parse_module(whole[1])) == whole[1]  # the IR before it, printed whole
 
 
 @pytest.mark.parametrize("frontend", ["ltc", "torchscript"])

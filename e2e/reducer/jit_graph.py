@@ -98,14 +98,13 @@ class JitSearch:
     def compile_and_run(self, graph: torch._C.Graph, graph_inputs, arguments) -> tuple[str, list, list] | None:
         """(torch backend IR, compiled outputs, result dtypes); None when it does not compile or run."""
         from compiler.frontends import jit
-        from compiler.stages import Snapshots, module_text, run_stage
-        from compiler.toolchain import TO_TORCH_BACKEND
+        from compiler.jit_compile import run_torch_backend
+        from compiler.stages import module_text
         from e2e.reducer.graph import run_torch_backend_ir
 
         try:
             imported = jit.import_graph(graph, graph_inputs)
-            run_stage(imported.module, "torch-backend", TO_TORCH_BACKEND["torchscript"], Snapshots())
-            torch_ir = module_text(imported.module)
+            torch_ir = module_text(run_torch_backend(imported.module, "torchscript"))
             actual, dtypes = run_torch_backend_ir(torch_ir, self.to_executor, arguments)
         except Exception:  # a prefix that does not compile says nothing about values
             return None
