@@ -74,7 +74,7 @@ class E2EState:
         if not config.getoption("no_frontend_cache") and self.isolate and getattr(config, "cache", None):
             frontend_dir = Path(config.cache.mkdir("e2e-frontend"))
         self.frontend_cache = FrontendCache(frontend_dir)
-        self.captured = False  # a host captured a test itself: warm up before the next one
+        self.captured = False  # a host paid a frontend's initialization itself: warm up before the next one
         # A worker trusts the probes its controller ran before starting it (`pytest_configure_node`).
         known = getattr(config, "workerinput", {}).get("e2e_probed")
         # A probe is kept whenever a cache is (not only the result cache): its key is the
@@ -173,10 +173,13 @@ class E2EState:
         runaway allocation ends only the pair; with --no-isolation, in this process."""
         if self.isolate:
             result = self.host_for(test).run(config, self.reports_dir, limits)
-            if "capture" in (result.stage_seconds or {}) and isinstance(
-                load_config(self.configs[config]), (FxConfig, WarmsUp)
-            ):
-                self.captured = True  # not from the frontend cache: later hosts will capture too
+            loaded = load_config(self.configs[config])
+            if isinstance(loaded, WarmsUp):
+                warmed = loaded.host_paid_warm_up(result)
+            else:
+                warmed = isinstance(loaded, FxConfig) and "capture" in (result.stage_seconds or {})
+            if warmed:
+                self.captured = True  # later hosts would pay it too
             return result
         prepared = self.prepared.get(test, self.shape_mode)
         return run_pair(

@@ -10,8 +10,11 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+import torch
+
 from compiler.backend_compile import compile_torch_backend_ir
 from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager
+from compiler.frontends.eager_ops import can_decompose
 from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
 from compiler.toolchain import Toolchain, toolchain
 from e2e.framework.trace import Trace, TraceItem, clone_tree
@@ -36,6 +39,22 @@ class EagerConfig:
     def toolchain(self) -> Toolchain:
         """Frontend and per-stage pipelines, for replaying this config's failures."""
         return toolchain("eager", self.backend)
+
+    def warm_up(self) -> None:
+        """The first op compiles of a process (fake tensors, the FX importer, the pass
+        pipelines, the JIT, the decomposition table): 1.4 s that every test host forked
+        before it would pay again (`benchmarks/eager_compile.py`)."""
+        session = EagerSession(self.backend, opt_level=0)
+        try:
+            x = to_eager(torch.rand(3, 3), session)
+            from_eager(torch.tanh(x @ x.t()).sum(0) + 1)
+            can_decompose(torch.ops.aten.mm.default)
+        finally:
+            session.close()
+
+    def host_paid_warm_up(self, result) -> bool:
+        """Every pair compiles ops in its host (or JITs those of the compiled-op cache)."""
+        return True
 
     def compile(self, prepared, snapshots: Snapshots) -> EagerProgram:
         # Nothing to compile ahead: ops are compiled as they are dispatched. At O0: a
