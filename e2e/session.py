@@ -19,7 +19,7 @@ from e2e.configs import (
 )
 from e2e.configs.fx import FxConfig
 from e2e.framework import isolation, registry
-from e2e.framework.cache import FrontendCache, ResultCache
+from e2e.framework.cache import FrontendCache, ProgramCache, ResultCache
 from e2e.framework.host import TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.registry import Test
@@ -34,7 +34,7 @@ DEFAULT_MEMORY_CAP_GIB = 6.0  # two workers x (host + child) stay well inside 24
 # What --no-isolation turns off (the option's help and the e2e summary say it).
 NO_ISOLATION_TURNS_OFF = (
     "crash, hang and memory containment (a crash or hang ends the run; --timeout and --memory-cap "
-    "do not apply), the import probes, the result cache and the reducer"
+    "do not apply), the import probes, the result, frontend and program caches and the reducer"
 )
 
 
@@ -74,6 +74,10 @@ class E2EState:
         if not config.getoption("no_frontend_cache") and self.isolate and getattr(config, "cache", None):
             frontend_dir = Path(config.cache.mkdir("e2e-frontend"))
         self.frontend_cache = FrontendCache(frontend_dir)
+        program_dir = None
+        if not config.getoption("no_program_cache") and self.isolate and getattr(config, "cache", None):
+            program_dir = Path(config.cache.mkdir("e2e-programs"))
+        self.program_cache = ProgramCache(program_dir)
         self.captured = False  # a host paid a frontend's initialization itself: warm up before the next one
         # A worker trusts the probes its controller ran before starting it (`pytest_configure_node`).
         known = getattr(config, "workerinput", {}).get("e2e_probed")
@@ -212,6 +216,7 @@ class E2EState:
                 golden_limits=self.limits(test),
                 reducer=_reduce_on_host,
                 frontend_cache=self.frontend_cache,
+                program_cache=self.program_cache,
             )
         return self.host
 

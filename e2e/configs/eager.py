@@ -58,8 +58,9 @@ class EagerConfig:
 
     def compile(self, prepared, snapshots: Snapshots) -> EagerProgram:
         # Nothing to compile ahead: ops are compiled as they are dispatched. At O0: a
-        # test calls each op once or twice, so the JIT's time is most of the run.
-        session = EagerSession(self.backend, opt_level=0)
+        # test calls each op once or twice, so the JIT's time is most of the run. Ops
+        # lowered by an earlier test host or run come from the program cache: JIT only.
+        session = EagerSession(self.backend, opt_level=0, lowered_ops=prepared.program_cache)
         return EagerProgram(session, to_eager(copy.deepcopy(prepared.module), session), snapshots)
 
     def run(self, program: EagerProgram, golden: Trace) -> Trace:
@@ -69,7 +70,14 @@ class EagerConfig:
                 inputs = to_eager(clone_tree(item.inputs), program.session)
                 outputs = getattr(program.module, item.method)(*inputs)
                 trace.append(TraceItem(item.method, item.inputs, from_eager(outputs)))
-        fallbacks = program.session.report.fallbacks
+        report = program.session.report
+        if report.loaded:
+            loaded, compiled = sum(report.loaded.values()), sum(report.compiles.values())
+            program.notes.append(
+                f"program cache: {loaded} of {loaded + compiled} op programs lowered by an earlier "
+                "test host or run (JIT-compiled only)"
+            )
+        fallbacks = report.fallbacks
         if fallbacks:
             raise self._fallback_error(fallbacks, program.snapshots)
         return trace
