@@ -3,6 +3,7 @@ every frontend shares after its own import (`torch-backend`, `backend`, `lower`)
 
     torch_backend_ir(raw_ir)                      # stage torch-backend
     compile_backend_ir(torch_ir, chain)           # stages backend and lower: the chain's executor's program
+    lower_torch_backend_ir(torch_ir, "linalg", ...)  # the RefBackend's, up to its JIT: text to load
     compile_torch_backend_ir(torch_ir, "tosa")    # the same, for an FX config's chain
 """
 
@@ -13,7 +14,7 @@ from typing import Sequence
 from torch_mlir import ir
 
 from compiler import pipelines
-from compiler.refbackend import opt_level_for, result_dtypes
+from compiler.refbackend import LoweredProgram, opt_level_for, result_dtypes
 from compiler.stages import (
     Snapshots,
     StageError,
@@ -71,9 +72,26 @@ def compile_backend_ir(
 ):
     """Stages `backend` (`chain.to_backend`) and `lower` (the chain's executor) of torch IR."""
     snapshots = snapshots if snapshots is not None else Snapshots()
+    module, dtypes = _backend_module(torch_ir, chain, snapshots)
+    level = opt_level_for(torch_ir) if opt_level is None else opt_level
+    return chain.executor().program_for(module, dtypes, snapshots, opt_level=level)
+
+
+def lower_torch_backend_ir(
+    torch_backend_ir: str, backend: str, *, snapshots: Snapshots, opt_level: int | None
+) -> LoweredProgram:
+    """`compile_torch_backend_ir` on the RefBackend up to its JIT: the lowered program as text,
+    which `LoweredProgram.load` JIT-compiles (here or in a later process)."""
+    chain = toolchain(executor="refbackend", frontend="fx", backend=backend)
+    module, dtypes = _backend_module(torch_backend_ir, chain, snapshots)
+    level = opt_level_for(torch_backend_ir) if opt_level is None else opt_level
+    return chain.executor().lowered_for(module, dtypes, snapshots, opt_level=level)
+
+
+def _backend_module(torch_ir: str, chain: Toolchain, snapshots: Snapshots) -> tuple[ir.Module, list]:
+    """Stage `backend`: torch IR parsed and converted by `chain.to_backend`; @main's result dtypes."""
     dtypes = result_dtypes(torch_ir)
     module = parse_module(torch_ir, new_context())
     if chain.backend != TORCH_INPUT:
         run_stage(module, "backend", chain.to_backend, snapshots)
-    level = opt_level_for(torch_ir) if opt_level is None else opt_level
-    return chain.executor().program_for(module, dtypes, snapshots, opt_level=level)
+    return module, dtypes

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Sequence
 
 from torch_mlir import ir
@@ -18,6 +19,7 @@ from compiler.replay_runtime.engine import (  # noqa: F401 - re-exported: the ba
     DTYPES,
     ELEMENT_DTYPES,
     TORCH_DTYPE_OF_MLIR,
+    ArgumentType,
     RefBackendProgram,
     ResultType,
     UnsupportedDType,
@@ -26,7 +28,7 @@ from compiler.replay_runtime.engine import (  # noqa: F401 - re-exported: the ba
     from_storage_array,
     to_storage_array,
 )
-from compiler.stages import Snapshots, StageError, module_text, run_stage, split_top_level
+from compiler.stages import Snapshots, StageError, module_text, new_context, parse_module, run_stage, split_top_level
 
 # --- compile and run ---------------------------------------------------------------
 
@@ -99,8 +101,48 @@ def compile_linalg(
     """
     compiled_for = argument_types(backend_module)
     lower_to_llvm(backend_module, snapshots, to_linalg, opt_level)
+    return _load(backend_module, result_dtypes, opt_level, compiled_for)
+
+
+@dataclass(frozen=True)
+class LoweredProgram:
+    """A program lowered to the LLVM dialect, as text, with what loading it takes: the JIT
+    alone rebuilds it (`load`), in any process, without the pass pipelines. What a cache
+    of compiled programs keeps (the eager config's ops, `compiler.frontends.eager_ops`)."""
+
+    llvm_ir: str
+    result_dtypes: tuple[ResultType, ...]
+    argument_types: tuple[ArgumentType | None, ...] | None  # as compiled, from backend IR
+    opt_level: int
+
+    def load(self) -> RefBackendProgram:
+        """The JIT-compiled program; a failure to load is the stage `lower`'s, as in `compile_linalg`."""
+        return _load(parse_module(self.llvm_ir, new_context()), self.result_dtypes, self.opt_level, self.argument_types)
+
+
+def lower_linalg(
+    backend_module: ir.Module,
+    result_dtypes: Sequence[ResultType],
+    *,
+    to_linalg: Sequence[str] = (),
+    snapshots: Snapshots | None = None,
+    opt_level: int = 0,
+) -> LoweredProgram:
+    """`compile_linalg` up to the JIT: stage `lower`, the LLVM-dialect module kept as text."""
+    compiled_for = argument_types(backend_module)
+    lower_to_llvm(backend_module, snapshots, to_linalg, opt_level)
+    kept_types = None if compiled_for is None else tuple(compiled_for)
+    return LoweredProgram(module_text(backend_module), tuple(result_dtypes), kept_types, opt_level)
+
+
+def _load(
+    llvm_module: ir.Module,
+    result_dtypes: Sequence[ResultType],
+    opt_level: int,
+    compiled_for: Sequence[ArgumentType | None] | None,
+) -> RefBackendProgram:
     try:
-        return RefBackendProgram(backend_module, result_dtypes, opt_level=opt_level, argument_types=compiled_for)
+        return RefBackendProgram(llvm_module, result_dtypes, opt_level=opt_level, argument_types=compiled_for)
     except StageError:
         raise
     except Exception as error:

@@ -112,6 +112,12 @@ def pytest_addoption(parser):
         "unchanged is taken from an earlier run)",
     )
     group.addoption(
+        "--no-program-cache",
+        action="store_true",
+        help="compile every program again (by default the eager config's ops lowered by an earlier test host "
+        "or run, on unchanged torch, torch-mlir and compiler, are only JIT-compiled)",
+    )
+    group.addoption(
         "--no-isolation",
         action="store_true",
         help=f"build, compile and run in the pytest process, for pdb; this turns off {NO_ISOLATION_TURNS_OFF}",
@@ -578,6 +584,7 @@ def pytest_sessionfinish(session, exitstatus):
         session.config.pluginmanager.unregister(name="hypothesispytest")
     if not state.is_worker:
         state.frontend_cache.trim()
+        state.program_cache.trim()
     if state.is_worker:
         session.config.workeroutput["e2e_peak_rss"] = _peak_rss(state)
         if state.shard_summary is not None:

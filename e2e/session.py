@@ -19,7 +19,7 @@ from e2e.configs import (
 )
 from e2e.configs.fx import FxConfig
 from e2e.framework import isolation, registry
-from e2e.framework.cache import FrontendCache, ResultCache
+from e2e.framework.cache import FrontendCache, ProgramCache, ResultCache
 from e2e.framework.host import TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.registry import Test
@@ -34,7 +34,7 @@ DEFAULT_MEMORY_CAP_GIB = 6.0  # two workers x (host + child) stay well inside 24
 # What --no-isolation turns off (the option's help and the e2e summary say it).
 NO_ISOLATION_TURNS_OFF = (
     "crash, hang and memory containment (a crash or hang ends the run; --timeout and --memory-cap "
-    "do not apply), the import probes, the result cache and the reducer"
+    "do not apply), the import probes, the result, frontend and program caches and the reducer"
 )
 
 
@@ -74,7 +74,11 @@ class E2EState:
         if not config.getoption("no_frontend_cache") and self.isolate and getattr(config, "cache", None):
             frontend_dir = Path(config.cache.mkdir("e2e-frontend"))
         self.frontend_cache = FrontendCache(frontend_dir)
-        self.captured = False  # a host captured a test itself: warm up before the next one
+        program_dir = None
+        if not config.getoption("no_program_cache") and self.isolate and getattr(config, "cache", None):
+            program_dir = Path(config.cache.mkdir("e2e-programs"))
+        self.program_cache = ProgramCache(program_dir)
+        self.captured = False  # a host paid a frontend's initialization itself: warm up before the next one
         # A worker trusts the probes its controller ran before starting it (`pytest_configure_node`).
         known = getattr(config, "workerinput", {}).get("e2e_probed")
         # A probe is kept whenever a cache is (not only the result cache): its key is the
@@ -173,10 +177,13 @@ class E2EState:
         runaway allocation ends only the pair; with --no-isolation, in this process."""
         if self.isolate:
             result = self.host_for(test).run(config, self.reports_dir, limits)
-            if "capture" in (result.stage_seconds or {}) and isinstance(
-                load_config(self.configs[config]), (FxConfig, WarmsUp)
-            ):
-                self.captured = True  # not from the frontend cache: later hosts will capture too
+            loaded = load_config(self.configs[config])
+            if isinstance(loaded, WarmsUp):
+                warmed = loaded.host_paid_warm_up(result)
+            else:
+                warmed = isinstance(loaded, FxConfig) and "capture" in (result.stage_seconds or {})
+            if warmed:
+                self.captured = True  # later hosts would pay it too
             return result
         prepared = self.prepared.get(test, self.shape_mode)
         return run_pair(
@@ -209,6 +216,7 @@ class E2EState:
                 golden_limits=self.limits(test),
                 reducer=_reduce_on_host,
                 frontend_cache=self.frontend_cache,
+                program_cache=self.program_cache,
             )
         return self.host
 

@@ -327,10 +327,34 @@ def test_the_least_recently_used_captures_go_first_and_a_large_one_is_not_kept(p
     entries = sorted((tmp_path / "frontend").glob("*.pickle"), key=lambda p: p.stat().st_mtime)
     for age, path in enumerate(entries):  # an order the filesystem's coarse clock cannot blur
         os.utime(path, (old + age, old + age))
-    os.utime(store._path(test, "annotated", ("k", 0)), (old + 10, old + 10))  # the one used last
+    used_last = tmp_path / "frontend" / f"{store._name(test, 'annotated', ('k', 0))}.pickle"
+    os.utime(used_last, (old + 10, old + 10))
     assert store.trim(limit=2500) == 1
     assert store.get(test, "annotated", ("k", 0)) is not None
     assert sum(store.get(test, "annotated", ("k", n)) is not None for n in (1, 2)) == 1
     monkeypatch.setattr(cache, "FRONTEND_ENTRY_BYTES", 100)
+    store = cache.FrontendCache(tmp_path / "frontend")
     store.put(test, "annotated", ("k", 3), "x" * 1000)
     assert store.get(test, "annotated", ("k", 3)) is None
+
+
+def test_a_lowered_program_is_kept_by_its_key_and_an_edit_to_the_compiler_drops_it(project, monkeypatch, tmp_path):
+    """The program cache: an edit to the compiler (a lowering, a pass pipeline) compiles
+    every program again; an edit to a test or the framework keeps them."""
+    _frontend_files(project, monkeypatch)
+    (project / "e2e" / "framework").mkdir(parents=True, exist_ok=True)
+    (project / "e2e" / "framework" / "runner.py").write_text("# a stand-in\n")
+    for edited, kept in (
+        ("helpers/shapes.py", True),
+        ("e2e/framework/runner.py", True),
+        ("compiler/pipelines.py", False),
+        ("compiler/frontends/fx.py", False),
+    ):
+        cache.forget_files()
+        cache.ProgramCache(tmp_path / "programs").put("aten.neg.default f32[2,3]", "lowered")
+        _edit(project / edited)
+        cache.forget_files()
+        store = cache.ProgramCache(tmp_path / "programs")
+        assert (store.get("aten.neg.default f32[2,3]") == "lowered") is kept, edited
+        assert store.get("aten.neg.default f32[2,4]") is None
+    assert cache.ProgramCache(None).get("aten.neg.default f32[2,3]") is None  # disabled: keeps nothing

@@ -321,3 +321,16 @@ def test_decomposition_with_other_result_types_is_not_used(session):
     assert fallback.op == "aten._scaled_dot_product_flash_attention_for_cpu.default"
     assert fallback.stage == "torch-backend"
     assert not session.report.decomposed
+
+
+def test_eager_config_warms_up_what_every_host_would_pay():
+    """The worker warms up before forking hosts once an eager pair ran: its first op
+    compiles (1.4 s a host) are then inherited, the decomposition table among them."""
+    from e2e.configs import WarmsUp
+    from e2e.configs.eager import CONFIG
+
+    assert isinstance(CONFIG, WarmsUp)
+    eager_ops._decompositions.cache_clear()
+    CONFIG.warm_up()
+    assert eager_ops._decompositions.cache_info().currsize == 1
+    assert CONFIG.host_paid_warm_up(None)

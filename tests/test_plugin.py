@@ -119,7 +119,7 @@ def test_no_isolation_runs_in_process_and_says_once_what_it_turns_off(pytester):
     assert said == [
         "--no-isolation: every pair ran in this process; turned off: crash, hang and memory containment "
         "(a crash or hang ends the run; --timeout and --memory-cap do not apply), the import probes, "
-        "the result cache and the reducer"
+        "the result, frontend and program caches and the reducer"
     ]
     rows = json.loads((pytester.path / "reports" / "results.json").read_text())
     assert {row["shape_mode"] for row in rows} == {"annotated"}

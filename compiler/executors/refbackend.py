@@ -7,7 +7,14 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from compiler import pipelines
-from compiler.refbackend import LOWER_PIPELINE, RefBackendProgram, ResultType, compile_linalg
+from compiler.refbackend import (
+    LOWER_PIPELINE,
+    LoweredProgram,
+    RefBackendProgram,
+    ResultType,
+    compile_linalg,
+    lower_linalg,
+)
 from compiler.replay_runtime import passes
 from compiler.stages import Snapshots
 
@@ -44,5 +51,14 @@ class RefBackend:
         """The program at `opt_level` (its pass failures name their passes already)."""
         to_linalg = pipelines.BACKENDS[self.input][1]
         return compile_linalg(
+            backend_module, result_dtypes, to_linalg=to_linalg, snapshots=snapshots, opt_level=opt_level
+        )
+
+    def lowered_for(
+        self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots, opt_level: int = 0
+    ) -> LoweredProgram:
+        """`program_for` up to the JIT: the lowered module as text, loaded by `LoweredProgram.load`."""
+        to_linalg = pipelines.BACKENDS[self.input][1]
+        return lower_linalg(
             backend_module, result_dtypes, to_linalg=to_linalg, snapshots=snapshots, opt_level=opt_level
         )

@@ -34,7 +34,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Protocol
 
 import torch
 import torch.utils._pytree as pytree
@@ -44,6 +44,7 @@ from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_mod
 from compiler.frontends.eager_ops import (
     NATIVE_BY_DESIGN,
     CompiledOp,
+    LoweredOp,
     Plan,
     can_decompose,
     compile_single_op,
@@ -59,6 +60,7 @@ __all__ = [
     "EagerSession",
     "EagerTensor",
     "Fallback",
+    "LoweredOpStore",
     "eager_mode",
     "from_eager",
     "native_reason",
@@ -99,6 +101,7 @@ class EagerReport:
     compiled_calls: Counter[str] = field(default_factory=Counter)
     cache_hits: Counter[str] = field(default_factory=Counter)
     compiles: Counter[str] = field(default_factory=Counter)  # signatures compiled (misses)
+    loaded: Counter[str] = field(default_factory=Counter)  # signatures JIT-compiled from the session's store
     native_calls: Counter[str] = field(default_factory=Counter)  # native by design
     native_reasons: dict[str, str] = field(default_factory=dict)
     fallbacks: list[Fallback] = field(default_factory=list)  # one per op signature
@@ -121,7 +124,8 @@ class EagerReport:
         fallback_calls = self.fallback_calls
         lines = [
             f"eager: {sum(self.compiled_calls.values())} calls compiled ({len(self.compiled_calls)} ops, "
-            f"{sum(self.compiles.values())} signatures compiled in {self.compile_seconds:.2f} s, "
+            f"{sum(self.compiles.values())} signatures compiled and {sum(self.loaded.values())} loaded "
+            f"in {self.compile_seconds:.2f} s, "
             f"{sum(self.cache_hits.values())} cache hits), "
             f"{sum(fallback_calls.values())} fell back ({len(fallback_calls)} ops), "
             f"{sum(self.native_calls.values())} native by design ({len(self.native_calls)} ops)"
@@ -224,6 +228,33 @@ def _call_signature(func, args: tuple, kwargs: dict, tensors: list[torch.Tensor]
     return (func, tuple(positional), tuple((k, _signature(v, tensors)) for k, v in kwargs.items()) if kwargs else ())
 
 
+# Argument values whose repr is their value, in every process: what an op's key is written with.
+_STABLE_VALUES = (bool, int, float, str, type(None), torch.dtype, torch.device, torch.layout, torch.memory_format)
+
+
+def op_key(key: Any, backend: str, opt_level: int | None) -> str | None:
+    """A session's cache key (`_call_signature`) as text that means the same in another
+    process, with the backend and opt level; None when an argument has no such text (an
+    object whose repr is its address): that op is compiled by every session."""
+
+    def text(value: Any) -> str | None:
+        if isinstance(value, torch._ops.OpOverload):
+            return str(value)
+        if isinstance(value, torch.Size):
+            return repr(value)
+        if isinstance(value, tuple):
+            items = [text(item) for item in value]
+            return None if None in items else "(" + ", ".join(items) + ")"
+        if isinstance(value, type):
+            return f"{value.__module__}.{value.__qualname__}"
+        if type(value) in _STABLE_VALUES:
+            return repr(value)
+        return None
+
+    op_text = text(key)
+    return None if op_text is None else f"{op_text} backend={backend} opt_level={opt_level}"
+
+
 def _unwrap(value: Any) -> Any:
     return value.elem if type(value) is EagerTensor else value
 
@@ -249,6 +280,19 @@ def _argument_text(args: tuple, kwargs: dict) -> str:
 # --- the session: dispatch, cache, report ---------------------------------------------------
 
 
+class LoweredOpStore(Protocol):
+    """Lowered ops kept beyond one session (a later test host, a later run): the session
+    asks for an op by `op_key` (its op, argument signature, backend and opt level) before
+    compiling it, and JIT-compiles what it gets (`LoweredOp.load`); it puts every op it
+    compiled. The store keys them by what else a lowered op depends on (torch, torch-mlir,
+    the compiler's sources, the JIT target). Failures are never put: a fallback compiles
+    again, so its stage, message and saved IR are the compile's own."""
+
+    def get(self, key: str) -> object | None: ...
+
+    def put(self, key: str, value: LoweredOp) -> None: ...
+
+
 class EagerSession:
     """Compiles and runs aten ops one at a time; owns the compiled-op cache and the report.
 
@@ -258,12 +302,16 @@ class EagerSession:
     more, else O0). O2 by default: a session calls its programs again and again, so
     O2's longer JIT (about 2x per op) is paid once per signature and its faster code
     on every call (benchmarks/eager_zoo.py; the `eager` config, which calls each op
-    once or twice, compiles at O0).
+    once or twice, compiles at O0). `lowered_ops`: ops lowered by earlier sessions, this
+    session's own put there (None: every op compiled here).
     """
 
-    def __init__(self, backend: str = "linalg", *, opt_level: int | None = 2):
+    def __init__(
+        self, backend: str = "linalg", *, opt_level: int | None = 2, lowered_ops: LoweredOpStore | None = None
+    ):
         self.backend = backend
         self.opt_level = opt_level
+        self.lowered_ops = lowered_ops
         self.report = EagerReport()
         # (op, argument signature) -> its CompiledOp, or the Fallback recorded for it.
         self._cache: dict[Any, CompiledOp | Fallback] = {}
@@ -323,17 +371,39 @@ class EagerSession:
 
     def _compile(self, func, op: Plan, args: tuple, kwargs: dict, key: Any) -> CompiledOp | Fallback:
         snapshots = Snapshots()
-        plain_args, plain_kwargs = pytree.tree_map(_unwrap, (args, kwargs))
         start = time.perf_counter()
+        stored_as = None if key is None or self.lowered_ops is None else op_key(key, self.backend, self.opt_level)
         try:
-            entry: CompiledOp | Fallback = self._compile_op(func, op, plain_args, plain_kwargs, snapshots)
-            self.report.compiles[op.name] += 1
+            entry: CompiledOp | Fallback | None = self._load(stored_as, op)
+            if entry is None:
+                plain_args, plain_kwargs = pytree.tree_map(_unwrap, (args, kwargs))
+                entry = self._compile_op(func, op, plain_args, plain_kwargs, snapshots)
+                self.report.compiles[op.name] += 1
+                if stored_as is not None:
+                    self.lowered_ops.put(stored_as, entry.lowered)
+            if entry.lowered.decomposed:
+                self.report.decomposed.add(op.name)
             if key is not None:
                 self._cache[key] = entry
         except StageError as error:
             entry = self._record_fallback(op, args, kwargs, error, key, snapshots=snapshots)
         self.report.compile_seconds += time.perf_counter() - start
         return entry
+
+    def _load(self, stored_as: str | None, op: Plan) -> CompiledOp | None:
+        """The op as an earlier session lowered it, JIT-compiled; None: compile it here (a
+        program the JIT cannot load is compiled again, so its failure is the compile's)."""
+        if stored_as is None:
+            return None
+        lowered = self.lowered_ops.get(stored_as)
+        if not isinstance(lowered, LoweredOp):
+            return None
+        try:
+            compiled = lowered.load()
+        except Exception:  # noqa: BLE001 - compiled again below, where a failure is recorded
+            return None
+        self.report.loaded[op.name] += 1
+        return compiled
 
     def _compile_op(self, func, op: Plan, args: tuple, kwargs: dict, snapshots: Snapshots) -> CompiledOp:
         """The op alone; if that fails, its decomposition (as the FX configs would compile it)."""
@@ -349,7 +419,6 @@ class EagerSession:
             )
         except Exception:
             raise first_failure from None  # the op's own failure is the one to report
-        self.report.decomposed.add(op.name)
         return compiled
 
     def _record_fallback(

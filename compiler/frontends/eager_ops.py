@@ -21,8 +21,8 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch_mlir.extras.fx_importer import FxImporter
 
-from compiler.backend_compile import compile_torch_backend_ir
-from compiler.refbackend import RefBackendProgram
+from compiler.backend_compile import lower_torch_backend_ir
+from compiler.refbackend import LoweredProgram, RefBackendProgram
 from compiler.stages import Snapshots, StageError, module_text, new_context, run_stage
 from compiler.toolchain import TO_TORCH_BACKEND
 
@@ -88,20 +88,48 @@ def native_reason(func: torch._ops.OpOverload) -> str | None:
 # --- compiling one op ----------------------------------------------------------------
 
 
-@dataclass
-class CompiledOp:
-    """One op signature compiled for the reference backend."""
+@dataclass(frozen=True)
+class LoweredOp:
+    """One op signature lowered for the reference backend, as text: what its compiled op is
+    rebuilt from by the JIT alone (`load`), in a later test host or a later run (the
+    session's `LoweredOpStore`). Everything here is what the op's program and its calls
+    depend on besides the op's own key (op, argument signature, backend, opt level)."""
 
-    program: RefBackendProgram
+    program: LoweredProgram
     # The op's result as a template: "tensor", or a tuple/list whose entries are the
     # index of a program result (None where the op returns None).
     result_kind: str  # "tensor", "tuple" or "list"
     result_slots: tuple[int | None, ...]
     result_types: tuple[tuple[torch.Size, torch.dtype], ...]  # per program result, as PyTorch gives it
     torch_ir: str
+    decomposed: bool = False  # compiled through the op's decomposition, its own program having failed
+
+    def load(self) -> CompiledOp:
+        """JIT-compile the program (a failure is stage `lower`'s, as when it was compiled)."""
+        return CompiledOp(self.program.load(), self)
+
+
+@dataclass
+class CompiledOp:
+    """One op signature compiled for the reference backend: its JIT-compiled program."""
+
+    program: RefBackendProgram
+    lowered: LoweredOp  # what it was loaded from
     # Whether a call's results were checked against `result_types`: once is enough, the
     # program is compiled for static shapes and dtypes.
     results_checked: bool = False
+
+    @property
+    def result_kind(self) -> str:
+        return self.lowered.result_kind
+
+    @property
+    def result_slots(self) -> tuple[int | None, ...]:
+        return self.lowered.result_slots
+
+    @property
+    def torch_ir(self) -> str:
+        return self.lowered.torch_ir
 
     def run(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
         """Call the program on tensors matching its signature (the session's cache key
@@ -109,9 +137,10 @@ class CompiledOp:
         results = self.program.call_checked(tensors)
         if self.results_checked:
             return results
-        if len(results) != len(self.result_types):
-            raise StageError("compare", f"{len(results)} results, PyTorch gives {len(self.result_types)}")
-        for i, (result, (shape, dtype)) in enumerate(zip(results, self.result_types)):
+        result_types = self.lowered.result_types
+        if len(results) != len(result_types):
+            raise StageError("compare", f"{len(results)} results, PyTorch gives {len(result_types)}")
+        for i, (result, (shape, dtype)) in enumerate(zip(results, result_types)):
             if result.dtype != dtype or result.shape != shape:
                 raise StageError(
                     "compare",
@@ -228,8 +257,29 @@ def compile_single_op(
     *,
     decompose: bool = False,
 ) -> CompiledOp:
+    """`lower_single_op`, then the JIT. Raises StageError (the JIT's failures in stage `lower`)."""
+    lowered = lower_single_op(func, args, kwargs, fake_mode, snapshots, backend, opt_level, decompose=decompose)
+    try:
+        return lowered.load()
+    except StageError:
+        raise
+    except Exception as error:
+        raise StageError("lower", f"{type(error).__name__}: {_first_line(error)}") from error
+
+
+def lower_single_op(
+    func: torch._ops.OpOverload,
+    args: tuple,
+    kwargs: dict,
+    fake_mode: FakeTensorMode,
+    snapshots: Snapshots,
+    backend: str = "linalg",
+    opt_level: int | None = 0,
+    *,
+    decompose: bool = False,
+) -> LoweredOp:
     """capture (one-node graph, or with `decompose` the op's decomposition) -> import ->
-    torch-backend -> linalg -> RefBackend.
+    torch-backend -> linalg -> LLVM dialect, as text for the RefBackend's JIT.
 
     Raises StageError; `snapshots.texts["graph"]` holds the FX graph and
     `snapshots.texts["torch-backend"]` the single op as raw torch-dialect IR.
@@ -244,15 +294,13 @@ def compile_single_op(
         importer.import_stateless_graph(graph, func_name="main")
         run_stage(importer.module, "torch-backend", TO_TORCH_BACKEND["eager"], snapshots)
         stage = "backend"
-        program = compile_torch_backend_ir(
+        program = lower_torch_backend_ir(
             module_text(importer.module), backend, snapshots=snapshots, opt_level=opt_level
         )
     except StageError:
         raise
     except Exception as error:
-        text = str(error).strip()
-        first_line = text.splitlines()[0] if text else ""
-        raise StageError(stage, f"{type(error).__name__}: {first_line}") from error
+        raise StageError(stage, f"{type(error).__name__}: {_first_line(error)}") from error
     if isinstance(fake_result, torch.Tensor):
         kind, slots, fakes = "tensor", (0,), [fake_result]
     else:
@@ -261,7 +309,12 @@ def compile_single_op(
         indices = iter(range(len(fakes)))
         slots = tuple(None if r is None else next(indices) for r in fake_result)
     types = tuple((torch.Size(f.shape), f.dtype) for f in fakes)
-    return CompiledOp(program, kind, slots, types, snapshots.texts["torch-backend"])
+    return LoweredOp(program, kind, slots, types, snapshots.texts["torch-backend"], decomposed=decompose)
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""
 
 
 def _functional_variant(func: torch._ops.OpOverload) -> torch._ops.OpOverload | None:

@@ -10,8 +10,11 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
+import torch
+
 from compiler.backend_compile import compile_torch_backend_ir
 from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager
+from compiler.frontends.eager_ops import can_decompose
 from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
 from compiler.toolchain import Toolchain, toolchain
 from e2e.framework.trace import Trace, TraceItem, clone_tree
@@ -37,10 +40,27 @@ class EagerConfig:
         """Frontend and per-stage pipelines, for replaying this config's failures."""
         return toolchain("eager", self.backend)
 
+    def warm_up(self) -> None:
+        """The first op compiles of a process (fake tensors, the FX importer, the pass
+        pipelines, the JIT, the decomposition table): 1.4 s that every test host forked
+        before it would pay again (`benchmarks/eager_compile.py`)."""
+        session = EagerSession(self.backend, opt_level=0)
+        try:
+            x = to_eager(torch.rand(3, 3), session)
+            from_eager(torch.tanh(x @ x.t()).sum(0) + 1)
+            can_decompose(torch.ops.aten.mm.default)
+        finally:
+            session.close()
+
+    def host_paid_warm_up(self, result) -> bool:
+        """Every pair compiles ops in its host (or JITs those of the compiled-op cache)."""
+        return True
+
     def compile(self, prepared, snapshots: Snapshots) -> EagerProgram:
         # Nothing to compile ahead: ops are compiled as they are dispatched. At O0: a
-        # test calls each op once or twice, so the JIT's time is most of the run.
-        session = EagerSession(self.backend, opt_level=0)
+        # test calls each op once or twice, so the JIT's time is most of the run. Ops
+        # lowered by an earlier test host or run come from the program cache: JIT only.
+        session = EagerSession(self.backend, opt_level=0, lowered_ops=prepared.program_cache)
         return EagerProgram(session, to_eager(copy.deepcopy(prepared.module), session), snapshots)
 
     def run(self, program: EagerProgram, golden: Trace) -> Trace:
@@ -50,7 +70,14 @@ class EagerConfig:
                 inputs = to_eager(clone_tree(item.inputs), program.session)
                 outputs = getattr(program.module, item.method)(*inputs)
                 trace.append(TraceItem(item.method, item.inputs, from_eager(outputs)))
-        fallbacks = program.session.report.fallbacks
+        report = program.session.report
+        if report.loaded:
+            loaded, compiled = sum(report.loaded.values()), sum(report.compiles.values())
+            program.notes.append(
+                f"program cache: {loaded} of {loaded + compiled} op programs lowered by an earlier "
+                "test host or run (JIT-compiled only)"
+            )
+        fallbacks = report.fallbacks
         if fallbacks:
             raise self._fallback_error(fallbacks, program.snapshots)
         return trace

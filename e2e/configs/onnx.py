@@ -62,6 +62,10 @@ class OnnxConfig:
             model = onnx_export(_Warm(), [torch.rand(3, 4)], [[-1, 4]])
             onnx_torch_backend_ir(onnx_import(model).raw_ir)
 
+    def host_paid_warm_up(self, result) -> bool:
+        """A capture the frontend cache did not have ran the exporter in the host."""
+        return "capture" in (result.stage_seconds or {})
+
     def compile(self, prepared, snapshots: Snapshots) -> OnnxCompiled:
         if missing := missing_packages():
             raise NotApplicable(f"the {self.name} config needs {', '.join(missing)}: {INSTALL_LINE}")

@@ -1,4 +1,6 @@
-"""A result cache across runs: an unchanged test on an unchanged compiler is not rerun.
+"""A result cache across runs: an unchanged test on an unchanged compiler is not rerun;
+the frontend cache (a test's capture across runs) and the program cache (lowered programs
+across test hosts and runs) are below.
 
 A pair's key (`pair_key`) hashes:
 
@@ -152,6 +154,7 @@ def forget_files() -> None:
     for cached in (
         versions_fingerprint,
         frontend_fingerprint,
+        program_fingerprint,
         tree_digest,
         file_digest,
         _imports,
@@ -373,30 +376,22 @@ def frontend_fingerprint() -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-class FrontendCache:
-    """A test's frontend results (an FX capture and import) across runs, in `directory`
-    (None: disabled): a rerun after a change to the compiler's lowerings, passes or
-    executors compiles the capture of the run before, which is what it would capture
-    again. Keyed by the test (`cache_key`'s test part: every file it depends on), the
-    shape mode, what was captured (method, call shapes, dynamic dims) and
-    `frontend_fingerprint()`. Values are pickles (of this user's own cache directory)."""
+class PickleStore:
+    """Python values by key, one pickle file each in `directory` (None: a store that keeps
+    nothing), of this user's own cache directory. A write is atomic; an entry larger than
+    `entry_bytes` is not kept; `trim` removes the least recently used (read or written)
+    past a total size. The frontend cache's and the program cache's store."""
 
-    def __init__(self, directory: Path | None):
+    def __init__(self, directory: Path | None, entry_bytes: int):
         self.directory = directory
+        self.entry_bytes = entry_bytes
         if directory is not None:
             directory.mkdir(parents=True, exist_ok=True)
 
-    def _path(self, test: Test, shape_mode: str, key: object) -> Path | None:
+    def get(self, name: str) -> object | None:
         if self.directory is None:
             return None
-        test_part = f"{test.name}\0{files_digest(test_dependencies(test))}"
-        name = hashlib.sha256("\0".join([frontend_fingerprint(), test_part, shape_mode, repr(key)]).encode())
-        return self.directory / f"{name.hexdigest()}.pickle"
-
-    def get(self, test: Test, shape_mode: str, key: object) -> object | None:
-        path = self._path(test, shape_mode, key)
-        if path is None:
-            return None
+        path = self.directory / f"{name}.pickle"
         try:
             value = pickle.loads(path.read_bytes())
             os.utime(path)  # recently used: kept by `trim`
@@ -404,18 +399,18 @@ class FrontendCache:
             return None
         return value
 
-    def put(self, test: Test, shape_mode: str, key: object, value: object) -> None:
-        path = self._path(test, shape_mode, key)
-        if path is None:
+    def put(self, name: str, value: object) -> None:
+        if self.directory is None:
             return
         data = pickle.dumps(value)
-        if len(data) > FRONTEND_ENTRY_BYTES:
+        if len(data) > self.entry_bytes:
             return
-        tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp")
+        path = self.directory / f"{name}.pickle"
+        tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
         tmp.write_bytes(data)
         os.replace(tmp, path)
 
-    def trim(self, limit: int = FRONTEND_CACHE_BYTES) -> int:
+    def trim(self, limit: int) -> int:
         """Remove the least recently used entries past `limit` bytes; returns how many."""
         if self.directory is None:
             return 0
@@ -433,3 +428,81 @@ class FrontendCache:
             path.unlink(missing_ok=True)
             total, removed = total - size, removed + 1
         return removed
+
+
+class FrontendCache:
+    """A test's frontend results (an FX capture and import) across runs, in `directory`
+    (None: disabled): a rerun after a change to the compiler's lowerings, passes or
+    executors compiles the capture of the run before, which is what it would capture
+    again. Keyed by the test (`cache_key`'s test part: every file it depends on), the
+    shape mode, what was captured (method, call shapes, dynamic dims) and
+    `frontend_fingerprint()`."""
+
+    def __init__(self, directory: Path | None):
+        self.store = PickleStore(directory, FRONTEND_ENTRY_BYTES)
+
+    def _name(self, test: Test, shape_mode: str, key: object) -> str:
+        test_part = f"{test.name}\0{files_digest(test_dependencies(test))}"
+        name = hashlib.sha256("\0".join([frontend_fingerprint(), test_part, shape_mode, repr(key)]).encode())
+        return name.hexdigest()
+
+    def get(self, test: Test, shape_mode: str, key: object) -> object | None:
+        if self.store.directory is None:
+            return None
+        return self.store.get(self._name(test, shape_mode, key))
+
+    def put(self, test: Test, shape_mode: str, key: object, value: object) -> None:
+        if self.store.directory is not None:
+            self.store.put(self._name(test, shape_mode, key), value)
+
+    def trim(self, limit: int = FRONTEND_CACHE_BYTES) -> int:
+        """Remove the least recently used entries past `limit` bytes; returns how many."""
+        return self.store.trim(limit)
+
+
+# --- the program cache -------------------------------------------------------------------
+
+PROGRAM_ENTRY_BYTES = 16 << 20  # a larger lowered program is compiled again when needed
+PROGRAM_CACHE_BYTES = 1 << 30  # the least recently used entries go past this
+
+
+@functools.cache
+def program_fingerprint() -> str:
+    """What a lowered program depends on besides the key its compiler gives it: torch (its
+    fake tensors and decompositions), torch-mlir (versions, native libraries, Python
+    sources), the JIT target and this project's compiler."""
+    import torch
+
+    from compiler.replay_runtime.target import jit_target
+
+    parts = [torch.__version__, _torch_mlir_identity(), f"{jit_target()}", source_digest("compiler")]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+class ProgramCache:
+    """Programs the compiler lowered (text the JIT loads; the eager config's single ops,
+    `compiler.frontends.eager.LoweredOpStore`), shared by the test hosts of a run and by
+    later runs, in `directory` (None: disabled). Keyed by the compiler's key (the op, its
+    argument signature, backend and opt level) and `program_fingerprint()`: an edit to
+    the compiler, torch or torch-mlir compiles every program again."""
+
+    def __init__(self, directory: Path | None):
+        self.store = PickleStore(directory, PROGRAM_ENTRY_BYTES)
+        # Here, in the pytest process: a test host forked from it does not hash the sources again.
+        self.fingerprint = program_fingerprint() if directory is not None else ""
+
+    def _name(self, key: str) -> str:
+        return hashlib.sha256(f"{self.fingerprint}\0{key}".encode()).hexdigest()
+
+    def get(self, key: str) -> object | None:
+        if self.store.directory is None:
+            return None
+        return self.store.get(self._name(key))
+
+    def put(self, key: str, value: object) -> None:
+        if self.store.directory is not None:
+            self.store.put(self._name(key), value)
+
+    def trim(self, limit: int = PROGRAM_CACHE_BYTES) -> int:
+        """Remove the least recently used entries past `limit` bytes; returns how many."""
+        return self.store.trim(limit)

@@ -33,7 +33,7 @@ from typing import Any, Callable
 import torch
 
 from e2e.framework import isolation
-from e2e.framework.cache import FrontendCache
+from e2e.framework.cache import FrontendCache, ProgramCache
 from e2e.framework.isolation import Channel, Child, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import Result
@@ -59,6 +59,15 @@ class _Retiring:
     shared: dict
 
 
+@dataclass(frozen=True)
+class _Caches:
+    """What a host reads and writes beyond its test: captures and lowered programs of
+    earlier hosts and runs (on disk, so a host's new entries reach the hosts after it)."""
+
+    frontend: FrontendCache | None
+    programs: ProgramCache | None
+
+
 @dataclass
 class _Call:
     """A task of another client of the host (mutation testing): `fn(prepared, state)`, run on the
@@ -75,7 +84,9 @@ class _Reduce:
     limits: Limits
 
 
-def _serve(test: Test, shape_mode: str, config_loader, reducer, shared: dict, frontend_cache, channel: Channel) -> None:
+def _serve(
+    test: Test, shape_mode: str, config_loader, reducer, shared: dict, caches: _Caches, channel: Channel
+) -> None:
     """The host's loop (in the child): prepare once, then answer requests until EOF.
     `shared`: what an earlier host of this test computed for its configs."""
     torch.set_num_threads(1)  # a forked grandchild of a multi-threaded OpenMP process hangs
@@ -83,7 +94,8 @@ def _serve(test: Test, shape_mode: str, config_loader, reducer, shared: dict, fr
     prepared = prepare(test)
     prepared.shape_mode = shape_mode
     prepared.shared.update(shared)
-    prepared.frontend_cache = frontend_cache
+    prepared.frontend_cache = caches.frontend
+    prepared.program_cache = caches.programs
     channel.send(("ready", prepared.golden_error, prepared.golden_kind))
     rng = torch.get_rng_state()  # every config starts where the golden run left it
     state: dict = {}  # what `_Call`s keep between them
@@ -130,17 +142,19 @@ class TestHost:
         golden_limits: Limits,
         reducer=None,
         frontend_cache: FrontendCache | None = None,
+        program_cache: ProgramCache | None = None,
     ):
         """`reducer(result, prepared, config, reports_dir, time_box, memory_bytes)` reduces a
         failure on the host (the plugin hands it `e2e.reducer.failure.reduce_isolated`; the
         framework does not import the reducer). `frontend_cache`: captures of earlier runs
-        (`e2e.framework.cache.FrontendCache`), read and written by the host."""
+        (`e2e.framework.cache.FrontendCache`), read and written by the host; `program_cache`:
+        programs lowered by earlier hosts and runs (`ProgramCache`: the eager config's ops), too."""
         self.test = test
         self.shape_mode = shape_mode
         self._config_loader = config_loader
         self._reducer = reducer
         self._golden_limits = golden_limits
-        self._frontend_cache = frontend_cache
+        self._caches = _Caches(frontend_cache, program_cache)
         self._child: Child | None = None
         self._shared: dict = {}  # what a retired host handed over
         self.peak_rss = 0  # the largest any of this test's hosts grew
@@ -154,7 +168,7 @@ class TestHost:
         shared = self._shared
         self._child = Child(
             lambda channel: _serve(
-                test, self.shape_mode, self._config_loader, self._reducer, shared, self._frontend_cache, channel
+                test, self.shape_mode, self._config_loader, self._reducer, shared, self._caches, channel
             ),
             name="host",
         )

@@ -54,7 +54,7 @@ from e2e.framework.testutils import seed_for
 from e2e.framework.trace import Trace, record_trace
 
 if TYPE_CHECKING:
-    from e2e.framework.cache import FrontendCache
+    from e2e.framework.cache import FrontendCache, ProgramCache
 
 
 @dataclass
@@ -72,6 +72,7 @@ class PreparedTest:
     reused: set = field(default_factory=set)  # shared keys this config took from an earlier one
     frontend_cache: FrontendCache | None = None  # `share(..., across_runs=True)` values of earlier runs
     from_earlier_run: set = field(default_factory=set)  # shared keys this config took from the frontend cache
+    program_cache: ProgramCache | None = None  # lowered programs of earlier hosts and runs, for the compiler
 
     def share(self, key: Any, compute: Callable[[], Any], *, across_runs: bool = False) -> Any:
         """`compute()` once per test (its host and the configs' children); StageErrors are
