@@ -14,7 +14,7 @@ import torch
 
 from e2e.framework import cache, registry
 from e2e.framework.result import PASS, TIMEOUT, Result
-from e2e.framework.suite_files import ProbeCache, load_suite
+from e2e.framework.suite_files import ProbeCache, TestInfo, load_suite
 from e2e.mutation import run as mutation_run
 
 REAL_PROJECT = cache.PROJECT
@@ -159,22 +159,32 @@ def test_the_mutation_record_key_is_built_like_a_pairs_with_the_mutation_sources
     assert mutation_run._record_key("Tmp_Neg", "linalg", "annotated") != after_mutation_edit
 
 
+class PytestCache(dict):
+    """The two methods of pytest's Cache that ProbeCache uses, over a dict."""
+
+    def get(self, key, default):
+        return super().get(key, default)
+
+    def set(self, key, value):
+        self[key] = value
+
+
 def test_an_import_probe_is_forgotten_when_a_module_the_file_imports_changes(project):
-    class PytestCache(dict):  # the two methods of pytest's Cache that ProbeCache uses
-        def get(self, key, default):
-            return super().get(key, default)
-
-        def set(self, key, value):
-            self[key] = value
-
-    probes = ProbeCache(PytestCache())
+    store = PytestCache()
     suite_file = project / "suite" / "zoo_like.py"
-    probes.put(suite_file, ["Tmp_Neg"])
+    ProbeCache(store).put(suite_file, [["Tmp_Neg", "torch", None, ["slow"]]])
     cache.forget_files()
-    assert probes.get(suite_file) == ["Tmp_Neg"]
+    assert ProbeCache(store).get(suite_file) == [TestInfo("Tmp_Neg", "torch", None, ("slow",))]  # a later run
     _edit(project / "helpers" / "shapes.py")
     cache.forget_files()
-    assert probes.get(suite_file) is None
+    assert ProbeCache(store).get(suite_file) is None
+
+
+def test_a_probe_record_of_another_shape_is_probed_again(project):
+    store = PytestCache()
+    suite_file = project / "suite" / "zoo_like.py"
+    ProbeCache(store).put(suite_file, ["Tmp_Neg"])  # what the loader wrote when a probe was names alone
+    assert ProbeCache(store).get(suite_file) is None
 
 
 # --- the project's own suites, read (not edited) ----------------------------------------
