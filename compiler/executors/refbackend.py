@@ -49,16 +49,19 @@ class RefBackend:
         self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots, opt_level: int = 0
     ) -> RefBackendProgram:
         """The program at `opt_level` (its pass failures name their passes already)."""
-        to_linalg = pipelines.BACKENDS[self.input][1]
         return compile_linalg(
-            backend_module, result_dtypes, to_linalg=to_linalg, snapshots=snapshots, opt_level=opt_level
+            backend_module, result_dtypes, to_linalg=self._to_linalg, snapshots=snapshots, opt_level=opt_level
         )
 
     def lowered_for(
         self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots, opt_level: int = 0
     ) -> LoweredProgram:
         """`program_for` up to the JIT: the lowered module as text, loaded by `LoweredProgram.load`."""
-        to_linalg = pipelines.BACKENDS[self.input][1]
         return lower_linalg(
-            backend_module, result_dtypes, to_linalg=to_linalg, snapshots=snapshots, opt_level=opt_level
+            backend_module, result_dtypes, to_linalg=self._to_linalg, snapshots=snapshots, opt_level=opt_level
         )
+
+    @property
+    def _to_linalg(self) -> tuple[str, ...]:
+        """The input's own conversion to linalg-on-tensors (TOSA, StableHLO), the first part of `lower`."""
+        return tuple(pipelines.BACKENDS[self.input][1])
