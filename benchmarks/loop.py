@@ -10,8 +10,9 @@ them alike. The ratio of each to the bare import is taken run by run; medians ar
   bare           python -c "import torch, torch_mlir.fx": the floor of any command here
   pair, first    one pair with no cache at all (--no-result-cache --no-frontend-cache):
                  the first run of a test, torch.export's one-time initialization included
-  pair, rerun    one pair after an edit to the compiler (--no-result-cache; the frontend
-                 cache holds the test's capture): the loop of someone fixing a lowering
+  pair, rerun    one pair after an edit to the compiler (--no-result-cache --no-program-cache:
+                 an edit to compiler/ invalidates both; the frontend cache holds the test's
+                 capture): the loop of someone fixing a lowering
   test, rerun    one test on every default config (`pytest e2e -k TEST`), the same way
   test, first    the same with no cache
 
@@ -39,10 +40,10 @@ def _commands(pair: str, test: str, cache_dir: str, reports: str) -> dict[str, l
     pytest += ["--reports-dir", reports, "--no-result-cache"]
     return {
         "bare": [sys.executable, "-c", "import torch, torch_mlir.fx"],
-        "pair, first": [*pytest, pair, "--no-frontend-cache"],
-        "pair, rerun": [*pytest, pair],
-        "test, first": [*pytest, "e2e", "-k", test, "--no-frontend-cache"],
-        "test, rerun": [*pytest, "e2e", "-k", test],
+        "pair, first": [*pytest, pair, "--no-frontend-cache", "--no-program-cache"],
+        "pair, rerun": [*pytest, pair, "--no-program-cache"],
+        "test, first": [*pytest, "e2e", "-k", test, "--no-frontend-cache", "--no-program-cache"],
+        "test, rerun": [*pytest, "e2e", "-k", test, "--no-program-cache"],
     }
 
 

@@ -61,6 +61,27 @@ def only_one_fails(mine: dict, twin: dict) -> tuple[dict, dict]:
     return runtime_only, twin_only
 
 
+def siblings(name: str, configs) -> list[str]:
+    """The other configs of runtime config `name`'s backend among `configs`: its twin and the
+    runtimes that share the twin (`stablehlo@interp`: `stablehlo`, `stablehlo@xla`)."""
+    backend = CONFIGS[name].twin
+    return sorted(c for c in configs if c != name and (c == backend or (c in CONFIGS and CONFIGS[c].twin == backend)))
+
+
+def only_this_fails(name: str, by_config: dict[str, dict[str, dict]]) -> dict[str, list[str]]:
+    """signature -> tests that fail on runtime config `name` and pass on every sibling in
+    the run (when it has two or more): what this executor alone gets wrong, or refuses."""
+    others = siblings(name, by_config)
+    if len(others) < 2:
+        return {}
+    alone: dict[str, list[str]] = defaultdict(list)
+    for test, row in by_config[name].items():
+        rows = [by_config[c].get(test) for c in others]
+        if row["outcome"] != "pass" and all(other and other["outcome"] == "pass" for other in rows):
+            alone[signature_of(row)].append(test)
+    return alone
+
+
 def grouped(title: str, groups: dict[str, list[str]], examples: int) -> list[str]:
     total = sum(len(tests) for tests in groups.values())
     lines = [f"  {title}: {total} tests, {len(groups)} signatures"]
@@ -88,6 +109,8 @@ def report(rows: list[dict], examples: int) -> list[str]:
             runtime_only, twin_only = only_one_fails(mine, twin)
             lines += grouped(f"fail only on {name}", runtime_only, examples)
             lines += grouped(f"fail only on {twin_name}", twin_only, examples)
+        if alone := only_this_fails(name, by_config):
+            lines += grouped(f"fail only on {name} (pass on {', '.join(siblings(name, by_config))})", alone, examples)
     return lines
 
 

@@ -10,7 +10,6 @@ import dataclasses
 
 import pytest
 
-from e2e.configs import TakesModels, load_config
 from e2e.framework.cache import pair_key
 from e2e.framework.report import failure_text
 from e2e.framework.result import ERROR, SKIP, Result
@@ -27,19 +26,76 @@ class E2EFile(pytest.File):
         if suite_file.broken is not None:
             yield BrokenFileItem.from_parent(self, name="import", result=suite_file.broken)
             return
-        for name in suite_file.tests:
-            yield E2ETest.from_parent(self, name=name)
+        keyword = KeywordPrefilter.of(self.config)
+        chain = keyword and keyword.chain_names(self)
+        for name, info in suite_file.infos.items():
+            if keyword is None or keyword.may_select(chain, info, configs_of(state, info)):
+                yield E2ETest.from_parent(self, name=name)
+
+
+def configs_of(state: E2EState, test) -> list[str]:
+    """The configs that take the test's model format (an ONNX model: not a torch-capturing config)."""
+    return [name for name, formats in state.model_formats.items() if test.model_format in formats]
+
+
+class KeywordPrefilter:
+    """`-k EXPR` decided per test before its items exist. pytest builds every item and
+    then deselects: for `-k ONE_TEST` across the suite that is 8,000 items built for a
+    dozen, a second of the loop. Here a test is collected only when one of its items
+    could match, evaluated with pytest's own expression and matcher over exactly the
+    names pytest would match that item on (its chain's names, its config, its marks)
+    and each combination of the marks this plugin adds later (`xfail`, `timeout`);
+    pytest still deselects among the items of the tests collected."""
+
+    LATER_MARKS = ((), ("xfail",), ("timeout",), ("xfail", "timeout"))
+
+    def __init__(self, expression):
+        self.expression = expression
+
+    @staticmethod
+    def of(config) -> KeywordPrefilter | None:
+        """The run's prefilter; None without `-k` (or if pytest's internals moved: no prefilter)."""
+        text = (getattr(config.option, "keyword", "") or "").lstrip()
+        if not text:
+            return None
+        try:
+            from _pytest.mark import KeywordMatcher  # noqa: F401 - used by may_select
+            from _pytest.mark.expression import Expression
+
+            return KeywordPrefilter(Expression.compile(text))
+        except Exception:  # noqa: BLE001 - pytest reports a bad expression itself, when it deselects
+            return None
+
+    @staticmethod
+    def chain_names(node) -> tuple[str, ...]:
+        """The names pytest's KeywordMatcher takes from a node's chain (not the session's, nor
+        the root directory's)."""
+        return tuple(
+            n.name
+            for n in node.listchain()
+            if not isinstance(n, pytest.Session)
+            and not (isinstance(n, pytest.Directory) and isinstance(n.parent, pytest.Session))
+        )
+
+    def may_select(self, chain: tuple[str, ...], test, configs: list[str]) -> bool:
+        from _pytest.mark import KeywordMatcher
+
+        own = (test.name,) if test.skip_reason is not None else (test.name, *test.marks)  # SkippedTestItem: no marks
+        later = ((),) if test.skip_reason is not None else self.LATER_MARKS
+        return any(
+            self.expression.evaluate(KeywordMatcher({*chain, *own, config, *added}))
+            for config in configs
+            for added in later
+        )
 
 
 class E2ETest(pytest.Collector):
     """One registered test: its items are its configs (one xdist scope, one host)."""
 
     def collect(self):
-        test = self.config.stash[STATE].suite_file(self.path).infos[self.name]
-        for config_name, spec in self.config.stash[STATE].configs.items():
-            config = load_config(spec)
-            if test.model_format not in (config.model_formats if isinstance(config, TakesModels) else ("torch",)):
-                continue  # e.g. an ONNX model on a torch-capturing config
+        state = self.config.stash[STATE]
+        test = state.suite_file(self.path).infos[self.name]
+        for config_name in configs_of(state, test):
             if test.skip_reason is not None:
                 yield SkippedTestItem.from_parent(self, name=config_name, reason=test.skip_reason)
                 continue

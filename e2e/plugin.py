@@ -370,6 +370,14 @@ def pytest_collection_modifyitems(session, config, items):
     _longest_first(config, items)
 
 
+def pytest_collection_finish(session):
+    """The final item order (after `-k`, `-m`, shards): how many hosts are still to come,
+    which decides whether warming up a frontend before a fork pays off."""
+    state = session.config.stash.get(STATE, None)
+    if state is not None:
+        state.plan_hosts(session.items, getattr(session.config, "workerinput", {}).get("workercount", 1))
+
+
 def _load_xfail_sets(state: E2EState, files: list[SuiteFile], every_file: bool = True) -> dict[str, dict]:
     """Each selected config's xfail set, validated against every suite file's tests (not
     only the selected ones, `-k` or not). When collection loaded only some files (a run of

@@ -13,13 +13,15 @@ from e2e.configs import (
     CONFIG_NAMES,
     OPT_IN_CONFIG_NAMES,
     RUNTIME_CONFIG_NAMES,
+    Preloads,
+    TakesModels,
     WarmsUp,
     available_configs,
     load_config,
 )
 from e2e.configs.fx import FxConfig
 from e2e.framework import isolation, registry
-from e2e.framework.cache import FrontendCache, ProgramCache, ResultCache
+from e2e.framework.cache import FrontendCache, ProgramCache, ResultCache, keep_imports
 from e2e.framework.host import TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.registry import Test
@@ -79,12 +81,15 @@ class E2EState:
             program_dir = Path(config.cache.mkdir("e2e-programs"))
         self.program_cache = ProgramCache(program_dir)
         self.captured = False  # a host paid a frontend's initialization itself: warm up before the next one
+        self.tests_ahead: dict[str, float] = {}  # test -> the tests this process runs from it on (`plan_hosts`)
+        self.host_configs: dict[str, set[str]] = {}  # test -> the configs of its items (`plan_hosts`)
         # A worker trusts the probes its controller ran before starting it (`pytest_configure_node`).
         known = getattr(config, "workerinput", {}).get("e2e_probed")
         # A probe is kept whenever a cache is (not only the result cache): its key is the
         # file's text, what it imports and the toolchain, and it decides no result.
         keep_probes = self.isolate and getattr(config, "cache", None) is not None
         self.probes = ProbeCache(config.cache if keep_probes else None, known)
+        keep_imports(Path(config.cache.mkdir("e2e-imports")) if keep_probes else None)
         self.probed: dict[Path, SuiteFile] = {}  # the controller's probes, under xdist
         self._suite: dict[Path, SuiteFile] = {}  # the suite files loaded so far, by resolved path
         self.prepared = PreparedCache()  # --no-isolation only
@@ -202,11 +207,16 @@ class E2EState:
             self.host.close()
             self.host = None
         if self.host is None:
-            if self.captured:
+            for name in self.host_configs.get(test.name, self.configs):
+                if isinstance(config := load_config(self.configs[name]), Preloads):
+                    preload(config)  # before the first host that runs one of its pairs
+            if self.captured and self.tests_ahead.get(test.name, WARM_UP_PAYS_FROM) >= WARM_UP_PAYS_FROM:
                 # Once per process, before a fork, never charged to a pair: the first
                 # capture's lazy initialization (torch.export's 1.8 s), inherited by every
-                # later host. Only once a host had to capture: a run whose captures all
-                # come from the frontend cache, or a run of one test, never pays it.
+                # later host. Only once a host had to capture (a run whose captures all
+                # come from the frontend cache never pays it), and only while enough hosts
+                # are still to start: the warm-up costs about what one host pays for it,
+                # so with one test left (the last of `-k TEST`) it would only add its time.
                 warm_up()
                 warm_up_configs(tuple(self.configs.values()))
             self.host = TestHost(
@@ -220,6 +230,26 @@ class E2EState:
             )
         return self.host
 
+    @functools.cached_property
+    def model_formats(self) -> dict[str, tuple[str, ...]]:
+        """The model formats each selected config compiles (`TakesModels`; else torch modules)."""
+        formats = {}
+        for name, spec in self.configs.items():
+            config = load_config(spec)
+            formats[name] = tuple(config.model_formats) if isinstance(config, TakesModels) else ("torch",)
+        return formats
+
+    def plan_hosts(self, items, workers: int = 1) -> None:
+        """From the final item order: for each test, how many tests (one host each) this
+        process starts from it on (under xdist a worker gets about 1/`workers` of them),
+        and which configs its host runs."""
+        pairs = [(item.test_name, item.config_name) for item in items if hasattr(item, "config_name")]
+        names = list(dict.fromkeys(name for name, _ in pairs))
+        self.tests_ahead = {name: (len(names) - index) / max(workers, 1) for index, name in enumerate(names)}
+        self.host_configs = {}
+        for name, config in pairs:
+            self.host_configs.setdefault(name, set()).add(config)
+
     def close_host(self) -> None:
         if self.host is not None:
             self.host.close()
@@ -228,6 +258,7 @@ class E2EState:
 
 
 STATE = pytest.StashKey[E2EState]()
+WARM_UP_PAYS_FROM = 2  # tests still to start (this one included) for a warm-up to pay off
 
 
 @functools.cache
@@ -241,6 +272,15 @@ def warm_up_configs(specs: tuple[str, ...]) -> None:
                 config.warm_up()
             except Exception:  # noqa: BLE001 - a config that cannot warm up fails in its pairs, with a result
                 pass
+
+
+@functools.cache
+def preload(config: Preloads) -> None:
+    """A config's imports (`Preloads`), once per process: the hosts forked after inherit them."""
+    try:
+        config.preload()
+    except Exception:  # noqa: BLE001 - a config that cannot preload fails in its pairs, with a result
+        pass
 
 
 def _selected_configs(config) -> dict[str, str]:

@@ -368,3 +368,26 @@ def test_a_lowered_program_is_kept_by_its_key_and_an_edit_to_the_compiler_drops_
         assert (store.get("aten.neg.default f32[2,3]") == "lowered") is kept, edited
         assert store.get("aten.neg.default f32[2,4]") is None
     assert cache.ProgramCache(None).get("aten.neg.default f32[2,3]") is None  # disabled: keeps nothing
+
+
+def test_kept_import_statements_follow_the_text_of_the_file(tmp_path):
+    """What a file imports is kept by its text: an edit that imports another helper
+    changes the dependencies (and so the keys) even though the statements were kept."""
+    (tmp_path / "helper_b.py").write_text("X = 1\n")
+    (tmp_path / "helper_c.py").write_text("Y = 2\n")
+    suite = tmp_path / "suite_file.py"
+    suite.write_text("import helper_b\n")
+    cache.keep_imports(tmp_path / "kept")
+    try:
+        cache.forget_files()
+        assert tmp_path / "helper_b.py" in cache.module_dependencies(suite)
+        cache.forget_files()  # a new process: the statements come from the kept file
+        assert tmp_path / "helper_b.py" in cache.module_dependencies(suite)
+        suite.write_text("def later():\n    from helper_c import Y\n")
+        cache.forget_files()
+        dependencies = cache.module_dependencies(suite)
+        assert tmp_path / "helper_c.py" in dependencies and tmp_path / "helper_b.py" not in dependencies
+        assert len(list((tmp_path / "kept").glob("*.json"))) == 4  # two texts of the suite file, two helpers
+    finally:
+        cache.keep_imports(None)
+        cache.forget_files()

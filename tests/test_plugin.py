@@ -142,3 +142,42 @@ def test_a_node_id_naming_an_opt_in_or_runtime_config_selects_it():
     assert selected("e2e/test_suite/backward.py::BackwardOp_Silu::torch@iree") == [*CONFIG_NAMES, "torch@iree"]
     assert selected("e2e/x.py::T::onnx", "e2e/x.py::T::tosa@tosa-ref") == [*CONFIG_NAMES, "onnx", "tosa@tosa-ref"]
     assert selected("e2e/test_suite") == list(CONFIG_NAMES)
+
+
+KEYWORD_SUITE = """
+import dataclasses
+import torch
+from e2e.framework import op_test
+from e2e.framework.registry import GLOBAL_TEST_REGISTRY
+
+op_test("Tanh", torch.tanh, lambda tu: [tu.rand(2, 3)])
+op_test("Mm", torch.mm, lambda tu: [tu.rand(2, 3), tu.rand(3, 4)])
+marked = op_test("SinMarked", torch.sin, lambda tu: [tu.rand(2, 3)])
+GLOBAL_TEST_REGISTRY["SinMarked"] = dataclasses.replace(marked, marks=("models",))
+"""
+
+# pytest's own `-k` alone: the prefilter turned off, every item built, then deselected.
+PREFILTER_OFF = "import e2e.collect\ne2e.collect.KeywordPrefilter.of = staticmethod(lambda config: None)\n"
+
+
+def test_k_collects_the_items_pytest_alone_would_keep(pytester):
+    """`-k` decides per test before building its items; the selection must be what pytest
+    deselecting from every item gives, over test, file and config names, marks and the
+    xfail mark an expected failure gets later."""
+    pytester.mkdir("suite").joinpath("ops.py").write_text(KEYWORD_SUITE)
+    pytester.mkdir("xfail").joinpath("tosa.txt").write_text("Mm  # fail: backend | convert-torch-to-tosa | loc: x\n")
+    pytester.makepyfile(prefilter_off=PREFILTER_OFF)
+
+    def collected(expression: str, *extra: str) -> set[str]:
+        args = ("--e2e-suite", "suite", "--config", "linalg,tosa", "--xfail-dir", "xfail", "--co", "-q")
+        result = run(pytester, *args, "-k", expression, *extra)
+        return {line for line in result.stdout.lines if "::" in line}
+
+    pytester.syspathinsert()
+    expressions = ["Mm", "not tosa", "not xfail and tosa", "models", "Sin or (Mm and linalg)"]
+    for expression in expressions:
+        prefiltered = collected(expression)
+        alone = collected(expression, "-p", "prefilter_off")
+        assert prefiltered == alone, expression
+    assert collected("xfail") == {"suite/ops.py::Mm::tosa"}
+    assert collected("models and linalg") == {"suite/ops.py::SinMarked::linalg"}

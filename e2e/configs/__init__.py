@@ -29,6 +29,7 @@ __all__ = [
     "RUNTIME_CONFIG_NAMES",
     "Config",
     "TakesModels",
+    "Preloads",
     "WarmsUp",
     "ENTRY_POINT_GROUP",
     "OPT_IN_CONFIG_NAMES",
@@ -72,6 +73,16 @@ class WarmsUp(Protocol):
     def warm_up(self) -> None: ...
 
     def host_paid_warm_up(self, result: Any) -> bool: ...
+
+
+@runtime_checkable
+class Preloads(Protocol):
+    """A config whose every pair imports modules the pytest process has not (the eager
+    config's fake tensors pull in torch._dynamo: 0.9 s): `preload()` imports them there,
+    compiling nothing, once, before the first of its pairs starts a host; every host
+    forked after it inherits them."""
+
+    def preload(self) -> None: ...
 
 
 @runtime_checkable
