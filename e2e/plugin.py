@@ -325,10 +325,14 @@ def _python_plugin_takes(file_path: Path, parent) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collect_directory(path: Path, parent):
-    # A suite directory with an `__init__.py` (upstream's has one) is a plain directory
-    # to us: as a Package, pytest would import it as a test package.
+    # A suite directory with an `__init__.py` (upstream's has one), and every package above
+    # it, is a plain directory to us. As a Package, pytest would import its `__init__.py`
+    # when its first item runs, putting the package root first on sys.path: upstream's
+    # `torch_mlir_e2e_test` would then shadow this project's, and the suite files, imported
+    # when their first test runs, would import upstream's framework.
     state = parent.config.stash[STATE]
-    if path.resolve() in state.suite_paths:
+    resolved = path.resolve()
+    if any(resolved == suite or resolved in suite.parents for suite in state.suite_paths):
         return pytest.Dir.from_parent(parent, path=path)
     return None
 

@@ -174,7 +174,10 @@ class E2EState:
     def test(self, path: Path, name: str) -> Test:
         """A collected test, its file imported here on first use (its probe was clean)."""
         if name not in registry.GLOBAL_TEST_REGISTRY:
-            load_suite([path], self.import_limits, isolate=self.isolate, probes=self.probes)
+            loaded = load_suite([path], self.import_limits, isolate=self.isolate, probes=self.probes)[path.resolve()]
+            if name not in registry.GLOBAL_TEST_REGISTRY:
+                why = loaded.broken.error if loaded.broken is not None else loaded.skip_reason or "no such test"
+                raise E2EImportError(f"{name}: {path} imported cleanly in its probe, not in this process: {why}")
         return registry.GLOBAL_TEST_REGISTRY[name]
 
     def run_pair(self, test, config: str, limits: Limits) -> Result:
@@ -255,6 +258,10 @@ class E2EState:
             self.host.close()
             self.largest_host = max(self.largest_host, (self.host.peak_rss / isolation.MIB, self.host.test.name))
             self.host = None
+
+
+class E2EImportError(Exception):
+    """A suite file whose probe was clean did not import in this process."""
 
 
 STATE = pytest.StashKey[E2EState]()

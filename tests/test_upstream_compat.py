@@ -1,6 +1,8 @@
 """Tests written in upstream torch-mlir's form run here unchanged (`torch_mlir_e2e_test`)."""
 
 import importlib.util
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -114,3 +116,22 @@ def test_the_global_rng_is_independent_of_the_inputs():
     x = TestUtils(seed=5).rand(256, 256)
     kept = torch.dropout(x, 0.3, train=True) != 0
     assert abs(x[kept].mean().item() - 0.5) < 0.01  # the mask does not pick the small inputs
+
+
+def test_upstreams_own_checkout_layout_runs_under_xdist(tmp_path):
+    """A suite at `<root>/torch_mlir_e2e_test/test_suite`, as in an upstream checkout, beside
+    upstream's own framework (which needs packages not installed here): under xdist each
+    file is imported when its first test runs, and must still get this project's
+    `torch_mlir_e2e_test`, not the checkout's."""
+    package = tmp_path / "checkout" / "torch_mlir_e2e_test"
+    (package / "test_suite").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for module in ("framework", "registry", "annotations"):
+        (package / f"{module}.py").write_text("import a_package_upstream_needs_and_this_machine_lacks\n")
+    (package / "test_suite" / "__init__.py").write_text("")
+    (package / "test_suite" / "basic.py").write_text((UPSTREAM_FORM / "basic_suite.py").read_text())
+    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--e2e-suite", str(package / "test_suite")]
+    command += ["--config", "linalg", "--shapes", "static", "-n", "2", "--no-reduce", "-k", "Addmm", "-q"]
+    command += ["--reports-dir", str(tmp_path / "reports")]
+    done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout[-3000:] + done.stderr[-2000:]
