@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -237,3 +238,19 @@ def test_a_flaky_entry_accepts_a_pass_and_a_failure_and_the_updater_keeps_it(tmp
     (tmp_path / "xfail" / "broken.txt").write_text("Tanh  # a hand-written reason\n")
     strict = run("WORKS")
     assert strict.returncode == 1 and "1 failed" in strict.stdout, strict.stdout + strict.stderr
+
+
+def test_an_entry_without_a_signature_bounds_its_pairs_budget():
+    """Undefined behaviour that ends another way each run may also deadlock a corrupted
+    allocator: its pair gets RUN_TO_RUN_SECONDS, not the whole budget; a recorded failure
+    other than a timeout keeps the whole budget."""
+    from e2e.configs.xfails import EXPECTED_HANG_SECONDS, RUN_TO_RUN_SECONDS, XfailEntry
+
+    def entry(reason):
+        return XfailEntry("T", reason, Path("linalg.txt"), 1)
+
+    assert entry("writes out of bounds: a crash or wrong values, from run to run").budget(300) == RUN_TO_RUN_SECONDS
+    assert entry("flaky: reads outside its input").budget(300) == RUN_TO_RUN_SECONDS
+    assert entry("timeout: timeout | backend").budget(300) == EXPECTED_HANG_SECONDS
+    assert entry("crash: crash | execute | Fatal Python error: Aborted").budget(300) == 300
+    assert entry("writes out of bounds, from run to run").budget(20) == 20
