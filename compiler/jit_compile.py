@@ -21,16 +21,19 @@ from torch_mlir import ir
 from compiler.backend_compile import compile_torch_backend_ir
 from compiler.frontends import jit, lazy, torchscript
 from compiler.refbackend import RefBackendProgram
-from compiler.stages import Snapshots, StageError, module_text, run_stage
+from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
 from compiler.toolchain import TO_TORCH_BACKEND
 
 __all__ = [
     "FRONTENDS",
     "JitCompiledModule",
+    "JitImport",
     "JitTorchBackendIR",
     "StaticShapesOnly",
     "compile_jit_module",
+    "jit_import",
     "jit_to_torch_backend_ir",
+    "jit_torch_backend",
     "run_torch_backend",
 ]
 
@@ -61,7 +64,21 @@ class JitTorchBackendIR:
         return [tensors[i] for i in self.argument_indices]
 
 
-def jit_to_torch_backend_ir(
+@dataclass
+class JitImport:
+    """Stages `capture` and `import` of a JIT frontend: what `torch-backend` starts from,
+    as text (kept across runs by the suite's frontend cache: torch and torch-mlir decide
+    it, not this project's passes)."""
+
+    raw_ir: str
+    argument_indices: list[int]
+    out_spec: pytree.TreeSpec
+    jit_graph: str
+    notes: dict[str, Any] = field(default_factory=dict)
+    unknown_ops: list[str] = field(default_factory=list)  # imported as torch.operator
+
+
+def jit_import(
     module: torch.nn.Module,
     example_inputs: Sequence[object],
     frontend: str = "ltc",
@@ -70,12 +87,12 @@ def jit_to_torch_backend_ir(
     snapshots: Snapshots | None = None,
     method: str = "forward",
     static_ok: bool = True,
-) -> JitTorchBackendIR:
-    """capture -> import -> torch-backend for the `ltc` or `torchscript` frontend.
+) -> JitImport:
+    """capture -> import for the `ltc` or `torchscript` frontend.
 
     LTC traces are static: `dynamic_dims` only affects `torchscript` (when scripted).
     With `static_ok=False`, dynamic dims that the capture cannot honour raise
-    `StaticShapesOnly` before anything is compiled.
+    `StaticShapesOnly` before anything is imported.
     """
     snapshots = snapshots if snapshots is not None else Snapshots()
     notes: dict[str, Any] = {}
@@ -110,8 +127,21 @@ def jit_to_torch_backend_ir(
             f"@main returns {results} tensors but the module's output has {expected_results}",
             input_ir=module_text(imported.module),
         )
+    return JitImport(
+        module_text(imported.module),
+        captured.argument_indices,
+        captured.out_spec,
+        str(captured.graph),
+        notes,
+        list(imported.unknown_ops),
+    )
+
+
+def jit_torch_backend(imported: JitImport, frontend: str, snapshots: Snapshots | None = None) -> JitTorchBackendIR:
+    """Stage `torch-backend` of an imported JIT program (parsed from its text, so a capture
+    of an earlier run gives the same result as a new one)."""
     try:
-        torch_backend = run_torch_backend(imported.module, frontend, snapshots)
+        torch_backend = run_torch_backend(parse_module(imported.raw_ir), frontend, snapshots)
     except StageError as error:
         if not imported.unknown_ops:
             raise
@@ -124,8 +154,27 @@ def jit_to_torch_backend_ir(
             input_ir=error.input_ir,
         ) from None
     return JitTorchBackendIR(
-        module_text(torch_backend), captured.argument_indices, captured.out_spec, str(captured.graph), notes
+        module_text(torch_backend), imported.argument_indices, imported.out_spec, imported.jit_graph, imported.notes
     )
+
+
+def jit_to_torch_backend_ir(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    frontend: str = "ltc",
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    *,
+    snapshots: Snapshots | None = None,
+    method: str = "forward",
+    static_ok: bool = True,
+) -> JitTorchBackendIR:
+    """capture -> import -> torch-backend for the `ltc` or `torchscript` frontend
+    (`jit_import`, then `jit_torch_backend`)."""
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    imported = jit_import(
+        module, example_inputs, frontend, dynamic_dims, snapshots=snapshots, method=method, static_ok=static_ok
+    )
+    return jit_torch_backend(imported, frontend, snapshots)
 
 
 def run_torch_backend(module: ir.Module, frontend: str, snapshots: Snapshots | None = None) -> ir.Module:

@@ -297,10 +297,13 @@ def test_an_edit_to_a_lowering_keeps_the_capture_and_an_edit_to_the_frontend_or_
         assert (store.get(test, "annotated", key) == "captured") is kept, edited
 
 
-def test_the_frontend_sources_cover_every_project_file_a_capture_runs():
-    """A capture (torch.export, decompositions, the FX importer) traced call by call: the
-    frontend cache's key would miss an edit to a project file it runs outside `FRONTEND_SOURCES`."""
+@pytest.mark.parametrize("frontend", ["fx", "ltc", "torchscript"])
+def test_the_frontend_sources_cover_every_project_file_a_capture_runs(frontend):
+    """A capture and import (torch.export, decompositions, the FX importer; a lazy trace or
+    torch.jit and the JIT IR importer) traced call by call: the frontend cache's key would
+    miss an edit to a project file it runs outside `FRONTEND_SOURCES`."""
     from compiler.fx_compile import fx_import
+    from compiler.jit_compile import jit_import
 
     class Model(torch.nn.Module):
         def forward(self, x, y):
@@ -315,13 +318,16 @@ def test_the_frontend_sources_cover_every_project_file_a_capture_runs():
 
     sys.setprofile(profile)
     try:
-        fx_import(Model(), inputs, [[-1, 4], None])
+        if frontend == "fx":
+            fx_import(Model(), inputs, [[-1, 4], None])
+        else:
+            jit_import(Model(), inputs, frontend)
     finally:
         sys.setprofile(None)
     files = [Path(name).resolve() for name in ran if not name.startswith("<")]
     project = [path for path in files if path.is_relative_to(REAL_PROJECT) and path != Path(__file__).resolve()]
     covered = [REAL_PROJECT / entry for entry in cache.FRONTEND_SOURCES]
-    assert any(path.name == "fx.py" for path in project)  # the trace saw the frontend
+    assert any(path.name == f"{'fx' if frontend == 'fx' else 'jit'}.py" for path in project)  # it saw the frontend
     outside = [p for p in project if not any(p == c or p.is_relative_to(c) for c in covered)]
     assert outside == []
 

@@ -17,7 +17,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from compiler.backend_compile import compile_torch_backend_ir
-from compiler.jit_compile import JitTorchBackendIR, StaticShapesOnly, jit_to_torch_backend_ir
+from compiler.jit_compile import JitTorchBackendIR, StaticShapesOnly, jit_import, jit_torch_backend
 from compiler.stages import Snapshots
 from compiler.toolchain import Toolchain, toolchain
 from e2e.framework.result import NotApplicable
@@ -66,17 +66,22 @@ class JitConfig:
 
     def _compile_call(self, prepared, item: TraceItem, snapshots: Snapshots, compiled: JitCompiled) -> None:
         try:
-            lowered = jit_to_torch_backend_ir(
-                prepared.module,
-                item.inputs,
-                self.frontend,
-                prepared.arg_shapes(item.method),
-                snapshots=snapshots,
-                method=item.method,
-                static_ok=False,
+            imported = prepared.share(  # once per test and, through the frontend cache, across runs
+                ("jit-import", self.frontend, item.method, call_key(item.inputs)),
+                lambda: jit_import(
+                    prepared.module,
+                    item.inputs,
+                    self.frontend,
+                    prepared.arg_shapes(item.method),
+                    snapshots=snapshots,
+                    method=item.method,
+                    static_ok=False,
+                ),
+                across_runs=True,
             )
         except StaticShapesOnly as error:
             raise NotApplicable(f"{error}: run with --shapes static to compile the example inputs' shapes") from None
+        lowered = jit_torch_backend(imported, self.frontend, snapshots)
         reason = lowered.notes.get("fallback_reason")
         if reason and not any(note.startswith("torch.jit.script failed") for note in compiled.notes):
             compiled.notes.append(f"torch.jit.script failed, traced instead: {reason}")

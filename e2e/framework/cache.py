@@ -386,10 +386,12 @@ class ResultCache:
 FRONTEND_SOURCES = (
     "compiler/frontends",
     "compiler/fx_compile.py",
+    "compiler/jit_compile.py",
     "compiler/stages.py",
     "compiler/replay_runtime/frontend_step.py",
     "compiler/replay_runtime/mlir.py",
     "e2e/configs/fx.py",
+    "e2e/configs/jit.py",
     "e2e/framework/runner.py",
     "e2e/framework/registry.py",
     "e2e/framework/trace.py",
