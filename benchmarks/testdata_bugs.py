@@ -153,7 +153,7 @@ def representative(bug: Bug, corpus: Path) -> str:
 def run_executor(config: str, tests: list[str], reports: Path, corpus: Path, pytest_args: list[str]) -> float:
     """pytest on `tests` with `config` and `--reduce-xfailed`; its wall time in seconds."""
     command = [
-        sys.executable, "-m", "pytest", SUITE, "--e2e-suite", SUITE, "--stablehlo-testdata", str(corpus),
+        sys.executable, "-m", "pytest", "--e2e-suite", SUITE, "--stablehlo-testdata", str(corpus),
         "--xfail-dir", str(XFAIL_DIR.relative_to(CHECKOUT)), "--config", f"e2e.stablehlo_testdata.configs:{CONFIGS[config]}",
         "--reduce-xfailed", "--no-result-cache", "-q", "--reports-dir", str(reports / config), *pytest_args,
         *(f"{SUITE_FILE}::{test}::{config}" for test in tests),
