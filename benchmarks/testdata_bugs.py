@@ -27,6 +27,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,9 +68,11 @@ class Bug:
     op: str = ""  # the op under test, when the message does not tell
     programs: list[str] = field(default_factory=list)
 
-    @property
-    def label(self) -> str:
-        text = f"{self.outcome}: {self.key}" + (f" | {self.message}" if self.message else "")
+    def label(self, message_chars: int | None = None) -> str:
+        """`outcome: stage | where | message [op]`, the message cut to `message_chars`."""
+        cut = message_chars is not None and len(self.message) > message_chars
+        message = self.message[:message_chars] + "..." if cut else self.message
+        text = f"{self.outcome}: {self.key}" + (f" | {message}" if message else "")
         return text + (f" [{self.op}]" if self.op else "")
 
 
@@ -123,7 +126,7 @@ def distinct_bugs(config: str, entries: list[tuple[str, str]], op_of: Callable[[
             bug.op = program_label(test, signature, op_of)
         identity = (bug.outcome, bug.key, bug.message, bug.op)
         bugs.setdefault(identity, bug).programs.append(test)
-    return sorted(bugs.values(), key=lambda bug: (-len(bug.programs), bug.label))
+    return sorted(bugs.values(), key=lambda bug: (-len(bug.programs), bug.label()))
 
 
 def recorded_bugs(corpus: Path) -> list[Bug]:
@@ -198,13 +201,17 @@ def table(bugs: list[Bug], reports: Path, corpus: Path) -> list[str]:
         "| executor | bug | programs | representative | bundle | verified | ops |",
         "|---|---|---:|---|---|---|---|",
     ]
+    verified: Counter = Counter()
     for bug in bugs:
         test = representative(bug, corpus)
-        bundle, verified, ops = bundle_cells(rows.get((test, bug.config)), reports)
-        label = bug.label[:110].replace("|", "\\|")
-        lines.append(f"| {bug.config} | {label} | {len(bug.programs)} | {test} | {bundle} | {verified} | {ops} |")
-    verified = sum(line.split(" | ")[5] == "yes" for line in lines[2:])
-    lines.append(f"\n{len(bugs)} bugs, {verified} with a verified bundle")
+        bundle, ok, ops = bundle_cells(rows.get((test, bug.config)), reports)
+        verified[bug.config] += ok == "yes"
+        label = bug.label(40).replace("|", "\\|")
+        lines.append(f"| {bug.config} | {label} | {len(bug.programs)} | {test} | {bundle} | {ok} | {ops} |")
+    lines.append("")
+    for config in CONFIGS:
+        mine = [bug for bug in bugs if bug.config == config]
+        lines.append(f"{config}: {len(mine)} bugs, {verified[config]} with a verified bundle")
     return lines
 
 
@@ -213,7 +220,7 @@ def grouping(bugs: list[Bug]) -> list[str]:
     for config in CONFIGS:
         mine = [bug for bug in bugs if bug.config == config]
         lines.append(f"{config}: {sum(len(bug.programs) for bug in mine)} entries, {len(mine)} bugs")
-        lines += [f"  {len(bug.programs):5d}  {bug.label}" for bug in mine]
+        lines += [f"  {len(bug.programs):5d}  {bug.label()}" for bug in mine]
     return lines
 
 

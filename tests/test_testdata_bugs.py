@@ -51,7 +51,7 @@ def bugs_of(tmp_path: Path, config: str, lines: str, asked: list[str]):
         asked.append(test)
         return OPS[test]
 
-    return {bug.label: sorted(bug.programs) for bug in distinct_bugs(config, entries, op_of)}
+    return {bug.label(): sorted(bug.programs) for bug in distinct_bugs(config, entries, op_of)}
 
 
 def test_generic_messages_split_by_op_under_test(tmp_path):
