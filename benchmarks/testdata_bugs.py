@@ -68,11 +68,9 @@ class Bug:
     op: str = ""  # the op under test, when the message does not tell
     programs: list[str] = field(default_factory=list)
 
-    def label(self, message_chars: int | None = None) -> str:
-        """`outcome: stage | where | message [op]`, the message cut to `message_chars`."""
-        cut = message_chars is not None and len(self.message) > message_chars
-        message = self.message[:message_chars] + "..." if cut else self.message
-        text = f"{self.outcome}: {self.key}" + (f" | {message}" if message else "")
+    def label(self) -> str:
+        """`outcome: stage | where | message [op under test]`."""
+        text = f"{self.outcome}: {self.key}" + (f" | {self.message}" if self.message else "")
         return text + (f" [{self.op}]" if self.op else "")
 
 
@@ -206,7 +204,7 @@ def table(bugs: list[Bug], reports: Path, corpus: Path) -> list[str]:
         test = representative(bug, corpus)
         bundle, ok, ops = bundle_cells(rows.get((test, bug.config)), reports)
         verified[bug.config] += ok == "yes"
-        label = bug.label(40).replace("|", "\\|")
+        label = bug.label().replace("|", "\\|")
         lines.append(f"| {bug.config} | {label} | {len(bug.programs)} | {test} | {bundle} | {ok} | {ops} |")
     lines.append("")
     for config in CONFIGS:
@@ -227,7 +225,7 @@ def grouping(bugs: list[Bug]) -> list[str]:
 def main(argv: list[str]) -> int:
     from e2e.stablehlo_testdata.register import corpus_dir
 
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
     parser.add_argument("--run", action="store_true", help="run the representatives with --reduce-xfailed")
     parser.add_argument("--table", metavar="REPORTS", help="the table of a --run already made")
     parser.add_argument("--reports-dir", default="reports/testdata-bugs", help="with --run: where (one dir per config)")
