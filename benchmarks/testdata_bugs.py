@@ -22,7 +22,6 @@ none, whether it re-verified, and its ops before -> after.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import subprocess
 import sys
@@ -36,6 +35,7 @@ CHECKOUT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(CHECKOUT))  # run from anywhere in the checkout
 
 from e2e.configs.xfails import read_xfails  # noqa: E402
+from e2e.framework.results_files import load_rows  # noqa: E402
 from e2e.framework.signature import Signature, guilty_op  # noqa: E402
 from e2e.stablehlo_testdata.families import family  # noqa: E402
 from e2e.stablehlo_testdata.ops import OpUse  # noqa: E402
@@ -192,9 +192,8 @@ def bundle_cells(row: dict | None, reports: Path) -> tuple[str, str, str]:
 def table(bugs: list[Bug], reports: Path, corpus: Path) -> list[str]:
     rows = {}
     for config in CONFIGS:
-        results = reports / config / "results.json"
-        if results.is_file():
-            rows.update({(row["test"], row["config"]): row for row in json.loads(results.read_text())})
+        if (reports / config).is_dir():  # results.json, or the rows so far of a run killed or still going
+            rows.update({(row["test"], row["config"]): row for row in load_rows(reports / config)[0]})
     lines = [
         "| executor | bug | programs | representative | bundle | verified | ops |",
         "|---|---|---:|---|---|---|---|",
