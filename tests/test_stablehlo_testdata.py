@@ -253,15 +253,33 @@ def test_a_wrong_value_fails_in_compare_by_the_programs_check(tmp_path):
     assert "check.expect_close of result 0" in result.error and "ULP distance outside [0, 3]" in result.error
 
 
-def test_the_reducer_replays_a_testdata_configs_stage_lower_as_its_executor_lowers():
-    # A crash in `lower` or `execute` is localized by replaying these entries.
+def test_the_reducer_replays_a_testdata_configs_stages_as_its_executor_runs_them():
+    # A crash in `lower` or `execute` is localized by replaying these entries (the
+    # interpreter's aborts in `execute` on its own executor, not the RefBackend's).
     from compiler.executors import load_executor
     from e2e.reducer.localize import stage_pipelines
 
-    for config, executor in ((REFBACKEND, "refbackend"), ("e2e.stablehlo_testdata.configs:IREE", "iree")):
+    configs = ((REFBACKEND, "refbackend"), ("e2e.stablehlo_testdata.configs:IREE", "iree"))
+    configs += (("e2e.stablehlo_testdata.configs:INTERP", "interp"),)
+    for config, name in configs:
         stages = stage_pipelines(load_config(config))
-        assert stages == {"lower": list(load_executor(executor, input="stablehlo").lower_entries())}
-    assert any("stablehlo" in entry for entry in stages["lower"])  # IREE's replay entry for StableHLO
+        executor = load_executor(name, input="stablehlo")
+        assert stages == {"lower": list(executor.lower_entries()), "execute": list(executor.execute_entries())}
+    assert any("interp_stablehlo_run" in entry for entry in stages["execute"])  # the interpreter's own run
+
+
+def test_a_testdata_programs_wrong_result_is_not_searched_as_an_fx_graph():
+    # The program is StableHLO: no FX graph. It falls to the last strategy, which says why no bundle.
+    from types import SimpleNamespace
+
+    from e2e.reducer.failure import PassError
+    from e2e.reducer.pair import FailingPair
+    from e2e.reducer.strategies import candidates
+
+    result = SimpleNamespace(stage="compare", outcome=FAIL, failing_pass=None)
+    pair = FailingPair(result, None, load_config(REFBACKEND), Path("."))
+    assert [type(strategy) for strategy in candidates(pair)] == [PassError]
+    assert "no MLIR pass failed (stage compare)" in PassError().reduce(pair, 1.0).note
 
 
 def _off_by_five_ulps(module: StablehloProgram) -> StablehloProgram:

@@ -74,9 +74,10 @@ class TestdataCompiled:
 @dataclass(frozen=True)
 class TestdataToolchain:
     """What the reducer replays of a testdata config (`e2e.reducer.localize.stage_pipelines`):
-    stage `lower`, the executor's own entries. No frontend or backend pipeline: the program
-    is StableHLO already, and a failure in `import` is not reduced (the program is its own
-    reproducer)."""
+    stage `lower`, the executor's own entries, and `execute` (`Executor.execute_entries`: an
+    execute crash replays on the executor that crashed). No frontend or backend pipeline:
+    the program is StableHLO already, and a failure in `import` is not reduced (the program
+    is its own reproducer)."""
 
     executor_name: str
     frontend: str = "stablehlo"
@@ -86,7 +87,8 @@ class TestdataToolchain:
 
     @property
     def stages(self) -> dict[str, tuple[str, ...]]:
-        return {"lower": self.executor().lower_entries()}
+        executor = self.executor()
+        return {"lower": executor.lower_entries(), "execute": executor.execute_entries()}
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from e2e.framework.runner import pair_ir_dir
 from e2e.framework.signature import Signature
 from e2e.stablehlo_testdata.ops import OpUse, op_under_test, program_ops
 from e2e.stablehlo_testdata.program import SPLIT
-from e2e.stablehlo_testdata.register import PREFIX, program_paths
+from e2e.stablehlo_testdata.register import PREFIX, program_paths, testdata_root
 
 CONFIG = "stablehlo"  # the suite's config whose verdicts the testdata explains
 LOWERED = "testdata-refbackend"  # its StableHLO -> linalg and RefBackend, on testdata programs
@@ -93,20 +93,26 @@ class IsolatedFailure:
         return Signature.parse(self.failure.partition(": ")[2]).key()
 
 
+def program_op_under_test(path: Path, test: str, context: ir.Context | None = None) -> OpUse | None:
+    """The op under test of the program at `path` (the test `test`), read as `read_program`
+    takes it: of a split-input file, the module with @main."""
+    text = path.read_text()
+    if SPLIT in text:
+        text = next((chunk for chunk in text.split(SPLIT) if "@main(" in chunk), text)
+    return op_under_test(text, test.removeprefix(PREFIX), context)
+
+
 def isolated_failures(corpus: Path, lowered: Verdicts, reference: Verdicts) -> dict[OpUse, list[IsolatedFailure]]:
     """The programs below `corpus` that `lowered` fails and `reference` passes, by their op
     under test (a program whose checked value is no op's result is left out)."""
-    base = corpus / "stablehlo" / "testdata" if (corpus / "stablehlo" / "testdata").is_dir() else corpus
+    base = testdata_root(corpus)
     context = new_context()
     found: dict[OpUse, list[IsolatedFailure]] = {}
     for path in program_paths(corpus):
         test = PREFIX + path.relative_to(base).as_posix().removesuffix(".mlir")
         if test not in lowered.failed or not reference.passes(test):
             continue
-        text = path.read_text()
-        if SPLIT in text:  # as `read_program` takes it: the module with @main
-            text = next((chunk for chunk in text.split(SPLIT) if "@main(" in chunk), text)
-        use = op_under_test(text, test.removeprefix(PREFIX), context)
+        use = program_op_under_test(path, test, context)
         if use is not None:
             found.setdefault(use, []).append(IsolatedFailure(test, use, lowered.failed[test]))
     return found

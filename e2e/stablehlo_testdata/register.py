@@ -37,12 +37,21 @@ def corpus_dir() -> Path | None:
     return DEFAULT_DIR if DEFAULT_DIR.is_dir() else None
 
 
+def testdata_root(root: Path) -> Path:
+    """The testdata directory `root` names: itself, or a checkout of openxla/stablehlo's
+    `stablehlo/testdata` when present."""
+    return root / "stablehlo" / "testdata" if (root / "stablehlo" / "testdata").is_dir() else root
+
+
 def program_paths(root: Path) -> list[Path]:
-    """Every `.mlir` below `root`, sorted by relative path (testdata/ itself or a checkout of
-    openxla/stablehlo: its `stablehlo/testdata` is used when present)."""
-    if (root / "stablehlo" / "testdata").is_dir():
-        root = root / "stablehlo" / "testdata"
+    """Every `.mlir` below `root` (see `testdata_root`), sorted by relative path."""
+    root = testdata_root(root)
     return sorted(root.rglob("*.mlir"), key=lambda p: p.relative_to(root).as_posix())
+
+
+def program_path(root: Path, test: str) -> Path:
+    """The file of the test named `test` (`stablehlo/abs_float32_20_20`) below `root`."""
+    return testdata_root(root) / (test.removeprefix(PREFIX) + ".mlir")
 
 
 class StablehloProgram(torch.nn.Module):
@@ -72,7 +81,7 @@ def _invoke(module, tu) -> None:
 def register_programs(root: Path, source: str) -> Counter:
     """Register every program below `root`; returns how many were skipped with each reason."""
     paths = program_paths(root)
-    base = root / "stablehlo" / "testdata" if (root / "stablehlo" / "testdata").is_dir() else root
+    base = testdata_root(root)
     skipped: Counter = Counter()
     for index, path in enumerate(paths):
         name = path.relative_to(base).as_posix().removesuffix(".mlir")
