@@ -46,8 +46,7 @@ def torch_backend_ir(
         ) from None
     if pipeline is None:
         pipeline = pipelines.fx_to_torch_backend(backend_legal_ops)
-    run_stage(raw, "torch-backend", pipeline, snapshots)
-    return module_text(raw)
+    return module_text(run_stage(raw, "torch-backend", pipeline, snapshots))
 
 
 def compile_torch_backend_ir(
@@ -93,5 +92,5 @@ def _backend_module(torch_ir: str, chain: Toolchain, snapshots: Snapshots) -> tu
     dtypes = result_dtypes(torch_ir)
     module = parse_module(torch_ir, new_context())
     if chain.backend != TORCH_INPUT:
-        run_stage(module, "backend", chain.to_backend, snapshots)
+        module = run_stage(module, "backend", chain.to_backend, snapshots)
     return module, dtypes

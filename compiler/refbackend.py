@@ -81,7 +81,7 @@ def lower_pipeline(opt_level: int = 0) -> tuple[str, ...]:
 def lower_to_llvm(
     module: ir.Module, snapshots: Snapshots | None = None, to_linalg: Sequence[str] = (), opt_level: int = 0
 ) -> ir.Module:
-    """Backend IR -> (linalg-on-tensors via `to_linalg`) -> LLVM dialect: stage `lower`, in place."""
+    """Backend IR -> (linalg-on-tensors via `to_linalg`) -> LLVM dialect: stage `lower` (`run_stage`: in place, or from the memo)."""
     bf16_boundary_as_i16(module)
     return run_stage(module, "lower", tuple(to_linalg) + lower_pipeline(opt_level), snapshots)
 
@@ -100,8 +100,8 @@ def compile_linalg(
     StableHLO); it runs as the first part of `lower`.
     """
     compiled_for = argument_types(backend_module)
-    lower_to_llvm(backend_module, snapshots, to_linalg, opt_level)
-    return _load(backend_module, result_dtypes, opt_level, compiled_for)
+    llvm_module = lower_to_llvm(backend_module, snapshots, to_linalg, opt_level)
+    return _load(llvm_module, result_dtypes, opt_level, compiled_for)
 
 
 @dataclass(frozen=True)
@@ -130,9 +130,9 @@ def lower_linalg(
 ) -> LoweredProgram:
     """`compile_linalg` up to the JIT: stage `lower`, the LLVM-dialect module kept as text."""
     compiled_for = argument_types(backend_module)
-    lower_to_llvm(backend_module, snapshots, to_linalg, opt_level)
+    llvm_module = lower_to_llvm(backend_module, snapshots, to_linalg, opt_level)
     kept_types = None if compiled_for is None else tuple(compiled_for)
-    return LoweredProgram(module_text(backend_module), tuple(result_dtypes), kept_types, opt_level)
+    return LoweredProgram(module_text(llvm_module), tuple(result_dtypes), kept_types, opt_level)
 
 
 def _load(

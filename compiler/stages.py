@@ -8,12 +8,14 @@ the process down, the IR that crashed it is already saved.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Protocol, Sequence
 
 from torch_mlir import ir, passmanager
 
@@ -32,12 +34,24 @@ from compiler.replay_runtime.pipeline import PYTHON_PASS, run_entries
 STAGES = ("capture", "import", "torch-backend", "backend", "lower", "execute", "compare")
 
 
+class StageMemo(Protocol):
+    """Stage outputs kept by key across processes and runs (`e2e.framework.cache.ProgramCache`,
+    whose keys also cover the compiler's sources, torch-mlir and the JIT target)."""
+
+    def get(self, key: str) -> object | None: ...
+
+    def put(self, key: str, value: object) -> None: ...
+
+
 @dataclass
 class Snapshots:
-    """The IR each stage was given, in memory and optionally on disk."""
+    """The IR each stage was given, in memory and optionally on disk; and, with a `memo`,
+    the stages whose output was taken from it instead of running (`run_stage`)."""
 
     directory: Path | None = None
     texts: dict[str, str] = field(default_factory=dict)
+    memo: StageMemo | None = None
+    memo_hits: list[str] = field(default_factory=list)
 
     current: str | None = None
     # Wall seconds spent in each stage, in the order entered (a re-entered stage adds up).
@@ -184,7 +198,10 @@ def run_stage(
     *,
     pass_by_pass: bool = False,
 ) -> ir.Module:
-    """Run one named stage in place, recording its input first.
+    """Run one named stage, recording its input first; returns the module to go on with:
+    `module` itself, changed in place, or, when `snapshots.memo` kept this pipeline's
+    output for this very input (locations included), that output parsed in its context.
+    Only a stage that succeeded is kept: a failing one runs, and fails, every time.
 
     On failure raises StageError with the failing pass and the IR just before it, as
     `localize` finds them: the pipeline run again from the stage's input, pass by pass.
@@ -203,23 +220,44 @@ def run_stage(
     input_ir = snapshots.record(stage, module)
     if not pipeline:
         return module
+    memo_key = _memo_key(module, pipeline) if snapshots.memo is not None else None
+    if memo_key is not None:
+        kept = snapshots.memo.get(memo_key)
+        if isinstance(kept, bytes):
+            snapshots.memo_hits.append(stage)
+            return parse_module(zlib.decompress(kept).decode(), module.context)
     if pass_by_pass:
         failing_pass, before, diagnostics = run_pass_by_pass(module, expand(pipeline, module.context))
         if failing_pass is not None:
             raise StageError(
                 stage, diagnostics[0], failing_pass=failing_pass, diagnostics=diagnostics, input_ir=before
             ) from None
-        return module
-    try:
-        run_pipeline(module, pipeline)
-    except ir.MLIRError as error:
-        diagnostics = format_diagnostics(error)
-        failing_pass, before, pass_diagnostics = localize(input_ir, pipeline)
-        raise StageError(
-            stage,
-            (pass_diagnostics or diagnostics)[0],
-            failing_pass=failing_pass,
-            diagnostics=pass_diagnostics or diagnostics,
-            input_ir=before,
-        ) from None
+    else:
+        try:
+            run_pipeline(module, pipeline)
+        except ir.MLIRError as error:
+            diagnostics = format_diagnostics(error)
+            failing_pass, before, pass_diagnostics = localize(input_ir, pipeline)
+            raise StageError(
+                stage,
+                (pass_diagnostics or diagnostics)[0],
+                failing_pass=failing_pass,
+                diagnostics=pass_diagnostics or diagnostics,
+                input_ir=before,
+            ) from None
+    if memo_key is not None:
+        snapshots.memo.put(memo_key, zlib.compress(_asm_with_locations(module).encode(), 1))
     return module
+
+
+def _asm_with_locations(module: ir.Module) -> str:
+    return module.operation.get_asm(enable_debug_info=True)
+
+
+def _memo_key(module: ir.Module, pipeline: Sequence[str]) -> str:
+    """A stage's key in a memo: its passes and its input, locations included (they reach
+    the diagnostics of later stages)."""
+    digest = hashlib.sha256("\n".join(pipeline).encode())
+    digest.update(b"\0")
+    digest.update(_asm_with_locations(module).encode())
+    return f"stage-{digest.hexdigest()}"

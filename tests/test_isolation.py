@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import types
 from pathlib import Path
@@ -53,6 +54,36 @@ def test_hang_becomes_a_timeout_and_the_child_is_killed():
     outcome = isolation.run_forked(native_hang, timeout=1)
     assert isinstance(outcome, isolation.TimedOut)
     assert time.monotonic() - start < 10
+
+
+def deadlock_on_a_lock():
+    lock = threading.Lock()
+    lock.acquire()
+    lock.acquire()  # one thread, a private futex, no timeout: nothing can ever wake it
+
+
+def wait_on_a_lock_for_ten_minutes():
+    lock = threading.Lock()
+    lock.acquire()
+    lock.acquire(timeout=600)
+
+
+def test_a_deadlocked_child_is_ended_before_its_deadline():
+    outcome = isolation.run_forked(deadlock_on_a_lock, timeout=120)
+    assert isinstance(outcome, isolation.TimedOut)
+    assert outcome.deadlock and "futex" in outcome.deadlock
+
+
+@pytest.mark.parametrize("wait", [native_hang, wait_on_a_lock_for_ten_minutes], ids=["sleep", "futex-with-timeout"])
+def test_a_wait_that_could_still_end_is_given_its_deadline(wait):
+    outcome = isolation.run_forked(wait, timeout=2.5)
+    assert isinstance(outcome, isolation.TimedOut) and outcome.deadlock is None
+
+
+def test_a_deadlocked_pair_says_so_in_its_timeout(tmp_path):
+    result = run_pair(prepare(simple_test()), Config(deadlock_on_a_lock), reports_dir=tmp_path, limits=Limits(120))
+    assert result.outcome == TIMEOUT and result.stage == "backend"
+    assert "deadlocked" in result.error and "within the 120 s budget" in result.error
 
 
 def test_a_killed_child_takes_the_processes_it_started_with_it(tmp_path):

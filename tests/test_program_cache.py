@@ -1,12 +1,17 @@
 """The program cache and the eager config: an op lowered by one session (a test host, a
 run) is JIT-compiled by the next from its text, with the same values; a different key
-misses; an op that fails compiles again and fails the same way."""
+misses; an op that fails compiles again and fails the same way. And the stage memo it
+holds for every config's pipelines: the same input (locations too) takes a stage's
+output from it; a failing stage is never kept."""
 
 from __future__ import annotations
 
 import torch
 
+from compiler.backend_compile import compile_torch_backend_ir
 from compiler.frontends.eager import EagerSession, from_eager, op_key, to_eager
+from compiler.fx_compile import fx_to_torch_backend_ir
+from compiler.stages import Snapshots, StageError, parse_module, run_stage
 from e2e.framework.cache import ProgramCache
 from e2e.framework.host import TestHost
 from e2e.framework.isolation import Limits
@@ -127,3 +132,57 @@ def test_the_eager_config_on_a_second_host_takes_the_first_hosts_programs(tmp_pa
     assert [first_fail.outcome, second_fail.outcome] == [FAIL, FAIL]
     assert first_fail.signature == second_fail.signature and first_fail.stage == second_fail.stage
     assert first_fail.failing_pass == second_fail.failing_pass
+
+
+# --- the stage memo: every config's pipelines ------------------------------------------
+
+
+def _torch_ir(model: torch.nn.Module, *inputs: torch.Tensor) -> str:
+    return fx_to_torch_backend_ir(model, list(inputs))[0]
+
+
+class _TanhMm(torch.nn.Module):
+    def forward(self, a, b):
+        return torch.tanh(a @ b)
+
+
+def test_a_second_compile_of_the_same_input_takes_each_stage_from_the_memo(tmp_path):
+    store = ProgramCache(tmp_path / "programs")
+    a, b = torch.randn(3, 4), torch.randn(4, 5)
+    torch_ir = _torch_ir(_TanhMm(), a, b)
+    values, lowered = [], []
+    for _ in range(2):
+        snapshots = Snapshots(memo=store)
+        program = compile_torch_backend_ir(torch_ir, "tosa", snapshots=snapshots)
+        values.append(program(a, b)[0])
+        lowered.append(snapshots.memo_hits)
+        program.close()
+    assert lowered == [[], ["backend", "lower"]]
+    assert torch.equal(values[0], values[1])
+    torch.testing.assert_close(values[1], torch.tanh(a @ b))
+
+
+def test_a_failing_stage_is_not_kept_and_fails_the_same_way_again(tmp_path):
+    store = ProgramCache(tmp_path / "programs")
+    # An op the TOSA conversion does not legalize: the stage fails in the same pass each time.
+    text = 'func.func @main(%arg0: !torch.vtensor<[3],f32>) -> !torch.vtensor<[3],f32> {\n  %0 = torch.operator "foo.bar"(%arg0) : (!torch.vtensor<[3],f32>) -> !torch.vtensor<[3],f32>\n  return %0 : !torch.vtensor<[3],f32>\n}'
+    errors = []
+    for _ in range(2):
+        snapshots = Snapshots(memo=store)
+        try:
+            run_stage(parse_module(text), "backend", ("torch-backend-to-tosa-backend-pipeline",), snapshots)
+        except StageError as error:
+            errors.append((error.failing_pass, error.message))
+        assert not snapshots.memo_hits
+    assert len(errors) == 2 and errors[0] == errors[1]
+    assert not list((tmp_path / "programs").glob("*.pickle"))
+
+
+def test_the_same_ir_with_other_locations_is_another_entry(tmp_path):
+    store = ProgramCache(tmp_path / "programs")
+    body = "func.func @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {{\n  return %arg0 : tensor<3xf32> {}\n}}"
+    for location in ('loc("a.py":1:1)', 'loc("b.py":2:2)', 'loc("a.py":1:1)'):
+        snapshots = Snapshots(memo=store)
+        run_stage(parse_module(body.format(location)), "lower", ("canonicalize",), snapshots)
+    assert len(list((tmp_path / "programs").glob("*.pickle"))) == 2
+    assert snapshots.memo_hits == ["lower"]

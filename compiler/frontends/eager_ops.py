@@ -292,11 +292,9 @@ def lower_single_op(
         stage = "import"
         importer = FxImporter(context=new_context())
         importer.import_stateless_graph(graph, func_name="main")
-        run_stage(importer.module, "torch-backend", TO_TORCH_BACKEND["eager"], snapshots)
+        torch_backend = run_stage(importer.module, "torch-backend", TO_TORCH_BACKEND["eager"], snapshots)
         stage = "backend"
-        program = lower_torch_backend_ir(
-            module_text(importer.module), backend, snapshots=snapshots, opt_level=opt_level
-        )
+        program = lower_torch_backend_ir(module_text(torch_backend), backend, snapshots=snapshots, opt_level=opt_level)
     except StageError:
         raise
     except Exception as error:

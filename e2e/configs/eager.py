@@ -117,7 +117,7 @@ class EagerConfig:
 def _replay(torch_ir: str, backend: str, snapshots: Snapshots) -> StageError | None:
     try:
         module = parse_module(torch_ir)
-        run_stage(module, "torch-backend", toolchain("eager", backend).to_torch_backend, snapshots)
+        module = run_stage(module, "torch-backend", toolchain("eager", backend).to_torch_backend, snapshots)
         compile_torch_backend_ir(module_text(module), backend, snapshots=snapshots).close()
     except StageError as error:
         return error

@@ -3,10 +3,11 @@ allocation can take the run down.
 
 `Child` forks a process that serves requests (`serve(channel)`); the parent sends it
 pickled messages and waits for each reply under `Limits`: a deadline and a memory cap
-on what the child's resident set grows by during that request, polled while it works. A child that dies, overstays its
-deadline or outgrows its cap is killed and reported as `Crashed`, `TimedOut` or
-`OverMemory`, with the tail of its stderr (LLVM assertions, "Segmentation fault" and
-faulthandler's Python stack land there). `run_forked` is the one-shot form.
+on what the child's resident set grows by during that request, polled while it works.
+A child that dies, overstays its deadline (or deadlocks for good, which
+`e2e.framework.deadlock` sees at once) or outgrows its cap is killed and reported as
+`Crashed`, `TimedOut` or `OverMemory`, with the tail of its stderr (LLVM assertions,
+"Segmentation fault" and faulthandler's Python stack land there). `run_forked` is the one-shot form.
 
 Children inherit the parent's memory (modules, golden traces, shared IR) for free, and
 their exit frees every ExecutionEngine they created: memory stays flat over long runs.
@@ -35,6 +36,8 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
+
+from e2e.framework.deadlock import DeadlockWatch
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -66,6 +69,7 @@ class TimedOut:
     seconds: float
     stderr_tail: str
     peak_rss: int = 0
+    deadlock: str | None = None  # ended before the deadline: what it was stuck in (`e2e.framework.deadlock`)
 
 
 @dataclass
@@ -314,6 +318,7 @@ class Child:
         deadline = time.monotonic() + limits.seconds
         baseline = max(self.baseline_rss, rss_bytes(self.pid))
         self.request_peak_rss = 0
+        deadlock = DeadlockWatch(child_pids)
         while True:
             message = self._take_message()
             if message is not None:
@@ -328,6 +333,10 @@ class Child:
             if remaining <= 0:
                 self.kill()
                 return TimedOut(limits.seconds, self._stderr_tail(), self.request_peak_rss)
+            stuck = deadlock.check(self.pid)
+            if stuck is not None:
+                self.kill()
+                return TimedOut(limits.seconds, self._stderr_tail(), self.request_peak_rss, deadlock=stuck)
             ready, _, _ = select.select([self._channel.read_fd], [], [], min(remaining, _POLL_SECONDS))
             if ready:
                 chunk = os.read(self._channel.read_fd, 1 << 20)

@@ -227,6 +227,10 @@ def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tu
     notes += [
         f"frontend cache: reused {key} from an earlier run" for key in sorted(map(repr, prepared.from_earlier_run))
     ]
+    if snapshots.memo_hits:
+        notes.append(
+            f"program cache: stages {', '.join(snapshots.memo_hits)} taken from an earlier compile of the same input"
+        )
     notes += [note for explanation in explanations for note in explanation.notes]
     result.notes = list(dict.fromkeys(notes))
     # A test host runs every config of its test: free each one's ExecutionEngines, unless
@@ -314,7 +318,7 @@ def attempt_pair(prepared: PreparedTest, config, reports_dir: Path) -> tuple[Res
     error that escaped (`isolation.Raised`). Run it where a crash or hang is contained."""
     ir_dir = pair_ir_dir(reports_dir, prepared.test.name, config.name)
     shutil.rmtree(ir_dir, ignore_errors=True)
-    snapshots = Snapshots(ir_dir)
+    snapshots = Snapshots(ir_dir, memo=prepared.program_cache)  # stage outputs of earlier pairs and runs
     prepared.new_shared, prepared.reused, prepared.from_earlier_run = {}, set(), set()
 
     def attempt() -> tuple[Result, dict]:
@@ -427,7 +431,10 @@ def abnormal_result(test: Test, config: str, outcome, stage: str) -> Result:
     past its own handling, in `stage`."""
     if isinstance(outcome, isolation.TimedOut):
         kind, signature = TIMEOUT, ended_signature(TIMEOUT, stage)
-        error = f"timeout in stage {stage}: no result after {outcome.seconds:.0f} s (killed)\n"
+        if outcome.deadlock:
+            error = f"timeout in stage {stage}: {outcome.deadlock}; killed then, within the {outcome.seconds:.0f} s budget\n"
+        else:
+            error = f"timeout in stage {stage}: no result after {outcome.seconds:.0f} s (killed)\n"
         error += outcome.stderr_tail[-2000:]
     elif isinstance(outcome, isolation.OverMemory):
         kind, signature = MEMORY, ended_signature(MEMORY, stage)
