@@ -62,6 +62,19 @@ def report(run: dict, rows: list[dict], upstream_seconds: float | None) -> list[
                 f"  {stage:>14}: {total:8.1f} s  {100 * total / max(pair_seconds, 1e-9):5.1f}%  median {1000 * median:6.0f} ms"
             )
         lines.append("  (the rest of a pair's time: forking, golden reuse, pickling, the reducer)")
+        workers = max(len(run.get("peak_rss_mib") or {}), 1)
+        lines.append(f"floor on {workers} worker(s), the pairs' time shared evenly: {pair_seconds / workers:.0f} s")
+        from_cache: dict[str, int] = defaultdict(int)
+        for row in fresh:
+            for stage in row.get("stages_from_cache") or ():
+                from_cache[stage] += 1
+        if from_cache:
+            lines.append(
+                "stages the program cache answered (pairs): "
+                + ", ".join(
+                    f"{stage} {count}" for stage, count in sorted(from_cache.items(), key=lambda item: -item[1])
+                )
+            )
         by_config: dict[str, list[float]] = defaultdict(list)
         for row in fresh:
             by_config[row["config"]].append(row.get("duration", 0.0))

@@ -201,6 +201,16 @@ def test_a_zoo_test_depends_on_its_suite_file_and_helpers_not_on_other_suite_fil
     assert all(path.is_relative_to(REAL_PROJECT) for path in dependencies)  # never site-packages
 
 
+def test_a_suite_test_does_not_depend_on_the_compiler_it_runs_through():
+    # An edit to a lowering is the engineer's loop: it must keep every test's capture.
+    suite = REAL_PROJECT / "e2e" / "test_suite"
+    test = registry.Test("MmModule_basic", lambda: None, lambda m, tu: None, source=f"{suite / 'matmul.py'}:1")
+    test = dataclasses.replace(test, origin=str(suite / "matmul.py"))
+    dependencies = cache.test_dependencies(test)
+    assert REAL_PROJECT / "e2e" / "framework" / "testutils.py" in dependencies
+    assert [path for path in dependencies if path.is_relative_to(REAL_PROJECT / "compiler")] == []
+
+
 def test_generated_cases_name_their_suite_file_or_none():
     opinfo_ci = REAL_PROJECT / "e2e" / "opinfo" / "ci" / "opinfo_ci.py"
     test = registry.Test("add_float32_0", lambda: None, lambda m, tu: None, source="op_db: add (float32 sample 0)")

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from e2e.framework import host as host_module
 from e2e.framework import isolation
 from e2e.framework.host import TestHost
 from e2e.framework.isolation import MIB, Limits
@@ -391,3 +392,31 @@ def test_a_capture_of_an_earlier_run_compiles_to_the_same_result(tmp_path):
     assert not any(n.startswith("frontend cache") for n in first[0].notes)
     assert [n.startswith(cached) for n in second[0].notes] == [True]
     assert "capture" in first[0].stage_seconds and "capture" not in second[0].stage_seconds
+
+
+def test_what_a_host_imported_from_a_library_is_imported_here_for_the_hosts_after_it(tmp_path, monkeypatch):
+    library = tmp_path / "site-packages"
+    (library / "lazylib").mkdir(parents=True)
+    (library / "lazylib" / "__init__.py").write_text("")
+    (library / "lazylib" / "models.py").write_text("class Model:\n    pass\n")
+    (tmp_path / "suite_helper.py").write_text("VALUE = 1\n")  # not a library: never imported here
+    monkeypatch.syspath_prepend(str(library))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(host_module.sysconfig, "get_paths", lambda: {"purelib": str(library), "platlib": str(library)})
+
+    def build():
+        import lazylib.models  # noqa: F401 - imported lazily, as transformers' model classes are
+        import suite_helper  # noqa: F401
+
+        return torch.nn.Identity()
+
+    assert "lazylib.models" not in sys.modules
+    host = TestHost(simple_test(module=build), shape_mode="annotated", config_loader=Config, golden_limits=LIMITS)
+    try:
+        assert host.golden_failure is None
+        assert "lazylib" in sys.modules and "lazylib.models" in sys.modules
+        assert "suite_helper" not in sys.modules
+    finally:
+        host.close()
+        for name in ("lazylib", "lazylib.models"):
+            sys.modules.pop(name, None)

@@ -9,7 +9,8 @@ A pair's key (`pair_key`) hashes:
   the file its `source` names (where its invoker was defined, e.g. a helper such as
   `zoo_common.py`), and every project or suite module those import, transitively (import
   statements read with `ast`; a module is looked for under the project root and beside
-  the importing file, never in site-packages);
+  the importing file, never in site-packages; never into the compiler, which the
+  toolchain part covers);
 - the pair: the config's name, the shape mode and the budget;
 - the toolchain (`versions_fingerprint`): the versions of torch and torch-mlir, torch's
   kernel ISA and the JIT target, the identity of torch-mlir's native libraries (a user's
@@ -179,15 +180,24 @@ def source_file(source: str) -> Path | None:
     return Path(match.group(1)).resolve()
 
 
+# The bundled compiler is a library the tests call, not their own code: what a result owes
+# it is in `versions_fingerprint` (every project source), what a capture owes it in
+# `FRONTEND_SOURCES`. Followed from a test's imports (the registry imports a tolerance from
+# `compiler.replay_runtime`, whose package imports the whole compiler), an edit to a
+# lowering would look like an edit to every test and drop every capture.
+LIBRARY_DIRS = ("compiler",)
+
+
 def test_dependencies(test: Test) -> list[Path]:
     """The files `test`'s result depends on by its own code: the file that registered it,
     the file its invoker was defined in, and the project and suite modules they import,
-    transitively. A suite directory is the registering file's; only files in it or under
-    the project root are followed (never site-packages)."""
+    transitively, short of the compiler (`LIBRARY_DIRS`). A suite directory is the
+    registering file's; only files in it or under the project root are followed (never
+    site-packages)."""
     origin = Path(test.origin).resolve() if test.origin and os.path.isfile(test.origin) else None
     starts = tuple(dict.fromkeys(p for p in (origin, source_file(test.source)) if p is not None))
     roots = (PROJECT,) if origin is None else (PROJECT, origin.parent)
-    return list(_closure(starts, roots))
+    return list(_closure(starts, roots, tuple(PROJECT / name for name in LIBRARY_DIRS)))
 
 
 test_dependencies.__test__ = False  # not a pytest test, wherever it is imported
@@ -215,14 +225,14 @@ def _files_digest(paths: tuple[Path, ...]) -> str:
 
 
 @functools.cache
-def _closure(starts: tuple[Path, ...], roots: tuple[Path, ...]) -> tuple[Path, ...]:
-    """`starts` and what they import, transitively, within `roots` (a start outside them
-    counts, but what it imports is not followed)."""
+def _closure(starts: tuple[Path, ...], roots: tuple[Path, ...], libraries: tuple[Path, ...] = ()) -> tuple[Path, ...]:
+    """`starts` and what they import, transitively, within `roots` and outside `libraries`
+    (a start outside them counts, but what it imports is not followed)."""
     found = dict.fromkeys(starts)
     queue = [path for path in starts if _inside(path, roots)]
     while queue:
         for module in _imports(queue.pop()):
-            if module not in found and _inside(module, roots):
+            if module not in found and _inside(module, roots) and not _inside(module, libraries):
                 found[module] = None
                 queue.append(module)
     return tuple(found)

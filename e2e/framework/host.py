@@ -18,6 +18,12 @@ configs share (export, import, torch-backend IR) to the host that takes over. A 
 of a small pair's time (the fork itself, then copy-on-write faults on every page the
 pair touched); a new host is rare.
 
+What a host imported from installed libraries to build its module and run it (a
+transformers model class and what it pulls in: 2-3 s, paid by every host of a zoo test)
+is imported by the pytest process after the host is ready, so the hosts forked after it
+inherit it (`library_modules`, `import_libraries`). Only library modules: never the
+project's or a suite's code, which runs in hosts alone.
+
     host = TestHost(test, shape_mode="annotated", reports_dir=..., limits=...)
     result = host.run("linalg", limits)      # a Result, whatever happened
     host.close()
@@ -25,6 +31,9 @@ pair touched); a new host is rare.
 
 from __future__ import annotations
 
+import importlib
+import sys
+import sysconfig
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,12 +100,13 @@ def _serve(
     `shared`: what an earlier host of this test computed for its configs."""
     torch.set_num_threads(1)  # a forked grandchild of a multi-threaded OpenMP process hangs
     channel.receive()  # "ready?": the golden run counts against the request's limits
+    before = set(sys.modules)
     prepared = prepare(test)
     prepared.shape_mode = shape_mode
     prepared.shared.update(shared)
     prepared.frontend_cache = caches.frontend
     prepared.program_cache = caches.programs
-    channel.send(("ready", prepared.golden_error, prepared.golden_kind))
+    channel.send(("ready", prepared.golden_error, prepared.golden_kind, library_modules(since=before)))
     rng = torch.get_rng_state()  # every config starts where the golden run left it
     state: dict = {}  # what `_Call`s keep between them
     while True:
@@ -119,6 +129,30 @@ def _serve(
             channel.send(isolation.call_reporting(lambda: request.fn(prepared, state)))
         else:
             channel.send(isolation.Raised(None, f"unknown request {request!r}"))
+
+
+def library_modules(since: set[str]) -> tuple[str, ...]:
+    """The modules imported since `since` from installed libraries (site-packages), in an
+    order that imports a package before its submodules."""
+    paths = sysconfig.get_paths()
+    libraries = tuple({paths["purelib"], paths["platlib"]})
+    names = []
+    for name in set(sys.modules) - since:
+        file = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(file, str) and file.startswith(libraries):
+            names.append(name)
+    return tuple(sorted(names))
+
+
+def import_libraries(names: tuple[str, ...]) -> None:
+    """Import `names` (`library_modules` of a host that imported them cleanly) here, for
+    the hosts forked from this process later."""
+    for name in names:
+        if name not in sys.modules:
+            try:
+                importlib.import_module(name)
+            except Exception:  # noqa: BLE001 - one that imports only in a host's state: each host imports it
+                pass
 
 
 def _reduce(prepared, config_loader, reducer, request: _Reduce):
@@ -175,7 +209,8 @@ class TestHost:
         reply = self._child.request("ready?", self._golden_limits)
         self.peak_rss = max(self.peak_rss, self._child.peak_rss)
         if isinstance(reply, tuple) and reply[0] == "ready":
-            _, error, kind = reply
+            _, error, kind, imported = reply
+            import_libraries(imported)
             if error is not None:
                 self.golden_failure = broken_test_result(test, "", kind, error)
         else:

@@ -56,6 +56,7 @@ class Result:
     peak_rss_mib: float = 0.0  # the largest resident set of the pair's child
     cached: bool = False  # taken from the result cache of an earlier run
     stage_seconds: dict[str, float] = field(default_factory=dict)  # where the pair's time went
+    stages_from_cache: list[str] = field(default_factory=list)  # pipeline stages the program cache answered
 
     @property
     def passed(self) -> bool:

@@ -227,6 +227,7 @@ def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tu
     notes += [
         f"frontend cache: reused {key} from an earlier run" for key in sorted(map(repr, prepared.from_earlier_run))
     ]
+    result.stages_from_cache = list(snapshots.memo_hits)
     if snapshots.memo_hits:
         notes.append(
             f"program cache: stages {', '.join(snapshots.memo_hits)} taken from an earlier compile of the same input"
