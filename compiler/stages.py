@@ -224,8 +224,13 @@ def run_stage(
     if memo_key is not None:
         kept = snapshots.memo.get(memo_key)
         if isinstance(kept, bytes):
-            snapshots.memo_hits.append(stage)
-            return parse_module(zlib.decompress(kept).decode(), module.context)
+            try:
+                output = parse_module(zlib.decompress(kept).decode(), module.context)
+            except (ir.MLIRError, zlib.error, UnicodeDecodeError):
+                output = None  # a damaged entry: the stage runs, and its output replaces it
+            if output is not None:
+                snapshots.memo_hits.append(stage)
+                return output
     if pass_by_pass:
         failing_pass, before, diagnostics = run_pass_by_pass(module, expand(pipeline, module.context))
         if failing_pass is not None:

@@ -186,3 +186,17 @@ def test_the_same_ir_with_other_locations_is_another_entry(tmp_path):
         run_stage(parse_module(body.format(location)), "lower", ("canonicalize",), snapshots)
     assert len(list((tmp_path / "programs").glob("*.pickle"))) == 2
     assert snapshots.memo_hits == ["lower"]
+
+
+def test_a_damaged_entry_is_run_again_and_replaced(tmp_path):
+    store = ProgramCache(tmp_path / "programs")
+    text = "func.func @main(%arg0: tensor<3xf32>) -> tensor<3xf32> {\n  return %arg0 : tensor<3xf32>\n}"
+    run_stage(parse_module(text), "lower", ("canonicalize",), Snapshots(memo=store))
+    (entry,) = (tmp_path / "programs").glob("*.pickle")
+    store.store.put(entry.stem, b"not zlib")
+    snapshots = Snapshots(memo=store)
+    output = run_stage(parse_module(text), "lower", ("canonicalize",), snapshots)
+    assert not snapshots.memo_hits and "func.func @main" in str(output)
+    again = Snapshots(memo=store)
+    run_stage(parse_module(text), "lower", ("canonicalize",), again)
+    assert again.memo_hits == ["lower"]
