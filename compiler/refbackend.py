@@ -81,7 +81,8 @@ def lower_pipeline(opt_level: int = 0) -> tuple[str, ...]:
 def lower_to_llvm(
     module: ir.Module, snapshots: Snapshots | None = None, to_linalg: Sequence[str] = (), opt_level: int = 0
 ) -> ir.Module:
-    """Backend IR -> (linalg-on-tensors via `to_linalg`) -> LLVM dialect: stage `lower` (`run_stage`: in place, or from the memo)."""
+    """Backend IR -> (linalg-on-tensors via `to_linalg`) -> LLVM dialect: stage `lower`.
+    Use the module returned: `module` changed in place, or the memo's (`run_stage`)."""
     bf16_boundary_as_i16(module)
     return run_stage(module, "lower", tuple(to_linalg) + lower_pipeline(opt_level), snapshots)
 

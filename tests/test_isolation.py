@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from e2e.framework import deadlock, isolation
 from e2e.framework import host as host_module
-from e2e.framework import isolation
 from e2e.framework.host import TestHost
 from e2e.framework.isolation import MIB, Limits
 from e2e.framework.registry import Test
@@ -69,6 +69,12 @@ def wait_on_a_lock_for_ten_minutes():
     lock.acquire(timeout=600)
 
 
+needs_deadlock_watch = pytest.mark.skipif(
+    not deadlock.supported(), reason="no /proc/PID/syscall or an unknown futex syscall number here"
+)
+
+
+@needs_deadlock_watch
 def test_a_deadlocked_child_is_ended_before_its_deadline():
     outcome = isolation.run_forked(deadlock_on_a_lock, timeout=120)
     assert isinstance(outcome, isolation.TimedOut)
@@ -81,6 +87,7 @@ def test_a_wait_that_could_still_end_is_given_its_deadline(wait):
     assert isinstance(outcome, isolation.TimedOut) and outcome.deadlock is None
 
 
+@needs_deadlock_watch
 def test_a_deadlocked_pair_says_so_in_its_timeout(tmp_path):
     result = run_pair(prepare(simple_test()), Config(deadlock_on_a_lock), reports_dir=tmp_path, limits=Limits(120))
     assert result.outcome == TIMEOUT and result.stage == "backend"

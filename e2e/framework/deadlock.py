@@ -12,6 +12,7 @@ held, unchanged and without CPU time spent, for `DEADLOCK_SECONDS`.
 
 from __future__ import annotations
 
+import os
 import platform
 import time
 from pathlib import Path
@@ -24,9 +25,15 @@ _FUTEX_WAITS = {0, 9}  # FUTEX_WAIT, FUTEX_WAIT_BITSET
 DEADLOCK_SECONDS = 1.0
 
 
+def supported() -> bool:
+    """Whether the watch can see a deadlock here: a machine whose futex syscall number it
+    knows, and a kernel that shows a process's syscall (`/proc/PID/syscall`)."""
+    return _FUTEX_SYSCALL is not None and os.access("/proc/self/syscall", os.R_OK)
+
+
 def permanent_futex_wait(pid: int) -> str | None:
     """The `/proc/PID/syscall` line when `pid` is single-threaded and sleeps in a private
-    futex wait with no timeout, else None."""
+    futex wait with no timeout, else None (always None where the watch is not `supported`)."""
     if _FUTEX_SYSCALL is None:
         return None
     proc = Path(f"/proc/{pid}")

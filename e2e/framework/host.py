@@ -32,6 +32,8 @@ project's or a suite's code, which runs in hosts alone.
 from __future__ import annotations
 
 import importlib
+import os
+import site
 import sys
 import sysconfig
 import time
@@ -131,11 +133,20 @@ def _serve(
             channel.send(isolation.Raised(None, f"unknown request {request!r}"))
 
 
+def _library_roots() -> tuple[str, ...]:
+    """Where installed libraries live: this interpreter's (or venv's) site-packages, the
+    system's (a distribution's dist-packages) and the user's (`pip install --user`)."""
+    paths = sysconfig.get_paths()
+    roots = {paths["purelib"], paths["platlib"], *site.getsitepackages()}
+    if site.ENABLE_USER_SITE:
+        roots.add(site.getusersitepackages())
+    return tuple(os.path.join(root, "") for root in roots)
+
+
 def library_modules(since: set[str]) -> tuple[str, ...]:
     """The modules imported since `since` from installed libraries (site-packages), in an
     order that imports a package before its submodules."""
-    paths = sysconfig.get_paths()
-    libraries = tuple({paths["purelib"], paths["platlib"]})
+    libraries = _library_roots()
     names = []
     for name in set(sys.modules) - since:
         file = getattr(sys.modules.get(name), "__file__", None)

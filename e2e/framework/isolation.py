@@ -7,7 +7,8 @@ on what the child's resident set grows by during that request, polled while it w
 A child that dies, overstays its deadline (or deadlocks for good, which
 `e2e.framework.deadlock` sees at once) or outgrows its cap is killed and reported as
 `Crashed`, `TimedOut` or `OverMemory`, with the tail of its stderr (LLVM assertions,
-"Segmentation fault" and faulthandler's Python stack land there). `run_forked` is the one-shot form.
+"Segmentation fault" and faulthandler's Python stack land there). `run_forked` is the
+one-shot form.
 
 Children inherit the parent's memory (modules, golden traces, shared IR) for free, and
 their exit frees every ExecutionEngine they created: memory stays flat over long runs.
