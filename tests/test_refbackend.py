@@ -1,6 +1,7 @@
 """Marshalling through the reference backend, one real compile per case."""
 
 import ctypes
+import platform
 
 import pytest
 import torch
@@ -8,6 +9,7 @@ import torch
 from compiler import StageError
 from compiler.fx_compile import compile_module
 from compiler.refbackend import DTYPES, UnsupportedDType, from_storage_array, to_storage_array
+from compiler.replay_runtime import target
 from compiler.replay_runtime.memref_call import UnrankedMemRef, ranked_memref_type, read_results
 from compiler.replay_runtime.passes import output_dim_innermost
 from compiler.stages import new_context, parse_module
@@ -199,8 +201,11 @@ def test_output_dim_innermost_reorders_a_matmul_but_not_a_row_sum():
     assert loops(row_sum) == (["parallel", "reduction"], ["(d0, d1) -> (d0, d1)", "(d0, d1) -> (d0)"])
 
 
-def test_matmul_and_convolution_at_o2_give_the_bits_o0_gives():
-    """O2 lowers with `output_dim_innermost`; each output element sums in the same order."""
+def test_matmul_and_convolution_at_o2_give_the_bits_o0_gives(monkeypatch):
+    """O2 lowers with `output_dim_innermost` and the packed matmul kernel; each output
+    element sums in the same order (on a target without FMA: `test_matmul_kernel.py`)."""
+    if platform.machine() == "x86_64":
+        monkeypatch.setenv(target.ENV, "x86-64-v2")
 
     class M(torch.nn.Module):
         def forward(self, a, b, x, w):

@@ -22,6 +22,7 @@ runtimes that compile for the CPU follow it too: IREE's llvm-cpu target CPU, XLA
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from dataclasses import dataclass
@@ -40,6 +41,21 @@ class JitTarget:
     # needs AVX, and under SSE4_2 XLA's JIT cannot link its f16 conversions ("Failed to
     # materialize symbols: wrapped_convert"), so XLA's floor is AVX2: fixed, if not the same.
     xla_isa: str | None = None
+    # What code written for the target (`compiler.replay_runtime.matmul`) may assume: its
+    # vector registers' width in bits and whether it fuses a multiply-add. None: the host's.
+    vector_bits: int | None = None
+    fma: bool | None = None
+
+    def vector_width(self) -> int:
+        """f32 lanes in one of the target's vector registers."""
+        return (self.vector_bits or _host_isa()[0]) // 32
+
+    def fuses_multiply_add(self) -> bool:
+        return _host_isa()[1] if self.fma is None else self.fma
+
+    def identity(self) -> str:
+        """All that code compiled for this target depends on (`host`: this CPU's vectors and FMA too)."""
+        return f"{self} lanes={self.vector_width()} fma={self.fuses_multiply_add()}"
 
     def iree_cpu(self) -> str:
         """IREE's `--iree-llvmcpu-target-cpu` for this target."""
@@ -49,12 +65,27 @@ class JitTarget:
 TARGETS = {
     target.name: target
     for target in (
-        JitTarget("x86-64-v2", "x86-64-v2", ("+sse4.2", "+popcnt"), "AVX2"),
-        JitTarget("x86-64-v3", "x86-64-v3", ("+avx2", "+fma"), "AVX2"),
+        JitTarget("x86-64-v2", "x86-64-v2", ("+sse4.2", "+popcnt"), "AVX2", vector_bits=128, fma=False),
+        JitTarget("x86-64-v3", "x86-64-v3", ("+avx2", "+fma"), "AVX2", vector_bits=256, fma=True),
         JitTarget("host", None),
     )
 }
 DEFAULT = "x86-64-v2" if platform.machine() in ("x86_64", "AMD64") else "host"
+
+
+@functools.cache
+def _host_isa() -> tuple[int, bool]:
+    """(vector bits, fused multiply-add) of this CPU, as LLVM's host target uses them: from
+    /proc/cpuinfo's flags on x86-64; elsewhere 128-bit vectors with FMA (AArch64's NEON)."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return 128, True
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            flags = next((line.split(":", 1)[1].split() for line in cpuinfo if line.startswith("flags")), [])
+    except OSError:
+        flags = []
+    bits = 512 if "avx512f" in flags else 256 if "avx2" in flags else 128
+    return bits, "fma" in flags
 
 
 def jit_target() -> JitTarget:

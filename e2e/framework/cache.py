@@ -96,7 +96,7 @@ def versions_fingerprint() -> str:
     from compiler.replay_runtime.target import jit_target
 
     # torch's kernels make the golden values; the JIT target, the compiled code's instructions.
-    digest = hashlib.sha256(f"{torch.__version__} {torch_cpu_capability()} {jit_target()}".encode())
+    digest = hashlib.sha256(f"{torch.__version__} {torch_cpu_capability()} {jit_target().identity()}".encode())
     digest.update(_torch_mlir_identity().encode())
     for package in _PACKAGES:
         try:
@@ -518,7 +518,7 @@ def program_fingerprint() -> str:
 
     from compiler.replay_runtime.target import jit_target
 
-    parts = [torch.__version__, _torch_mlir_identity(), f"{jit_target()}", source_digest("compiler")]
+    parts = [torch.__version__, _torch_mlir_identity(), jit_target().identity(), source_digest("compiler")]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 

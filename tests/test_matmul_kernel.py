@@ -1,0 +1,145 @@
+"""The packed matmul kernel of O2 programs (`compiler.replay_runtime.matmul`), compiled and run.
+
+Without a fused multiply-add (the default target, `x86-64-v2`) each output element is
+`C + a0*b0 + a1*b1 + ...` rounded after every multiply and every add, k in order: the
+naive loop's bits, which `sequential` computes with torch's own f32 ops. Shapes are
+picked to leave rows and columns past the last whole tile, k past one packed block,
+and batch dims.
+"""
+
+from __future__ import annotations
+
+import platform
+
+import pytest
+import torch
+
+from compiler.fx_compile import compile_module
+from compiler.replay_runtime import matmul, target
+from compiler.stages import module_text, new_context, parse_module
+
+x86_only = pytest.mark.skipif(platform.machine() != "x86_64", reason="the named JIT targets are x86-64 ones")
+
+
+class Matmuls(torch.nn.Module):
+    def forward(self, *pairs):
+        return tuple(torch.matmul(a, b) for a, b in zip(pairs[::2], pairs[1::2]))
+
+
+# (A's shape, B's shape): x86-64-v2's tile is 4 x 8, a packed block 256 deep.
+SHAPES = [
+    ((13, 300), (300, 45)),  # 3 rows and 5 columns past the tiles, k over two blocks
+    ((2, 3, 9, 17), (2, 3, 17, 16)),  # two batch dims
+    ((1, 7), (7, 1)),  # no whole tile at all
+    ((128, 64), (64, 768)),  # whole tiles only
+]
+
+
+def sequential(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """`a @ b` as the loop computes it: from 0, one f32 multiply and one f32 add per k."""
+    c = torch.zeros(*a.shape[:-1], b.shape[-1])
+    for k in range(a.shape[-1]):
+        c = c + a[..., :, k, None] * b[..., None, k, :]
+    return c
+
+
+def inputs(generator: torch.Generator) -> list[torch.Tensor]:
+    return [torch.randn(shape, generator=generator) for pair in SHAPES for shape in pair]
+
+
+def compile_counting_kernels(monkeypatch, values: list[torch.Tensor]):
+    """`Matmuls` compiled at O2, and how many kernels the pass wrote into its program."""
+    kernels = []
+    real_pass = matmul.packed_matmul
+
+    def counting(module):
+        real_pass(module)
+        kernels.append(module_text(module).count("func.func private @__e2e_matmul_"))
+
+    monkeypatch.setattr(matmul, "packed_matmul", counting)
+    return compile_module(Matmuls(), values, "linalg", opt_level=2), sum(kernels)
+
+
+@x86_only
+def test_without_fma_the_kernel_gives_the_loops_bits(monkeypatch):
+    monkeypatch.setenv(target.ENV, "x86-64-v2")
+    values = inputs(torch.Generator().manual_seed(0))
+    compiled, kernels = compile_counting_kernels(monkeypatch, values)
+    assert kernels == len(SHAPES)
+    for result, a, b in zip(compiled(*values), values[::2], values[1::2]):
+        assert torch.equal(result, sequential(a, b))
+
+
+@x86_only
+@pytest.mark.skipif(target._host_isa() < (256, True), reason="x86-64-v3 code needs AVX2 and FMA to run")
+def test_with_fma_the_kernel_rounds_once_per_step(monkeypatch):
+    monkeypatch.setenv(target.ENV, "x86-64-v3")  # 8 lanes: a 6 x 16 tile
+    values = inputs(torch.Generator().manual_seed(1))
+    compiled, kernels = compile_counting_kernels(monkeypatch, values)
+    assert kernels == len(SHAPES)
+    results = compiled(*values)
+    for result, a, b in zip(results, values[::2], values[1::2]):
+        torch.testing.assert_close(result, (a.double() @ b.double()).float(), rtol=1e-5, atol=1e-5)
+    # One rounding per step, not two: over 300 steps some element differs from the loop's.
+    assert not torch.equal(results[0], sequential(values[0], values[1]))
+
+
+MEMREF_MODULE = """
+#a = affine_map<(i, j, k) -> (i, k)>
+#b = affine_map<(i, j, k) -> (k, j)>
+#c = affine_map<(i, j, k) -> (i, j)>
+func.func @main(%x: memref<6x10xf32>, %y: memref<10x12xf32>, %out: memref<6x12xf32>, %out2: memref<6x12xf32>,
+                %i: memref<6x10xi32>, %j: memref<10x12xi32>, %iout: memref<6x12xi32>, %t: memref<10x6xf32>) {
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %y : memref<6x10xf32>, memref<10x12xf32>) outs(%out : memref<6x12xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %m = arith.mulf %q, %p : f32
+    %s = arith.addf %m, %o : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %y : memref<6x10xf32>, memref<10x12xf32>) outs(%out2 : memref<6x12xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%i, %j : memref<6x10xi32>, memref<10x12xi32>) outs(%iout : memref<6x12xi32>) {
+  ^bb0(%p: i32, %q: i32, %o: i32):
+    %m = arith.muli %p, %q : i32
+    %s = arith.addi %o, %m : i32
+    linalg.yield %s : i32
+  }
+  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (k, i)>, #b, #c],
+      iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%t, %y : memref<10x6xf32>, memref<10x12xf32>) outs(%out : memref<6x12xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %y : memref<6x10xf32>, memref<10x12xf32>) outs(%out : memref<6x12xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.maximumf %o, %m : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+"""
+
+
+def test_only_f32_multiply_adds_become_kernels_and_a_shape_has_one(monkeypatch):
+    monkeypatch.setenv(target.ENV, "x86-64-v2")
+    module = parse_module(MEMREF_MODULE, new_context())
+    matmul.packed_matmul(module)
+    text = module_text(module)
+    name = matmul.kernel_name(matmul.Matmul((), 6, 10, 12), 4, False)
+    # The two f32 matmuls (operands in either order) call one kernel; the i32 one, the
+    # one reading A down its columns (k, i) and the max-plus one stay generics.
+    assert text.count(f"call @{name}(") == 2
+    assert text.count(f"func.func private @{name}(") == 1
+    assert text.count("linalg.generic") == 3
+    assert "arith.muli" in text and "arith.maximumf" in text
