@@ -4,6 +4,7 @@
     python benchmarks/eager_zoo.py -k Llama -k Gru  # names containing any of these
     python benchmarks/eager_zoo.py --gpt2-small     # GPT-2 small (124M, transformers' GPT2Config defaults), seq 128
     python benchmarks/eager_zoo.py -k Cnn --opt-level 0 --repeats 20
+    E2E_JIT_TARGET=host python benchmarks/eager_zoo.py --gpt2-small   # this CPU's vectors and FMA
 
 For each model (e2e/test_suite/zoo_*.py) at its static shape, at one thread: the
 forward on native torch, then in eager mode: the first run (compiles every op
@@ -31,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager  # noqa: E402
+from compiler.replay_runtime.target import jit_target  # noqa: E402
 from e2e.framework import TestUtils, Tolerance  # noqa: E402
 from e2e.framework.compare import compare_traces  # noqa: E402
 from e2e.framework.suite_files import load_suite  # noqa: E402
@@ -117,7 +119,10 @@ def main() -> int:
         models = [gpt2_small()]
     else:
         models = [m for m in load_zoo() if not options.k or any(k.lower() in m.name.lower() for k in options.k)]
-    print(f"opt level {options.opt_level}; steady: median of {options.repeats} runs, interleaved with native")
+    print(
+        f"opt level {options.opt_level}, JIT target {jit_target().name} (E2E_JIT_TARGET);"
+        f" steady: median of {options.repeats} runs, interleaved with native"
+    )
     print(
         f"{'model':<20} {'result':<9} {'compiled':>8} {'fallback':>8} {'native':>6}"
         f"   {'1st run':>9} {'steady':>13} {'native':>11} {'ratio':>9}"

@@ -97,8 +97,9 @@ def matmul_shape(op: ir.Operation) -> Matmul | None:
         return None
     if not all(t.has_static_shape and isinstance(t.element_type, ir.F32Type) for t in types):
         return None
-    if not (_unit_last_stride(b_type) and _unit_last_stride(c_type)):
-        return None
+    strides = [_strides(t) for t in types]
+    if any(s is None or not s for s in strides) or strides[1][-1] != 1 or strides[2][-1] != 1:
+        return None  # A may be read with any strides; B's and C's rows are read as vectors
     iterators = [str(attr) for attr in ir.ArrayAttr(op.attributes["iterator_types"])]  # #linalg.iterator_type<...>
     reductions = [dim for dim, kind in enumerate(iterators) if "reduction" in kind]
     if len(reductions) != 1:
@@ -120,8 +121,12 @@ def matmul_shape(op: ir.Operation) -> Matmul | None:
     return Matmul(tuple(c_shape[:-2]), c_shape[-2], a_type.shape[-1], c_shape[-1])
 
 
-def _unit_last_stride(memref: ir.MemRefType) -> bool:
-    return memref.rank > 0 and memref.get_strides_and_offset()[0][-1] == 1
+def _strides(memref: ir.MemRefType) -> list[int] | None:
+    """The memref's strides, or None if its layout is not strided (an arbitrary affine map)."""
+    try:
+        return list(memref.get_strides_and_offset()[0])
+    except RuntimeError:  # "Failed to extract strides and offset from memref."
+        return None
 
 
 def _dim_positions(affine_map: ir.AffineMap) -> list[int] | None:
