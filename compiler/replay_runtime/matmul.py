@@ -11,8 +11,8 @@ nest of BLIS and every fast BLAS, in `scf` and `vector` ops.
             vectors), over the block's k: broadcast A[i, k], load the panel's row k, add
 
 `convert-linalg-to-loops` gives a matmul one output element's reduction at a time, with
-no reuse of registers; LLVM's loop vectorizer then makes it 5-10x slower than this (see
-benchmarks/RESULTS.md). The tile sizes follow the JIT target's vector width: 8 x 32 with
+no reuse of registers: vectorized by LLVM, 1.5-1.8x slower than this with SSE, 6-8x with
+AVX-512 (`benchmarks/matmul.py`, benchmarks/RESULTS.md). The tile sizes follow the JIT target's vector width: 8 x 32 with
 AVX-512's 32 registers, 6 x 16 with AVX2's 16, 4 x 8 with SSE's.
 
 Each output element still sums its products in the order of k, from C's value on, one
