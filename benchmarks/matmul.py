@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import platform
 import sys
 import time
 from pathlib import Path
@@ -70,9 +71,9 @@ def best_of(fns, repeats: int) -> list[float]:
 
 
 def runnable_targets() -> list[str]:
-    bits, fma = target._host_isa()
+    bits, fma = target.host_isa()
     names = ["x86-64-v2"] + (["x86-64-v3"] if bits >= 256 and fma else []) + ["host"]
-    return names if os.uname().machine == "x86_64" else ["host"]
+    return names if platform.machine() == "x86_64" else ["host"]
 
 
 def main() -> int:

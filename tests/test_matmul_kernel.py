@@ -71,7 +71,7 @@ def test_without_fma_the_kernel_gives_the_loops_bits(monkeypatch):
 
 
 @x86_only
-@pytest.mark.skipif(target._host_isa() < (256, True), reason="x86-64-v3 code needs AVX2 and FMA to run")
+@pytest.mark.skipif(target.host_isa() < (256, True), reason="x86-64-v3 code needs AVX2 and FMA to run")
 def test_with_fma_the_kernel_rounds_once_per_step(monkeypatch):
     monkeypatch.setenv(target.ENV, "x86-64-v3")  # 8 lanes: a 6 x 16 tile
     values = inputs(torch.Generator().manual_seed(1))
@@ -84,59 +84,55 @@ def test_with_fma_the_kernel_rounds_once_per_step(monkeypatch):
     assert not torch.equal(results[0], sequential(values[0], values[1]))
 
 
-MEMREF_MODULE = """
-#a = affine_map<(i, j, k) -> (i, k)>
-#b = affine_map<(i, j, k) -> (k, j)>
-#c = affine_map<(i, j, k) -> (i, j)>
-func.func @main(%x: memref<6x10xf32>, %y: memref<10x12xf32>, %out: memref<6x12xf32>, %out2: memref<6x12xf32>,
-                %i: memref<6x10xi32>, %j: memref<10x12xi32>, %iout: memref<6x12xi32>, %t: memref<10x6xf32>,
-                %yt: memref<10x12xf32, strided<[1, 10]>>) {
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%x, %y : memref<6x10xf32>, memref<10x12xf32>) outs(%out : memref<6x12xf32>) {
-  ^bb0(%p: f32, %q: f32, %o: f32):
-    %m = arith.mulf %q, %p : f32
-    %s = arith.addf %m, %o : f32
-    linalg.yield %s : f32
-  }
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%x, %y : memref<6x10xf32>, memref<10x12xf32>) outs(%out2 : memref<6x12xf32>) {
-  ^bb0(%p: f32, %q: f32, %o: f32):
-    %m = arith.mulf %p, %q : f32
-    %s = arith.addf %o, %m : f32
-    linalg.yield %s : f32
-  }
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%i, %j : memref<6x10xi32>, memref<10x12xi32>) outs(%iout : memref<6x12xi32>) {
-  ^bb0(%p: i32, %q: i32, %o: i32):
-    %m = arith.muli %p, %q : i32
-    %s = arith.addi %o, %m : i32
-    linalg.yield %s : i32
-  }
-  linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (k, i)>, #b, #c],
-      iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%t, %y : memref<10x6xf32>, memref<10x12xf32>) outs(%out : memref<6x12xf32>) {
-  ^bb0(%p: f32, %q: f32, %o: f32):
-    %m = arith.mulf %p, %q : f32
-    %s = arith.addf %o, %m : f32
-    linalg.yield %s : f32
-  }
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%x, %y : memref<6x10xf32>, memref<10x12xf32>) outs(%out : memref<6x12xf32>) {
-  ^bb0(%p: f32, %q: f32, %o: f32):
-    %m = arith.mulf %p, %q : f32
-    %s = arith.maximumf %o, %m : f32
-    linalg.yield %s : f32
-  }
-  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
-      ins(%x, %yt : memref<6x10xf32>, memref<10x12xf32, strided<[1, 10]>>) outs(%out : memref<6x12xf32>) {
-  ^bb0(%p: f32, %q: f32, %o: f32):
-    %m = arith.mulf %p, %q : f32
-    %s = arith.addf %o, %m : f32
-    linalg.yield %s : f32
-  }
-  return
+# The memrefs of `MEMREF_MODULE`'s function.
+ARGUMENTS = {
+    "%x": "memref<6x10xf32>",
+    "%y": "memref<10x12xf32>",
+    "%out": "memref<6x12xf32>",
+    "%out2": "memref<6x12xf32>",
+    "%i": "memref<6x10xi32>",
+    "%j": "memref<10x12xi32>",
+    "%iout": "memref<6x12xi32>",
+    "%t": "memref<10x6xf32>",
+    "%yt": "memref<10x12xf32, strided<[1, 10]>>",  # column-major
 }
-"""
+
+
+def reduction(
+    a: str,
+    b: str,
+    out: str,
+    multiply: str = "arith.mulf",
+    add: str = "arith.addf",
+    *,
+    swapped=False,
+    a_map: str = "(i, k)",
+) -> str:
+    """A `linalg.generic` with a matmul's loops: `out[i, j] = add(out, multiply(a[a_map], b[k, j]))`;
+    `swapped`: each op's operands in the other order."""
+    element = ARGUMENTS[out].rsplit("x", 1)[1].rstrip(">")  # memref<6x12xf32> -> f32
+    product, total = ("%q, %p", "%m, %o") if swapped else ("%p, %q", "%o, %m")
+    return f"""
+  linalg.generic {{indexing_maps = [affine_map<(i, j, k) -> {a_map}>, affine_map<(i, j, k) -> (k, j)>,
+      affine_map<(i, j, k) -> (i, j)>], iterator_types = ["parallel", "parallel", "reduction"]}}
+      ins({a}, {b} : {ARGUMENTS[a]}, {ARGUMENTS[b]}) outs({out} : {ARGUMENTS[out]}) {{
+  ^bb0(%p: {element}, %q: {element}, %o: {element}):
+    %m = {multiply} {product} : {element}
+    %s = {add} {total} : {element}
+    linalg.yield %s : {element}
+  }}"""
+
+
+MEMREF_MODULE = (
+    f"func.func @main({', '.join(f'{name}: {type_}' for name, type_ in ARGUMENTS.items())}) {{"
+    + reduction("%x", "%y", "%out", swapped=True)
+    + reduction("%x", "%y", "%out2")
+    + reduction("%i", "%j", "%iout", "arith.muli", "arith.addi")
+    + reduction("%t", "%y", "%out", a_map="(k, i)")
+    + reduction("%x", "%y", "%out", add="arith.maximumf")
+    + reduction("%x", "%yt", "%out")
+    + "\n  return\n}"
+)
 
 
 def test_only_f32_multiply_adds_become_kernels_and_a_shape_has_one(monkeypatch):

@@ -203,9 +203,12 @@ def test_output_dim_innermost_reorders_a_matmul_but_not_a_row_sum():
 
 def test_matmul_and_convolution_at_o2_give_the_bits_o0_gives(monkeypatch):
     """O2 lowers with `output_dim_innermost` and the packed matmul kernel; each output
-    element sums in the same order (on a target without FMA: `test_matmul_kernel.py`)."""
+    element sums in the same order. Where every target fuses multiply-adds (not x86-64,
+    whose default has no FMA) the matmuls round once a step at O2: close, not the same
+    bits (`test_matmul_kernel.py`)."""
     if platform.machine() == "x86_64":
         monkeypatch.setenv(target.ENV, "x86-64-v2")
+    fused = target.jit_target().fuses_multiply_add()
 
     class M(torch.nn.Module):
         def forward(self, a, b, x, w):
@@ -215,6 +218,10 @@ def test_matmul_and_convolution_at_o2_give_the_bits_o0_gives(monkeypatch):
     inputs = [torch.randn(shape, generator=generator) for shape in [(9, 33), (33, 17), (2, 3, 6, 7), (4, 3, 3, 3)]]
     o0 = compile_module(M(), inputs, "linalg", opt_level=0)(*inputs)
     o2 = compile_module(M(), inputs, "linalg", opt_level=2)(*inputs)
-    for at_o0, at_o2 in zip(o0, o2):
-        assert torch.equal(at_o0, at_o2)
+    matmuls = (0, 2)
+    for i, (at_o0, at_o2) in enumerate(zip(o0, o2)):
+        if fused and i in matmuls:
+            torch.testing.assert_close(at_o2, at_o0, rtol=1e-5, atol=1e-5)
+        else:
+            assert torch.equal(at_o0, at_o2)
     torch.testing.assert_close(o2[0], inputs[0] @ inputs[1], rtol=1e-5, atol=1e-5)

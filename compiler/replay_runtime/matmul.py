@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
+from .passes import operations
 from .target import jit_target
 
 PASS = "python:compiler.replay_runtime.matmul:packed_matmul"
@@ -63,28 +64,16 @@ def packed_matmul(module: ir.Module) -> None:
     target = jit_target()
     lanes = min(target.vector_width(), 16)
     fma = target.fuses_multiply_add()
-    kernels: dict[str, ir.Operation] = {}
-    for function in list(module.body.operations):
-        if function.operation.name != "func.func":
+    kernels: set[str] = set()
+    for op in [op for op in operations(module.operation) if op.name == "linalg.generic"]:
+        shape = matmul_shape(op)
+        if shape is None:
             continue
-        for op in list(_generics(function.operation)):
-            shape = matmul_shape(op)
-            if shape is None:
-                continue
-            name = kernel_name(shape, lanes, fma)
-            if name not in kernels:
-                kernels[name] = _add_kernel(module, kernel_text(name, shape, lanes, fma))
-            _call_instead(op, name, shape)
-
-
-def _generics(op: ir.Operation):
-    for region in op.regions:
-        for block in region.blocks:
-            for child in block.operations:
-                if child.operation.name == "linalg.generic":
-                    yield child.operation
-                else:
-                    yield from _generics(child.operation)
+        name = kernel_name(shape, lanes, fma)
+        if name not in kernels:
+            kernels.add(name)
+            _add_kernel(module, kernel_text(name, shape, lanes, fma))
+        _call_instead(op, name, shape)
 
 
 def matmul_shape(op: ir.Operation) -> Matmul | None:
@@ -221,11 +210,10 @@ class _KernelWriter:
             self.emit(depth, f"scf.for %batch{axis} = {self.c(0)} to {self.c(size)} step {self.c(1)} {{")
             self.batch_indices.append(f"%batch{axis}")
             depth += 1
-        full_columns = self.full_columns
-        if full_columns and shape.m and shape.k:
-            self.blocks(depth, full_columns)
-        if full_columns < shape.n and shape.m:
-            self.scalar_columns(depth, full_columns)
+        if self.full_columns and shape.m and shape.k:
+            self.blocks(depth)
+        if self.full_columns < shape.n and shape.m:
+            self.scalar_columns(depth)
         for _ in shape.batch:
             depth -= 1
             self.emit(depth, "}")
@@ -240,9 +228,8 @@ class _KernelWriter:
     def index(self, *last: str) -> str:
         return ", ".join([*self.batch_indices, *last])
 
-    def blocks(self, depth: int, full_columns: int) -> None:
-        shape, t = self.shape, self.tiles
-        e = self.emit
+    def blocks(self, depth: int) -> None:
+        shape, t, e, full_columns = self.shape, self.tiles, self.emit, self.full_columns
         e(depth, f"scf.for %jc = {self.c(0)} to {self.c(full_columns)} step {self.c(t.width)} {{")
         e(depth + 1, f"%left = arith.subi {self.c(full_columns)}, %jc : index")
         e(depth + 1, f"%nw = arith.minsi %left, {self.c(t.width)} : index")
@@ -252,9 +239,7 @@ class _KernelWriter:
         e(d, f"%kleft = arith.subi {self.c(shape.k)}, %kc : index")
         e(d, f"%kw = arith.minsi %kleft, {self.c(t.depth)} : index")
         # Pack: panel p, row k of the packed buffer is B[kc + k, jc + p * NR .. + NR].
-        e(d, f"scf.for %p = {self.c(0)} to %np step {self.c(1)} {{")
-        e(d + 1, f"%pc = arith.muli %p, {self.c(t.columns)} : index")
-        e(d + 1, "%pj = arith.addi %jc, %pc : index")
+        self.panels(d)
         e(d + 1, f"scf.for %k = {self.c(0)} to %kw step {self.c(1)} {{")
         e(d + 2, "%kk = arith.addi %kc, %k : index")
         for v in range(t.columns // self.lanes):
@@ -273,14 +258,18 @@ class _KernelWriter:
         e(depth + 1, "}")
         e(depth, "}")
 
+    def panels(self, depth: int) -> None:
+        """Open the loop over the block's panels: `%p`, its first column of B and C `%pj`."""
+        self.emit(depth, f"scf.for %p = {self.c(0)} to %np step {self.c(1)} {{")
+        self.emit(depth + 1, f"%pc = arith.muli %p, {self.c(self.tiles.columns)} : index")
+        self.emit(depth + 1, "%pj = arith.addi %jc, %pc : index")
+
     def tile(self, depth: int, rows: int, first_row: str) -> None:
         """rows x NR of C, panel by panel of the packed block, in registers over its k."""
         t, e, vt = self.tiles, self.emit, self.vector
         columns = t.columns // self.lanes
-        e(depth, f"scf.for %p = {self.c(0)} to %np step {self.c(1)} {{")
+        self.panels(depth)
         d = depth + 1
-        e(d, f"%pc = arith.muli %p, {self.c(t.columns)} : index")
-        e(d, "%pj = arith.addi %jc, %pc : index")
         for r in range(rows):
             e(d, f"%row{r} = arith.addi {first_row}, {self.c(r)} : index")
         for v in range(columns):
@@ -301,22 +290,27 @@ class _KernelWriter:
             e(d + 1, f"%as{r} = memref.load %A[{self.index(f'%row{r}', '%kk')}] : {self.a_type}")
             e(d + 1, f"%a{r} = vector.broadcast %as{r} : f32 to {vt}")
             for v in range(columns):
-                e(d + 1, self.multiply_add(f"%n{r}_{v}", f"%a{r}", f"%b{v}", f"%acc{r}_{v}", vt))
+                for line in self.multiply_add(f"%n{r}_{v}", f"%a{r}", f"%b{v}", f"%acc{r}_{v}", vt):
+                    e(d + 1, line)
         e(d + 1, f"scf.yield {', '.join(f'%n{r}_{v}' for r, v in accumulators)} : {types}")
         e(d, "}")
         for i, (r, v) in enumerate(accumulators):
             e(d, f"vector.store %sum#{i}, %C[{self.index(f'%row{r}', f'%col{v}')}] : {self.c_type}, {vt}")
         e(depth, "}")
 
-    def multiply_add(self, result: str, a: str, b: str, acc: str, type_text: str) -> str:
+    def multiply_add(self, result: str, a: str, b: str, acc: str, type_text: str) -> list[str]:
+        """`result = acc + a * b`: one fused op where the target has FMA, else two roundings."""
         if self.fma:
             op = "vector.fma" if type_text.startswith("vector") else "math.fma"
-            return f"{result} = {op} {a}, {b}, {acc} : {type_text}"
-        return f"{result}_m = arith.mulf {a}, {b} : {type_text}\n{result} = arith.addf {acc}, {result}_m : {type_text}"
+            return [f"{result} = {op} {a}, {b}, {acc} : {type_text}"]
+        return [
+            f"{result}_m = arith.mulf {a}, {b} : {type_text}",
+            f"{result} = arith.addf {acc}, {result}_m : {type_text}",
+        ]
 
-    def scalar_columns(self, depth: int, first_column: int) -> None:
+    def scalar_columns(self, depth: int) -> None:
         """The columns past the last whole panel: one element at a time, k in order."""
-        shape, e = self.shape, self.emit
+        shape, e, first_column = self.shape, self.emit, self.full_columns
         e(depth, f"scf.for %i = {self.c(0)} to {self.c(shape.m)} step {self.c(1)} {{")
         e(depth + 1, f"scf.for %j = {self.c(first_column)} to {self.c(shape.n)} step {self.c(1)} {{")
         d = depth + 2
@@ -327,7 +321,7 @@ class _KernelWriter:
         )
         e(d + 1, f"%a = memref.load %A[{self.index('%i', '%k')}] : {self.a_type}")
         e(d + 1, f"%b = memref.load %B[{self.index('%k', '%j')}] : {self.b_type}")
-        for line in self.multiply_add("%next", "%a", "%b", "%acc", "f32").split("\n"):
+        for line in self.multiply_add("%next", "%a", "%b", "%acc", "f32"):
             e(d + 1, line)
         e(d + 1, "scf.yield %next : f32")
         e(d, "}")
@@ -336,12 +330,11 @@ class _KernelWriter:
         e(depth, "}")
 
 
-def _add_kernel(module: ir.Module, text: str) -> ir.Operation:
-    parsed = ir.Module.parse(text, module.context)
+def _add_kernel(module: ir.Module, text: str) -> None:
+    parsed = ir.Module.parse(text, module.context)  # owns the kernel until it is detached: keep it alive
     kernel = list(parsed.body.operations)[0].operation
     kernel.detach_from_parent()
     ir.InsertionPoint(module.body).insert(kernel)
-    return kernel
 
 
 def _call_instead(op: ir.Operation, name: str, shape: Matmul) -> None:

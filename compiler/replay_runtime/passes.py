@@ -96,17 +96,18 @@ def output_dim_innermost(module: ir.Module) -> None:
     for bit. A generic is left alone if that dim is not a plain output dim, if an operand
     would be read strided along it, or if its body reads loop indices (`linalg.index`).
     """
-    for op in _operations(module.operation):
+    for op in operations(module.operation):
         if op.name == "linalg.generic":
             _move_output_dim_innermost(op)
 
 
-def _operations(op: ir.Operation):
+def operations(op: ir.Operation):
+    """Every operation nested in `op`, outer before inner."""
     for region in op.regions:
         for block in region.blocks:
             for child in block.operations:
                 yield child.operation
-                yield from _operations(child.operation)
+                yield from operations(child.operation)
 
 
 def _uses_dim(expr: ir.AffineExpr, dim: int) -> bool:
@@ -146,7 +147,7 @@ def _move_output_dim_innermost(op: ir.Operation) -> None:
             return
         if results and _uses_dim(results[-1], dim) and not _unit_stride_in(results[-1], dim):
             return
-    if any(child.name == "linalg.index" for child in _operations(op)):
+    if any(child.name == "linalg.index" for child in operations(op)):
         return
     order = [d for d in range(count) if d != dim] + [dim]  # new dim position -> old dim
     with op.context:

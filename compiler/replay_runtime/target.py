@@ -48,10 +48,10 @@ class JitTarget:
 
     def vector_width(self) -> int:
         """f32 lanes in one of the target's vector registers."""
-        return (self.vector_bits or _host_isa()[0]) // 32
+        return (self.vector_bits or host_isa()[0]) // 32
 
     def fuses_multiply_add(self) -> bool:
-        return _host_isa()[1] if self.fma is None else self.fma
+        return host_isa()[1] if self.fma is None else self.fma
 
     def identity(self) -> str:
         """All that code compiled for this target depends on (`host`: this CPU's vectors and FMA too)."""
@@ -74,7 +74,7 @@ DEFAULT = "x86-64-v2" if platform.machine() in ("x86_64", "AMD64") else "host"
 
 
 @functools.cache
-def _host_isa() -> tuple[int, bool]:
+def host_isa() -> tuple[int, bool]:
     """(vector bits, fused multiply-add) of this CPU, as LLVM's host target uses them: from
     /proc/cpuinfo's flags on x86-64; elsewhere 128-bit vectors with FMA (AArch64's NEON)."""
     if platform.machine() not in ("x86_64", "AMD64"):
