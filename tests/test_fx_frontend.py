@@ -47,3 +47,21 @@ def test_a_failing_decomposition_is_not_blamed_on_torch_export(monkeypatch):
     assert raised.value.stage == "capture"
     assert raised.value.message.startswith("decompositions: RuntimeError: this decomposition is broken")
     assert "torch.export" not in raised.value.message
+
+
+class MaskedRows(torch.nn.Module):
+    """Like a text model's (input_ids, attention_mask): two inputs of one (batch, seq)."""
+
+    def forward(self, x, mask):
+        return x * mask.unsqueeze(-1)
+
+
+def test_inputs_that_share_dynamic_dims_are_captured_with_one_symbol_per_dim():
+    # Each annotated -1 is its own `Dim.AUTO`; torch.export links the ones the program
+    # equates, so the compiled program is told that x's batch and seq are the mask's.
+    # (The zoo's dynamic models fail on linalg for a torch-mlir reason, not unlinked dims.)
+    program = fx.capture(MaskedRows(), [torch.rand(2, 5, 4), torch.ones(2, 5)], [[-1, -1, 4], [-1, -1]])
+    x, mask = (node.meta["val"].shape for node in program.graph.nodes if node.op == "placeholder")
+    assert all(isinstance(size, torch.SymInt) for size in mask)
+    assert [str(size) for size in x[:2]] == [str(size) for size in mask]
+    assert len(program.range_constraints) == 2

@@ -38,7 +38,9 @@ def dynamic_shapes_for(
     """torch.export `dynamic_shapes` from per-argument shapes where -1 marks a dynamic dim.
 
     Dims are `Dim.AUTO`: dynamic unless the program forces them static (torch.export
-    specializes sizes 0 and 1), so upstream tests annotated `-1` export unchanged.
+    specializes sizes 0 and 1), so upstream tests annotated `-1` export unchanged; and
+    linked where the program equates them (a text model's input_ids and attention_mask
+    share one batch and one sequence symbol), so no named `Dim` is needed for that.
     """
     if not dynamic_dims or not any(shape and -1 in shape for shape in dynamic_dims):
         return None
