@@ -58,6 +58,17 @@ op_tests(
 )
 
 
+# Two dynamic dims merged into one next to a static one: every transformer's
+# view(batch * seq, hidden) before a Linear. torch-mlir's aten.view lowering narrows seq
+# to a static 1 there (llvm/torch-mlir#4743): the zoo's dynamic models on linalg, reduced.
+op_test(
+    "ViewMergeTwoDynamicDims",
+    lambda x: x.view(x.shape[0] * x.shape[1], x.shape[2]),
+    lambda tu: [tu.randn(3, 4, 6)],
+    dynamic=[[-1, -1, 6]],
+)
+
+
 op_test("ExpandAs", lambda x, y: x.expand_as(y), lambda tu: [tu.randn(3, 1), tu.randn(3, 4)])
 op_test("BroadcastTo", lambda x: torch.broadcast_to(x, (2, 3, 4)), lambda tu: [tu.randn(4)])
 op_test("ReshapeInt64", lambda x: x.reshape(4, 3), lambda tu: [tu.randint(3, 4)])
