@@ -289,6 +289,34 @@ def test_ltc_variance_decomposition_matches_native():
     torch.testing.assert_close(compiled(x), Variances()(x))
 
 
+class MaxDim(torch.nn.Module):
+    def forward(self, x):
+        return torch.max(x, dim=1)
+
+
+def test_ltc_op_with_several_results_matches_native():
+    # The lazy graph's text holds the op's unused named tuple, which parse_ir rejects.
+    x = torch.randn(3, 5)
+    compiled = compile_jit_module(MaxDim(), (x,), frontend="ltc")
+    values, indices = compiled(x)
+    expected = torch.max(x, dim=1)
+    torch.testing.assert_close(values, expected.values)
+    torch.testing.assert_close(indices, expected.indices)
+
+
+class InputAndConstantOut(torch.nn.Module):
+    def forward(self, x, y):
+        return x.contiguous(), y + 1, torch.arange(3)
+
+
+def test_ltc_outputs_that_are_inputs_or_constants_are_kept():
+    # Such outputs have no lazy IR node of their own; the graph must still return them.
+    x, y = torch.randn(2, 3), torch.randn(3)
+    compiled = compile_jit_module(InputAndConstantOut(), (x, y), frontend="ltc")
+    other = torch.randn(2, 3)
+    torch.testing.assert_close(compiled(other, y), InputAndConstantOut()(other, y))
+
+
 # --- what real models bring ---------------------------------------------------------
 
 

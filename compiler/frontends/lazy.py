@@ -12,6 +12,7 @@ tensors created from Python data) becomes a constant.
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -77,13 +78,23 @@ def _capture(module: torch.nn.Module, example_inputs: Sequence[object], method: 
         if leaf.device.type != "lazy":  # e.g. made without lazy inputs; LTC never saw it
             raise StageError("capture", f"output leaf {i} is on {leaf.device}, not traced on the lazy device")
 
-    graph_text = torch._C._lazy._get_tensors_backend(flat_outputs)
+    # First: this gives every output an IR value (a device data node for an output that
+    # is an input or a constant), and the backend dump below skips tensors without one:
+    # a program returning only inputs or constants would print as "", and one returning
+    # an input next to a computed value would lose that output.
     tensor_ids, values = torch._C._lazy_ts_backend._get_tensors_ts_device_data_node(flat_outputs)
-    graph = torch._C.parse_ir(graph_text, parse_tensor_constants=True)
+    graph_text = torch._C._lazy._get_tensors_backend(flat_outputs)
+    # There is no Graph-returning API (`_get_latest_computation_graph` is text too).
+    graph = torch._C.parse_ir(_parseable(graph_text), parse_tensor_constants=True)
     if len(list(graph.inputs())) != len(tensor_ids):
         raise StageError(
             "capture",
             f"the lazy graph has {len(list(graph.inputs()))} inputs but {len(tensor_ids)} device data",
+        )
+    if len(list(graph.outputs())) != len(flat_outputs):
+        raise StageError(
+            "capture",
+            f"the lazy graph has {len(list(graph.outputs()))} outputs but the method returns {len(flat_outputs)}",
         )
     graph_inputs: list[GraphInput] = []
     argument_indices: list[int] = []
@@ -95,6 +106,26 @@ def _capture(module: torch.nn.Module, example_inputs: Sequence[object], method: 
         else:
             graph_inputs.append(ConstantInput(_device_datum(value)))
     return LazyCapture(graph, graph_inputs, argument_indices, out_spec)
+
+
+# The TorchScript lowering of an op with several results (max.dim, sort, topk,
+# nll_loss_forward, ...) leaves behind the tuple of its results, unused, typed as the
+# op's named tuple, a type spelling `parse_ir` rejects ("unknown type specifier").
+_NAMED_TUPLE_NODE = re.compile(r"^ *(%[\w.]+) : NamedTuple\(.*\) = prim::TupleConstruct\(.*\)\n", re.MULTILINE)
+
+
+def _parseable(graph_text: str) -> str:
+    """`graph_text` without the unused named-tuple nodes `parse_ir` cannot read.
+
+    A node none of whose results is used and that has no side effect is dead code:
+    dropping it cannot change the program. One that is used stays (and fails to parse).
+    """
+
+    def drop_if_unused(match: re.Match[str]) -> str:
+        uses = re.findall(re.escape(match[1]) + r"(?![\w.])", graph_text)
+        return "" if len(uses) == 1 else match[0]
+
+    return _NAMED_TUPLE_NODE.sub(drop_if_unused, graph_text)
 
 
 def _device_datum(value: Any) -> torch.Tensor:
