@@ -30,6 +30,7 @@ A config that checks a test in eager mode wraps the module, runs the test's call
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import time
 from collections import Counter
@@ -38,7 +39,10 @@ from typing import Any, Iterator, Protocol
 
 import torch
 import torch.utils._pytree as pytree
+from torch._C import DispatchKey
+from torch._ops import HigherOrderOperator
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from compiler.frontends.eager_ops import (
@@ -570,18 +574,72 @@ def from_eager(value: Any) -> Any:
 
 
 class _EagerDispatchMode(TorchDispatchMode):
+    # Higher-order operators (`cond`, `while_loop`, `map`, `scan`) reach
+    # `__torch_dispatch__` too, instead of raising "no rule registered".
+    supports_higher_order_operators = True
+
     def __init__(self, session: EagerSession):
         super().__init__()
         self.session = session
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if isinstance(func, HigherOrderOperator):
+            return self._run_higher_order(func, args, kwargs or {})
         return self.session.dispatch(func, args, kwargs or {})
+
+    def _run_higher_order(self, func: HigherOrderOperator, args: tuple, kwargs: dict) -> Any:
+        """Run a higher-order operator as PyTorch runs it on CPU (its dense kernel: `cond`
+        evaluates its predicate and calls one branch, `while_loop` calls its body while its
+        condition holds), with each function it calls running in this mode, so the ops
+        of a branch or a body are compiled one by one like any other."""
+        kernel = func.py_kernels.get(DispatchKey.CompositeExplicitAutograd)
+        if kernel is None:
+            raise NotImplementedError(
+                f"eager: higher-order operator {func.name()} has no dense (CompositeExplicitAutograd) "
+                "kernel to run op by op"
+            )
+
+        def in_mode(function):
+            @functools.wraps(function)
+            def run(*call_args, **call_kwargs):
+                with self:
+                    return function(*call_args, **call_kwargs)
+
+            return run
+
+        def wrap(value: Any) -> Any:
+            return in_mode(value) if callable(value) and not isinstance(value, torch.Tensor) else value
+
+        # The mode is off here (torch pops it around this call), as the dense kernels require.
+        return kernel(*pytree.tree_map(wrap, args), **pytree.tree_map(wrap, kwargs))
+
+
+@contextlib.contextmanager
+def _composite_cpu_kernels() -> Iterator[None]:
+    """Make PyTorch choose, below composite ops, the aten ops torch.export traces rather
+    than fused CPU kernels torch-mlir has no lowering for: `scaled_dot_product_attention`
+    its math path (`_scaled_dot_product_attention_math`, which is what torch's own
+    decomposition of `_scaled_dot_product_flash_attention_for_cpu` calls), and `nn.LSTM`
+    / `nn.GRU` their unrolled cells instead of `mkldnn_rnn_layer`. Both are global
+    switches of PyTorch's (not per thread), restored on exit."""
+    mkldnn_was_enabled = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    try:
+        with sdpa_kernel(SDPBackend.MATH):
+            yield
+    finally:
+        torch._C._set_mkldnn_enabled(mkldnn_was_enabled)
 
 
 @contextlib.contextmanager
 def eager_mode(session: EagerSession | None = None) -> Iterator[EagerSession]:
     """Run every aten op in the block through `session` (a new one if None): ops on plain
-    tensors and factory ops (`arange`, `full`) too. Tensor results are EagerTensors."""
+    tensors and factory ops (`arange`, `full`) too, and the branches and bodies of `cond`,
+    `while_loop`, `map` and `scan`. Tensor results are EagerTensors. Inside the block,
+    attention and RNNs take PyTorch's composite paths (`_composite_cpu_kernels`)."""
     session = session if session is not None else EagerSession()
-    with _EagerDispatchMode(session):
+    # force_eager: `torch.compile` (which `torch.cond` calls in eager PyTorch) runs its
+    # function as written, op by op here. Else Dynamo skips the frame under this mode and
+    # marks its code skipped for good: a nested `cond` then fails later, in this mode or not.
+    with torch.compiler.set_stance("force_eager"), _composite_cpu_kernels(), _EagerDispatchMode(session):
         yield session
