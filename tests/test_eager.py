@@ -310,7 +310,8 @@ def test_query_returning_a_bool_is_not_a_fallback(session):
 
 def test_decomposition_with_other_result_types_is_not_used(session):
     # torch's decomposition of flash attention returns the attention weights where
-    # PyTorch returns the log-sum-exp: the op falls back, blamed on its own failure.
+    # PyTorch returns the log-sum-exp: the op falls back, blamed on its own failure,
+    # without running the decomposition op by op.
     generator = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 2, 5, 8, generator=generator) for _ in range(3))
     flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
@@ -320,7 +321,7 @@ def test_decomposition_with_other_result_types_is_not_used(session):
     (fallback,) = session.report.fallbacks
     assert fallback.op == "aten._scaled_dot_product_flash_attention_for_cpu.default"
     assert fallback.stage == "torch-backend"
-    assert not session.report.decomposed
+    assert not session.report.decomposed and not session.report.decomposed_calls
 
 
 def test_default_attention_compiles_op_by_op(session):
@@ -394,3 +395,22 @@ def test_eager_config_warms_up_what_every_host_would_pay():
     CONFIG.warm_up()
     assert eager_ops._decompositions.cache_info().currsize == 1
     assert CONFIG.host_paid_warm_up(None)
+
+
+def _sin_or_cos(x: torch.Tensor) -> torch.Tensor:
+    return x.sin() if x.sum() > 0 else x.cos()
+
+
+# A branch on a value: no single program can hold it, op by op it runs.
+torch.library.custom_op("eager_test::sin_or_cos", _sin_or_cos, mutates_args=()).register_fake(torch.empty_like)
+torch._decomp.register_decomposition(torch.ops.eager_test.sin_or_cos.default)(_sin_or_cos)
+
+
+def test_an_op_runs_as_its_decomposition_op_by_op_when_no_program_holds_it(session):
+    x = torch.tensor([1.0, -2.0, 3.0])
+    result = from_eager(torch.ops.eager_test.sin_or_cos(to_eager(x, session)))
+    torch.testing.assert_close(result, x.sin())
+    report = session.report
+    assert report.passed, report.summary()
+    assert report.decomposed_calls == {"eager_test.sin_or_cos.default": 1}
+    assert report.compiled_calls["aten.sum.default"] == 1 and report.compiled_calls["aten.sin.default"] == 1
