@@ -469,14 +469,15 @@ class EagerSession:
             raise first_failure from None  # the op's own failure is the one to report
         except Exception:  # noqa: BLE001 - as above, if op by op fails too
             pass
+        run = decomposition(func)
+        if run is None:
+            raise first_failure from None
         try:
             types = result_types(func, args, kwargs, self._fake_mode)
         except Exception:
             raise first_failure from None
         texts = snapshots.texts
-        return DecomposedOp(
-            decomposition(func), first_failure, types, texts.get("torch-backend"), texts.get("graph", "")
-        )
+        return DecomposedOp(run, first_failure, types, texts.get("torch-backend"), texts.get("graph", ""))
 
     def _record_fallback(
         self,

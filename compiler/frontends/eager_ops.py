@@ -210,10 +210,12 @@ def can_decompose(func: torch._ops.OpOverload) -> bool:
 
 
 def decomposition(func: torch._ops.OpOverload) -> Any:
-    """The Python decomposition of `func` the FX configs use (torch-mlir's table), else
-    PyTorch's own; None if neither has one."""
-    found = _decompositions().get(func)
-    return found if found is not None else torch._decomp.decomposition_table.get(func)
+    """The Python decomposition of `func` the FX configs use (torch-mlir's table), or None.
+
+    Not PyTorch's whole table: most of its entries are references down to `prims`, which
+    torch.export never shows the FX configs and torch-mlir does not lower (`aten.div` on
+    complex numbers would fall back as `prims.div`, the aten op no longer named)."""
+    return _decompositions().get(func)
 
 
 @dataclass
