@@ -57,10 +57,11 @@ def timed(fn):
 
 def gpt2_small() -> ZooModel:
     """GPT-2 small: `GPT2Config()` defaults (124M parameters, 12 layers, hidden 768), random
-    weights, batch 1, sequence 128."""
+    weights, batch 1, sequence 128, with the attention a user gets (transformers' default,
+    `scaled_dot_product_attention`)."""
     return ZooModel(
         "Gpt2Small",
-        lambda: HfText("GPT2Config", "GPT2Model", attn_implementation="eager"),
+        lambda: HfText("GPT2Config", "GPT2Model"),
         text_inputs,
         TEXT_DIMS,
         static_shape=(1, 128),

@@ -309,18 +309,79 @@ def test_query_returning_a_bool_is_not_a_fallback(session):
 
 
 def test_decomposition_with_other_result_types_is_not_used(session):
-    # torch-mlir's decomposition of flash attention returns the attention weights where
-    # PyTorch returns the log-sum-exp: the op falls back, blamed on its own failure.
+    # torch's decomposition of flash attention returns the attention weights where
+    # PyTorch returns the log-sum-exp: the op falls back, blamed on its own failure,
+    # without running the decomposition op by op.
     generator = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 2, 5, 8, generator=generator) for _ in range(3))
-    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
-    with eager_mode(session):
-        result = from_eager(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    expected = flash(q, k, v, is_causal=True)
+    result = from_eager(flash(*to_eager((q, k, v), session), is_causal=True))
     torch.testing.assert_close(result, expected)
     (fallback,) = session.report.fallbacks
     assert fallback.op == "aten._scaled_dot_product_flash_attention_for_cpu.default"
     assert fallback.stage == "torch-backend"
-    assert not session.report.decomposed
+    assert not session.report.decomposed and not session.report.decomposed_calls
+
+
+def test_default_attention_compiles_op_by_op(session):
+    # On CPU, PyTorch runs `scaled_dot_product_attention` as one fused kernel
+    # (`_scaled_dot_product_flash_attention_for_cpu`) that torch-mlir cannot lower; in
+    # eager mode it takes its math path, whose ops are compiled.
+    generator = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 5, 8, generator=generator) for _ in range(3))
+    switches = (torch.backends.cuda.flash_sdp_enabled(), torch._C._get_mkldnn_enabled())
+    expected = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    with eager_mode(session):
+        result = from_eager(torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True))
+    torch.testing.assert_close(result, expected)
+    assert session.report.passed, session.report.summary()
+    assert session.report.compiled_calls["aten.bmm.default"] == 2
+    # PyTorch's own switches are back as they were.
+    assert (torch.backends.cuda.flash_sdp_enabled(), torch._C._get_mkldnn_enabled()) == switches
+
+
+def test_lstm_compiles_its_cells_not_the_mkldnn_layer(session):
+    lstm = torch.nn.LSTM(3, 4)
+    x = torch.randn(2, 1, 3)
+    eager_lstm = to_eager(copy.deepcopy(lstm), session)
+    with torch.no_grad():
+        expected = lstm(x)
+        with eager_mode(session):
+            result = from_eager(eager_lstm(x))
+    torch.testing.assert_close(result, expected)
+    assert session.report.passed, session.report.summary()
+    assert session.report.compiled_calls["aten.sigmoid.default"] > 0
+
+
+def test_cond_runs_the_chosen_branch_op_by_op(session):
+    def nested(x):
+        inner = lambda y: torch.cond(y.max() > 1, lambda z: z * 3, lambda z: z * 4, (y,))  # noqa: E731
+        return torch.cond(x.sum() > 0, inner, lambda y: y.abs(), (x,))
+
+    x = torch.tensor([[0.5, 2.0], [1.0, -1.0]])
+    with eager_mode(session):
+        result = from_eager(nested(x))
+    torch.testing.assert_close(result, x * 3)
+    assert session.report.passed, session.report.summary()
+    assert (
+        session.report.compiled_calls["aten.mul.Tensor"] == 1
+        and "aten.abs.default" not in session.report.compiled_calls
+    )
+    # Run in eager mode, `cond` leaves nothing behind that breaks it natively.
+    torch.testing.assert_close(nested(-x), (-x).abs())
+
+
+def test_while_loop_runs_its_body_op_by_op(session):
+    from torch._higher_order_ops.while_loop import while_loop
+
+    x = torch.randn(3)
+    with eager_mode(session):
+        steps, result = from_eager(while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2), (torch.tensor(0), x)))
+    assert int(steps) == 3
+    torch.testing.assert_close(result, x * 8)
+    assert session.report.passed, session.report.summary()
+    assert session.report.compiled_calls["aten.mul.Tensor"] == 3
 
 
 def test_eager_config_warms_up_what_every_host_would_pay():
@@ -334,3 +395,22 @@ def test_eager_config_warms_up_what_every_host_would_pay():
     CONFIG.warm_up()
     assert eager_ops._decompositions.cache_info().currsize == 1
     assert CONFIG.host_paid_warm_up(None)
+
+
+def _sin_or_cos(x: torch.Tensor) -> torch.Tensor:
+    return x.sin() if x.sum() > 0 else x.cos()
+
+
+torch.library.custom_op("eager_test::sin_or_cos", _sin_or_cos, mutates_args=()).register_fake(torch.empty_like)
+
+
+def test_an_op_runs_as_its_decomposition_op_by_op_when_no_program_holds_it(session, monkeypatch):
+    # A branch on a value: no single program holds the decomposition; op by op it runs.
+    monkeypatch.setitem(eager_ops._decompositions(), torch.ops.eager_test.sin_or_cos.default, _sin_or_cos)
+    x = torch.tensor([1.0, -2.0, 3.0])
+    result = from_eager(torch.ops.eager_test.sin_or_cos(to_eager(x, session)))
+    torch.testing.assert_close(result, x.sin())
+    report = session.report
+    assert report.passed, report.summary()
+    assert report.decomposed_calls == {"eager_test.sin_or_cos.default": 1}
+    assert report.compiled_calls["aten.sum.default"] == 1 and report.compiled_calls["aten.sin.default"] == 1

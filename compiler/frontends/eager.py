@@ -16,7 +16,9 @@ session compiles a single-op program (`eager_ops.compile_single_op`: one-node FX
 -> import -> torch backend -> linalg -> RefBackend) and runs it on the tensors' data.
 Compiled ops are cached by op overload, tensor shapes and dtypes and non-tensor
 arguments, so a cache hit costs a dict lookup and the ExecutionEngine call. An op that
-fails runs natively and is recorded as a `Fallback`, a failure; ops in
+does not compile alone is compiled through its decomposition as one program, else runs
+its decomposition with each of its ops dispatched here (`DecomposedOp`); an op that
+fails all three runs natively and is recorded as a `Fallback`, a failure; ops in
 `NATIVE_BY_DESIGN` (views, metadata, allocation, random numbers) run natively and are
 not failures. In-place and `out=` ops run their functional variant, then copy into
 the destination, so views see the writes.
@@ -30,6 +32,7 @@ A config that checks a test in eager mode wraps the module, runs the test's call
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 import time
 from collections import Counter
@@ -38,18 +41,25 @@ from typing import Any, Iterator, Protocol
 
 import torch
 import torch.utils._pytree as pytree
+from torch._C import DispatchKey
+from torch._ops import HigherOrderOperator
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from compiler.frontends.eager_ops import (
     NATIVE_BY_DESIGN,
     CompiledOp,
+    DecomposedOp,
+    DecompositionMismatch,
     LoweredOp,
     Plan,
     can_decompose,
     compile_single_op,
+    decomposition,
     native_reason,
     plan,
+    result_types,
     type_text,
 )
 from compiler.stages import Snapshots, StageError
@@ -106,6 +116,8 @@ class EagerReport:
     native_reasons: dict[str, str] = field(default_factory=dict)
     fallbacks: list[Fallback] = field(default_factory=list)  # one per op signature
     decomposed: set[str] = field(default_factory=set)  # ops compiled through their decomposition
+    # Calls of ops run through their decomposition op by op (their parts are counted as ops).
+    decomposed_calls: Counter[str] = field(default_factory=Counter)
     compile_seconds: float = 0.0
 
     @property
@@ -141,6 +153,11 @@ class EagerReport:
             )
         if self.decomposed:
             lines.append("compiled through their decompositions: " + ", ".join(sorted(self.decomposed)))
+        if self.decomposed_calls:
+            lines.append(
+                "run as their decompositions, op by op: "
+                + ", ".join(f"{op} ({calls} calls)" for op, calls in sorted(self.decomposed_calls.items()))
+            )
         if self.fallbacks:
             lines.append("fallbacks:")
             lines.extend(f"  {f.describe()}" for f in self.fallbacks)
@@ -313,9 +330,11 @@ class EagerSession:
         self.opt_level = opt_level
         self.lowered_ops = lowered_ops
         self.report = EagerReport()
-        # (op, argument signature) -> its CompiledOp, or the Fallback recorded for it.
-        self._cache: dict[Any, CompiledOp | Fallback] = {}
+        # (op, argument signature) -> its CompiledOp, its DecomposedOp (run op by op), or
+        # the Fallback recorded for it.
+        self._cache: dict[Any, CompiledOp | DecomposedOp | Fallback] = {}
         self._fake_mode = FakeTensorMode()
+        self._decomposing: set[str] = set()  # ops whose decomposition is running
 
     def dispatch(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
         """Run one aten op on EagerTensors (or plain tensors); tensor results are EagerTensors."""
@@ -337,6 +356,11 @@ class EagerSession:
         hit = entry is not None
         if entry is None:
             entry = self._compile(func, op, args, kwargs, key)
+        if type(entry) is DecomposedOp:
+            entry = self._run_decomposed(entry, op, args, kwargs, key)
+            if type(entry) is not Fallback:
+                return entry
+            hit = False
         if type(entry) is CompiledOp:
             try:
                 results = entry.run(tensors)
@@ -362,6 +386,28 @@ class EagerSession:
         fallback.calls += 1
         return result
 
+    def _run_decomposed(self, entry: DecomposedOp, op: Plan, args: tuple, kwargs: dict, key: Any) -> Any:
+        """The op's decomposition run here, its ops dispatched to this session one by one;
+        its result, or the op's Fallback if the decomposition cannot stand in for it."""
+        if op.name in self._decomposing:  # the decomposition calls the op itself again
+            return self._record_fallback(op, args, kwargs, entry.failure, key)
+        self._decomposing.add(op.name)
+        try:
+            with _EagerDispatchMode(self):  # factory ops of the decomposition too
+                result = entry.run(*args, **kwargs)
+            entry.check(result)
+        except Exception as error:  # noqa: BLE001 - recorded; the op then runs natively
+            cause = error.message if isinstance(error, StageError) else f"{type(error).__name__}: {error}"
+            fallback = self._record_fallback(
+                op, args, kwargs, _with_cause(entry.failure, cause.strip().split("\n")[0]), key, torch_ir=entry.torch_ir
+            )
+            fallback.graph = entry.graph
+            return fallback
+        finally:
+            self._decomposing.discard(op.name)
+        self.report.decomposed_calls[op.name] += 1
+        return result
+
     def close(self) -> None:
         """Release every compiled program (their ExecutionEngines) now."""
         for entry in self._cache.values():
@@ -369,7 +415,7 @@ class EagerSession:
                 entry.program.close()
         self._cache.clear()
 
-    def _compile(self, func, op: Plan, args: tuple, kwargs: dict, key: Any) -> CompiledOp | Fallback:
+    def _compile(self, func, op: Plan, args: tuple, kwargs: dict, key: Any) -> CompiledOp | DecomposedOp | Fallback:
         snapshots = Snapshots()
         start = time.perf_counter()
         stored_as = None if key is None or self.lowered_ops is None else op_key(key, self.backend, self.opt_level)
@@ -378,10 +424,11 @@ class EagerSession:
             if entry is None:
                 plain_args, plain_kwargs = pytree.tree_map(_unwrap, (args, kwargs))
                 entry = self._compile_op(func, op, plain_args, plain_kwargs, snapshots)
-                self.report.compiles[op.name] += 1
-                if stored_as is not None:
-                    self.lowered_ops.put(stored_as, entry.lowered)
-            if entry.lowered.decomposed:
+                if type(entry) is CompiledOp:
+                    self.report.compiles[op.name] += 1
+                    if stored_as is not None:
+                        self.lowered_ops.put(stored_as, entry.lowered)
+            if type(entry) is CompiledOp and entry.lowered.decomposed:
                 self.report.decomposed.add(op.name)
             if key is not None:
                 self._cache[key] = entry
@@ -405,8 +452,9 @@ class EagerSession:
         self.report.loaded[op.name] += 1
         return compiled
 
-    def _compile_op(self, func, op: Plan, args: tuple, kwargs: dict, snapshots: Snapshots) -> CompiledOp:
-        """The op alone; if that fails, its decomposition (as the FX configs would compile it)."""
+    def _compile_op(self, func, op: Plan, args: tuple, kwargs: dict, snapshots: Snapshots) -> CompiledOp | DecomposedOp:
+        """The op alone; if that fails, its decomposition (as the FX configs would compile
+        it) as one program; if that fails too, the decomposition to run op by op."""
         try:
             return compile_single_op(func, args, kwargs, self._fake_mode, snapshots, self.backend, self.opt_level)
         except StageError:
@@ -414,12 +462,22 @@ class EagerSession:
                 raise
             first_failure = sys.exc_info()[1]
         try:
-            compiled = compile_single_op(
+            return compile_single_op(
                 func, args, kwargs, self._fake_mode, Snapshots(), self.backend, self.opt_level, decompose=True
             )
-        except Exception:
+        except DecompositionMismatch:
             raise first_failure from None  # the op's own failure is the one to report
-        return compiled
+        except Exception:  # noqa: BLE001 - as above, if op by op fails too
+            pass
+        run = decomposition(func)
+        if run is None:
+            raise first_failure from None
+        try:
+            types = result_types(func, args, kwargs, self._fake_mode)
+        except Exception:
+            raise first_failure from None
+        texts = snapshots.texts
+        return DecomposedOp(run, first_failure, types, texts.get("torch-backend"), texts.get("graph", ""))
 
     def _record_fallback(
         self,
@@ -514,6 +572,16 @@ class EagerSession:
         return destinations[0] if len(destinations) == 1 else tuple(destinations)
 
 
+def _with_cause(failure: StageError, cause: str) -> StageError:
+    """The op's own failure, saying why its decomposition could not stand in for it."""
+    return StageError(
+        failure.stage,
+        f"{failure.message} (run as its decomposition: {cause})",
+        failing_pass=failure.failing_pass,
+        input_ir=failure.input_ir,
+    )
+
+
 IN_PLACE_VIEW = "metadata: changes its tensor's sizes/strides in place, no values computed"
 
 # Below these keys, an op on a wrapper runs PyTorch's own kernel on the wrapper's metadata.
@@ -570,18 +638,72 @@ def from_eager(value: Any) -> Any:
 
 
 class _EagerDispatchMode(TorchDispatchMode):
+    # Higher-order operators (`cond`, `while_loop`, `map`, `scan`) reach
+    # `__torch_dispatch__` too, instead of raising "no rule registered".
+    supports_higher_order_operators = True
+
     def __init__(self, session: EagerSession):
         super().__init__()
         self.session = session
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if isinstance(func, HigherOrderOperator):
+            return self._run_higher_order(func, args, kwargs or {})
         return self.session.dispatch(func, args, kwargs or {})
+
+    def _run_higher_order(self, func: HigherOrderOperator, args: tuple, kwargs: dict) -> Any:
+        """Run a higher-order operator as PyTorch runs it on CPU (its dense kernel: `cond`
+        evaluates its predicate and calls one branch, `while_loop` calls its body while its
+        condition holds), with each function it calls running in this mode, so the ops
+        of a branch or a body are compiled one by one like any other."""
+        kernel = func.py_kernels.get(DispatchKey.CompositeExplicitAutograd)
+        if kernel is None:
+            raise NotImplementedError(
+                f"eager: higher-order operator {func.name()} has no dense (CompositeExplicitAutograd) "
+                "kernel to run op by op"
+            )
+
+        def in_mode(function):
+            @functools.wraps(function)
+            def run(*call_args, **call_kwargs):
+                with self:
+                    return function(*call_args, **call_kwargs)
+
+            return run
+
+        def wrap(value: Any) -> Any:
+            return in_mode(value) if callable(value) and not isinstance(value, torch.Tensor) else value
+
+        # The mode is off here (torch pops it around this call), as the dense kernels require.
+        return kernel(*pytree.tree_map(wrap, args), **pytree.tree_map(wrap, kwargs))
+
+
+@contextlib.contextmanager
+def _composite_cpu_kernels() -> Iterator[None]:
+    """Make PyTorch choose, below composite ops, the aten ops torch.export traces rather
+    than fused CPU kernels torch-mlir has no lowering for: `scaled_dot_product_attention`
+    its math path (`_scaled_dot_product_attention_math`, which is what torch's own
+    decomposition of `_scaled_dot_product_flash_attention_for_cpu` calls), and `nn.LSTM`
+    / `nn.GRU` their unrolled cells instead of `mkldnn_rnn_layer`. Both are global
+    switches of PyTorch's (not per thread), restored on exit."""
+    mkldnn_was_enabled = torch._C._get_mkldnn_enabled()
+    torch._C._set_mkldnn_enabled(False)
+    try:
+        with sdpa_kernel(SDPBackend.MATH):
+            yield
+    finally:
+        torch._C._set_mkldnn_enabled(mkldnn_was_enabled)
 
 
 @contextlib.contextmanager
 def eager_mode(session: EagerSession | None = None) -> Iterator[EagerSession]:
     """Run every aten op in the block through `session` (a new one if None): ops on plain
-    tensors and factory ops (`arange`, `full`) too. Tensor results are EagerTensors."""
+    tensors and factory ops (`arange`, `full`) too, and the branches and bodies of `cond`,
+    `while_loop`, `map` and `scan`. Tensor results are EagerTensors. Inside the block,
+    attention and RNNs take PyTorch's composite paths (`_composite_cpu_kernels`)."""
     session = session if session is not None else EagerSession()
-    with _EagerDispatchMode(session):
+    # force_eager: `torch.compile` (which `torch.cond` calls in eager PyTorch) runs its
+    # function as written, op by op here. Else Dynamo skips the frame under this mode and
+    # marks its code skipped for good: a nested `cond` then fails later, in this mode or not.
+    with torch.compiler.set_stance("force_eager"), _composite_cpu_kernels(), _EagerDispatchMode(session):
         yield session

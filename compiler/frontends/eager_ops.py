@@ -200,8 +200,57 @@ def single_op_graph(
     return graph, fake_result
 
 
+class DecompositionMismatch(StageError):
+    """The op's decomposition gives results of other shapes or dtypes than the op: it
+    cannot stand in for the op, as one program or op by op."""
+
+
 def can_decompose(func: torch._ops.OpOverload) -> bool:
     return func in _decompositions() or func in torch._decomp.decomposition_table
+
+
+def decomposition(func: torch._ops.OpOverload) -> Any:
+    """The Python decomposition of `func` the FX configs use (torch-mlir's table), or None.
+
+    Not PyTorch's whole table: most of its entries are references down to `prims`, which
+    torch.export never shows the FX configs and torch-mlir does not lower (`aten.div` on
+    complex numbers would fall back as `prims.div`, the aten op no longer named)."""
+    return _decompositions().get(func)
+
+
+@dataclass
+class DecomposedOp:
+    """An op whose program failed, alone and as one program of its decomposition: each
+    call runs its decomposition, whose ops the session dispatches one by one (compiled,
+    cached, decomposed in turn or fallen back, each on its own)."""
+
+    run: Any  # the decomposition: a Python function of the op's arguments
+    failure: StageError  # the op's own failure, reported if the decomposition cannot stand in
+    result_types: tuple[tuple[torch.Size, torch.dtype], ...]  # per tensor result, as PyTorch gives it
+    torch_ir: str | None = None  # the op's own program, as its failure left it
+    graph: str = ""
+    results_checked: bool = False
+
+    def check(self, result: Any) -> None:
+        """Raise StageError("capture") unless `result` has the op's tensor results (once:
+        shapes and dtypes are fixed per signature)."""
+        if self.results_checked:
+            return
+        if result is NotImplemented:
+            raise StageError("capture", "its decomposition does not apply to these arguments")
+        got = tuple((torch.Size(r.shape), r.dtype) for r in pytree.tree_leaves(result) if isinstance(r, torch.Tensor))
+        if got != self.result_types:
+            raise StageError(
+                "capture",
+                f"its decomposition gives {[type_text(*t) for t in got]}, the op {[type_text(*t) for t in self.result_types]}",
+            )
+        self.results_checked = True
+
+
+def result_types(func: torch._ops.OpOverload, args: tuple, kwargs: dict, fake_mode: FakeTensorMode) -> tuple:
+    """The shapes and dtypes of the op's tensor results, from a fake run."""
+    _, fake_result = single_op_graph(func, args, kwargs, fake_mode)
+    return tuple((torch.Size(r.shape), r.dtype) for r in pytree.tree_leaves(fake_result) if isinstance(r, torch.Tensor))
 
 
 @functools.cache
@@ -242,7 +291,7 @@ def decomposed_op_graph(
     (output,) = [node for node in traced.graph.nodes if node.op == "output"]
     got = [(tuple(n.meta["val"].shape), n.meta["val"].dtype) for n in pytree.tree_leaves(output.args[0])]
     if got != wanted:
-        raise StageError("capture", f"the decomposition of {func} gives results {got}, the op {wanted}")
+        raise DecompositionMismatch("capture", f"the decomposition of {func} gives results {got}, the op {wanted}")
     return traced.graph, fake_result
 
 
