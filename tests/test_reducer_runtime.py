@@ -10,10 +10,8 @@ import subprocess
 import sys
 from types import SimpleNamespace
 
-import pytest
-
-from compiler.executors import load_executor
 from e2e.configs import load_config
+from tests.extras import requires_extra
 
 # The interpreter's dot_general aborts the process on a zero-size contracting dimension
 # (the spec says: zeros); the RefBackend twin runs this program without crashing.
@@ -29,9 +27,7 @@ EMPTY_CONTRACTION = """module {
 """
 ABORT = "crash | execute | LLVM ERROR: Incompatible index and shape found while flattening index"
 
-needs_interpreter = pytest.mark.skipif(
-    load_executor("interp").missing() is not None, reason="the StableHLO interpreter (jaxlib) is not installed"
-)
+needs_interpreter = requires_extra("runtimes", "jax", "jaxlib")  # StableHLO's reference interpreter
 
 
 @needs_interpreter

@@ -17,6 +17,7 @@ from e2e.framework.result import FAIL, PASS
 from e2e.framework.runner import prepare, run_pair
 from e2e.stablehlo_testdata.program import Check, compare, dense_values, read_program
 from e2e.stablehlo_testdata.register import OPTION, StablehloProgram, corpus_dir
+from tests.extras import requires_extra
 
 ROOT = corpus_dir()
 needs_corpus = pytest.mark.skipif(
@@ -221,6 +222,7 @@ def test_a_programs_text_is_in_its_result_cache_key(tmp_path):
 
 
 @needs_corpus
+@requires_extra("runtimes", "jaxlib")  # its chlo-legalize-to-stablehlo
 def test_a_chlo_programs_ops_are_decomposed_in_import_and_it_passes_on_the_refbackend():
     # torch-mlir's context has no chlo dialect: jaxlib's chlo-legalize-to-stablehlo runs first.
     # In this process, as the config's compile does (a forked pair would inherit the threads

@@ -18,6 +18,7 @@ from compiler.stages import Snapshots
 from e2e.framework.runner import pair_ir_dir
 from e2e.stablehlo_testdata.__main__ import main
 from e2e.stablehlo_testdata.ops import OpUse, op_under_test, program_ops
+from tests.extras import requires_extra
 
 
 def program(body: str, inputs: str, result: str, helpers: str = "", expected: str | None = None) -> str:
@@ -270,6 +271,7 @@ def testdata_reports(tmp_path_factory) -> Path:
     return base / "reports"
 
 
+@requires_extra("runtimes", "jax", "jaxlib")  # the interpreter's pairs
 def test_a_run_of_testdata_configs_shows_its_op_families_in_the_html_report(testdata_reports):
     rows = json.loads((testdata_reports / "results.json").read_text())
     outcomes = {(r["test"], r["config"]): r["outcome"] for r in rows}
@@ -300,6 +302,7 @@ def test_a_run_without_testdata_configs_has_no_such_table(tmp_path):
     assert "testdata-families" not in render_html(rows, {}, tmp_path, report_tables(rows))
 
 
+@requires_extra("runtimes", "jax", "jaxlib")  # the interpreter's pairs
 def test_a_real_stablehlo_run_is_explained_by_a_real_testdata_run(testdata_reports, tmp_path, capsys):
     reports = tmp_path / "e2e"
     run_suite(reports, "e2e", "--config", "stablehlo", "-k", E2E_TESTS)

@@ -10,6 +10,7 @@ import torch
 
 from e2e.framework import GLOBAL_TEST_REGISTRY
 from e2e.framework.trace import golden_trace
+from tests.extras import requires_extra
 
 ZOO_FILES = sorted(p.stem for p in (Path(__file__).resolve().parents[1] / "e2e" / "test_suite").glob("zoo_*.py"))
 
@@ -27,12 +28,17 @@ def zoo():
 
 
 def test_every_architecture_has_a_static_and_a_dynamic_test(zoo):
-    assert len(zoo) >= 12
+    assert len(zoo) >= 5  # torch's own: RNNs and transformers
     for model in zoo:
         static, dynamic = (GLOBAL_TEST_REGISTRY[f"Zoo{model.name}_{kind}"] for kind in ("Static", "Dynamic"))
         assert any(-1 in dims for dims in model.dynamic_dims if dims)
         assert len(set(model.dynamic_shapes)) == 2, "a dynamic test calls the model at two shapes"
         assert static.tolerance == dynamic.tolerance == model.tolerance
+
+
+@requires_extra("models")
+def test_the_models_extra_adds_the_hugging_face_architectures(zoo):
+    assert len(zoo) >= 12
 
 
 def test_dynamic_annotation_does_not_leak_into_the_static_test(zoo):
