@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from compiler.stages import Snapshots
 from e2e.framework import cache, registry
 from e2e.framework.result import PASS, TIMEOUT, Result
 from e2e.framework.suite_files import ProbeCache, TestInfo, load_suite
@@ -342,6 +343,76 @@ def test_the_frontend_sources_cover_every_project_file_a_capture_runs(frontend):
     assert outside == []
 
 
+def _import_neg(store: "cache.FrontendCache") -> tuple[str, set, list[str]]:
+    """`Tmp_Neg`'s FX capture and import in a new run (every fingerprint computed again):
+    the raw torch IR, what the run took from the frontend cache of earlier runs, the notes."""
+    from e2e.configs.fx import shared_import
+    from e2e.framework.runner import prepare
+
+    cache.forget_files()
+    prepared = prepare(registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"])
+    prepared.frontend_cache = store
+    item = prepared.golden[0]
+    imported = shared_import(prepared, item, ("forward", None), [[-1, 3]], Snapshots())
+    return imported.raw_ir, {key[0] for key in prepared.from_earlier_run}, imported.notes
+
+
+def test_a_rebuild_of_torch_mlir_reuses_the_capture_and_imports_it_again(project, monkeypatch, tmp_path):
+    store = cache.FrontendCache(tmp_path / "frontend")
+    raw_ir, reused, _ = _import_neg(store)
+    assert reused == set() and "torch.aten.neg" in raw_ir
+    assert _import_neg(store)[:2] == (raw_ir, {"fx-import"})  # nothing changed: the import is taken
+    monkeypatch.setenv(cache.IDENTITY_SALT_ENV, "rebuilt")  # torch-mlir's identity, as a rebuild changes it
+    assert _import_neg(store)[:2] == (raw_ir, {"fx-capture"})  # the capture is taken, and imported again
+    monkeypatch.setattr(torch, "__version__", torch.__version__ + "+other")
+    assert _import_neg(store)[:2] == (raw_ir, set())  # another torch: captured again
+
+
+def test_a_capture_that_does_not_serialize_is_captured_again_and_says_so(project, monkeypatch, tmp_path):
+    from compiler import fx_compile
+
+    def refuse(program, buffer):
+        raise RuntimeError("no serializer for this op")
+
+    monkeypatch.setattr(fx_compile.torch.export, "save", refuse)
+    store = cache.FrontendCache(tmp_path / "frontend")
+    raw_ir, _, notes = _import_neg(store)
+    lost = "frontend cache: the capture is not kept across runs (torch.export.save: RuntimeError: no serializer"
+    assert any(note.startswith(lost) for note in notes)
+    monkeypatch.setenv(cache.IDENTITY_SALT_ENV, "rebuilt")
+    again, reused, notes = _import_neg(store)
+    assert again == raw_ir and reused == set() and any(note.startswith(lost) for note in notes)
+
+
+def test_the_capture_sources_cover_every_project_file_a_capture_runs():
+    """torch.export and the decompositions traced call by call: the CAPTURE key would miss
+    an edit to a project file they run outside `CAPTURE_SOURCES`; and the importer is not
+    among them (a change to it reuses the captures)."""
+    from compiler.fx_compile import fx_capture
+
+    class Model(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.nn.functional.gelu(x @ y).sum(0), x.t()
+
+    ran: set[str] = set()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            ran.add(frame.f_code.co_filename)
+
+    sys.setprofile(profile)
+    try:
+        fx_capture(Model(), [torch.rand(3, 4), torch.rand(4, 5)], [[-1, 4], None])
+    finally:
+        sys.setprofile(None)
+    files = [Path(name).resolve() for name in ran if not name.startswith("<")]
+    project = [path for path in files if path.is_relative_to(REAL_PROJECT) and path != Path(__file__).resolve()]
+    covered = [REAL_PROJECT / entry for entry in cache.CAPTURE_SOURCES]
+    assert any(path.name == "decompose.py" for path in project)  # it saw the capture
+    assert [p for p in project if not any(p == c or p.is_relative_to(c) for c in covered)] == []
+    assert not any("jit" in entry or "mlir.py" in entry for entry in cache.CAPTURE_SOURCES)
+
+
 def test_the_least_recently_used_captures_go_first_and_a_large_one_is_not_kept(project, monkeypatch, tmp_path):
     _frontend_files(project, monkeypatch)
     test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
@@ -353,7 +424,7 @@ def test_the_least_recently_used_captures_go_first_and_a_large_one_is_not_kept(p
     entries = sorted((tmp_path / "frontend").glob("*.pickle"), key=lambda p: p.stat().st_mtime)
     for age, path in enumerate(entries):  # an order the filesystem's coarse clock cannot blur
         os.utime(path, (old + age, old + age))
-    used_last = tmp_path / "frontend" / f"{store._name(test, 'annotated', ('k', 0))}.pickle"
+    used_last = tmp_path / "frontend" / f"{store._name(test, 'annotated', ('k', 0), cache.IMPORT)}.pickle"
     os.utime(used_last, (old + 10, old + 10))
     assert store.trim(limit=2500) == 1
     assert store.get(test, "annotated", ("k", 0)) is not None
