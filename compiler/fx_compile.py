@@ -56,6 +56,11 @@ class FxCapture:
 
     def __getstate__(self) -> dict:
         if self._saved is None and self.lost is None and self._program is not None:
+            if specialized := specialized_values(self._program):
+                # torch.export.save writes such a dim as the number it became; the importer
+                # would type the loaded program more precisely than the captured one.
+                self.lost = f"torch.export specialized a dynamic dim of {', '.join(specialized[:3])}"
+                return {"saved": None, "notes": self.notes, "lost": self.lost}
             try:
                 buffer = io.BytesIO()
                 torch.export.save(self._program, buffer)
@@ -67,6 +72,21 @@ class FxCapture:
     def __setstate__(self, state: dict) -> None:
         self.__init__(None, state["notes"])
         self.lost, self._saved = state["lost"], state["saved"]
+
+
+def specialized_values(program: ExportedProgram) -> list[str]:
+    """The graph values with a symbolic dim torch.export later found to be a constant (a
+    dynamic dim the program forces static): the importer types it `?` in the captured
+    program and as the constant in a saved and loaded one."""
+    found = []
+    for node in program.graph.nodes:
+        for value in pytree.tree_leaves(node.meta.get("val")):
+            if isinstance(value, torch.Tensor) and any(
+                isinstance(dim, torch.SymInt) and dim.node.maybe_as_int() is not None for dim in value.shape
+            ):
+                found.append(node.name)
+                break
+    return found
 
 
 @dataclass

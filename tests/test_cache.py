@@ -384,6 +384,36 @@ def test_a_capture_that_does_not_serialize_is_captured_again_and_says_so(project
     assert again == raw_ir and reused == set() and any(note.startswith(lost) for note in notes)
 
 
+class _TanhMatmulLike(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(4, 3))
+
+    def forward(self, x):
+        return torch.tanh(x @ self.weight)
+
+
+class _LayerNorm(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.layer_norm(x, (4,))
+
+
+def test_a_kept_capture_imports_as_the_captured_one_or_is_not_kept():
+    """A pickled capture (torch.export.save bytes) loads and imports to the same IR; one
+    whose dynamic dim torch.export forced static (layer_norm's normalized dim) would import
+    more precisely typed after a load: it is not kept, and says why."""
+    import pickle
+
+    from compiler.fx_compile import fx_capture, fx_import_captured
+
+    x = torch.rand(2, 4)
+    kept = fx_capture(_TanhMatmulLike(), [x], [[-1, 4]])
+    loaded = pickle.loads(pickle.dumps(kept))
+    assert fx_import_captured(loaded).raw_ir == fx_import_captured(kept).raw_ir
+    forced = pickle.loads(pickle.dumps(fx_capture(_LayerNorm(), [x], [[-1, -1]])))
+    assert forced.program is None and "specialized a dynamic dim" in forced.lost
+
+
 def test_the_capture_sources_cover_every_project_file_a_capture_runs():
     """torch.export and the decompositions traced call by call: the CAPTURE key would miss
     an edit to a project file they run outside `CAPTURE_SOURCES`; and the importer is not
