@@ -150,6 +150,8 @@ def shared_import(prepared, item: TraceItem, key: tuple, shapes, snapshots: Snap
 def _import_capture(prepared, item: TraceItem, key: tuple, shapes, dims, snapshots: Snapshots) -> FxImport:
     capture_key = ("fx-capture", *key, dims)
     captured = prepared.share(capture_key, lambda: _capture(prepared, item, shapes, snapshots), across_runs=CAPTURE)
+    if capture_key in prepared.from_earlier_run:
+        snapshots.enter("capture")  # this run's capture: loading the kept program (`FxCapture.program`)
     lost = captured.lost if captured.program is None else None
     if lost is not None:  # it did not survive torch.export.save / load: captured again
         prepared.from_earlier_run.discard(capture_key)
