@@ -271,11 +271,13 @@ def test_result_and_record_caches_share_the_store(tmp_path):
 
 
 def _frontend_files(project: Path, monkeypatch) -> None:
-    """A frontend source and a lowering in the temporary project; the frontend's sources are the former."""
-    for name in ("compiler/frontends/fx.py", "compiler/pipelines.py"):
+    """A capture source, an importer and a lowering in the temporary project; the capture's
+    sources are the first, the frontend's the first two."""
+    for name in ("compiler/frontends/fx.py", "compiler/frontends/jit.py", "compiler/pipelines.py"):
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         (project / name).write_text("# a stand-in\n")
     monkeypatch.setattr(cache, "FRONTEND_SOURCES", ("compiler/frontends",))
+    monkeypatch.setattr(cache, "CAPTURE_SOURCES", ("compiler/frontends/fx.py",))
 
 
 def test_a_capture_is_kept_by_test_shape_mode_and_what_was_captured(project, monkeypatch, tmp_path):
@@ -291,22 +293,24 @@ def test_a_capture_is_kept_by_test_shape_mode_and_what_was_captured(project, mon
     assert cache.FrontendCache(None).get(test, "annotated", key) is None  # disabled: keeps nothing
 
 
+@pytest.mark.parametrize("stage", [cache.CAPTURE, cache.IMPORT])
 def test_an_edit_to_a_lowering_keeps_the_capture_and_an_edit_to_the_frontend_or_the_test_drops_it(
-    project, monkeypatch, tmp_path
+    project, monkeypatch, tmp_path, stage
 ):
     _frontend_files(project, monkeypatch)
     test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
     store, key = cache.FrontendCache(tmp_path / "frontend"), ("fx-import", "forward", None, None)
     for edited, kept in (
         ("compiler/pipelines.py", True),  # a lowering: the engineer's loop
+        ("compiler/frontends/jit.py", stage == cache.CAPTURE),  # an importer: only the imports go
         ("compiler/frontends/fx.py", False),
         ("helpers/shapes.py", False),  # what the test builds
     ):
         cache.forget_files()
-        store.put(test, "annotated", key, "captured")
+        store.put(test, "annotated", key, "captured", stage)
         _edit(project / edited)
         cache.forget_files()
-        assert (store.get(test, "annotated", key) == "captured") is kept, edited
+        assert (store.get(test, "annotated", key, stage) == "captured") is kept, edited
 
 
 @pytest.mark.parametrize("frontend", ["fx", "ltc", "torchscript"])
