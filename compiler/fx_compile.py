@@ -1,6 +1,10 @@
 """The FX path: torch.export -> FxImporter (stages `capture`, `import`), then the stages every
 frontend shares (`compiler.backend_compile`).
 
+`fx_capture` and `fx_import_captured` are the two stages apart (`fx_import` runs both): a
+capture depends on torch and the test, not on torch-mlir, so the suite keeps it across a
+torch-mlir rebuild (`FxCapture` pickles as `torch.export.save` bytes) and imports it again.
+
     compiled = compile_module(model, (x,), backend="tosa")
     compiled(x)                           # runs on MLIR's ExecutionEngine
     compiled.snapshots.texts["backend"]   # the IR each stage was given
@@ -8,17 +12,81 @@ frontend shares (`compiler.backend_compile`).
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
 import torch.utils._pytree as pytree
+from torch.export import ExportedProgram
 
 from compiler import pipelines
 from compiler.backend_compile import compile_torch_backend_ir, torch_backend_ir
 from compiler.frontends import fx
 from compiler.refbackend import RefBackendProgram
-from compiler.stages import Snapshots, module_text
+from compiler.stages import Snapshots, first_line, module_text
+
+
+class FxCapture:
+    """Stage `capture` of `module.<method>`: the decomposed ExportedProgram and the capture's notes.
+
+    Pickled (the frontend cache, a test host handing over), the program travels as
+    `torch.export.save` bytes, taken at the first pickling: the importer freezes the program
+    in place, and a frozen program no longer validates, so the suite pickles a capture into
+    its cache before importing it. Unpickled, the program is loaded when first asked for. A
+    program that does not save or load is `None`, with `lost` saying why: the caller
+    captures again.
+    """
+
+    def __init__(self, program: ExportedProgram | None, notes: list[str]):
+        self._program = program
+        self.notes = notes
+        self.lost: str | None = None
+        self._saved: bytes | None = None
+
+    @property
+    def program(self) -> ExportedProgram | None:
+        if self._program is None and self._saved is not None:
+            try:
+                self._program = torch.export.load(io.BytesIO(self._saved))
+            except Exception as error:  # torch's deserializer: a program it cannot read is captured again
+                self.lost = f"torch.export.load: {type(error).__name__}: {first_line(error)[:200]}"
+                self._saved = None
+        return self._program
+
+    def __getstate__(self) -> dict:
+        if self._saved is None and self.lost is None and self._program is not None:
+            if specialized := specialized_values(self._program):
+                # torch.export.save writes such a dim as the number it became; the importer
+                # would type the loaded program more precisely than the captured one.
+                self.lost = f"torch.export specialized a dynamic dim of {', '.join(specialized[:3])}"
+                return {"saved": None, "notes": self.notes, "lost": self.lost}
+            try:
+                buffer = io.BytesIO()
+                torch.export.save(self._program, buffer)
+                self._saved = buffer.getvalue()
+            except Exception as error:  # torch's serializer: a program it cannot write is captured again
+                self.lost = f"torch.export.save: {type(error).__name__}: {first_line(error)[:200]}"
+        return {"saved": self._saved, "notes": self.notes, "lost": self.lost}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(None, state["notes"])
+        self.lost, self._saved = state["lost"], state["saved"]
+
+
+def specialized_values(program: ExportedProgram) -> list[str]:
+    """The graph values with a symbolic dim torch.export later found to be a constant (a
+    dynamic dim the program forces static): the importer types it `?` in the captured
+    program and as the constant in a saved and loaded one."""
+    found = []
+    for node in program.graph.nodes:
+        for value in pytree.tree_leaves(node.meta.get("val")):
+            if isinstance(value, torch.Tensor) and any(
+                isinstance(dim, torch.SymInt) and dim.node.maybe_as_int() is not None for dim in value.shape
+            ):
+                found.append(node.name)
+                break
+    return found
 
 
 @dataclass
@@ -45,9 +113,29 @@ def fx_import(
 ) -> FxImport:
     """Stages capture -> import of `module.<method>`."""
     snapshots = snapshots if snapshots is not None else Snapshots()
+    captured = fx_capture(module, example_inputs, dynamic_dims, method=method, snapshots=snapshots)
+    return fx_import_captured(captured, snapshots=snapshots)
+
+
+def fx_capture(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    *,
+    method: str = "forward",
+    snapshots: Snapshots | None = None,
+) -> FxCapture:
+    """Stage capture of `module.<method>`: torch.export and torch-mlir's decompositions."""
+    snapshots = snapshots if snapshots is not None else Snapshots()
     notes: list[str] = []
     snapshots.enter("capture")
-    program = fx.capture(module, example_inputs, dynamic_dims, method, notes)
+    return FxCapture(fx.capture(module, example_inputs, dynamic_dims, method, notes), notes)
+
+
+def fx_import_captured(captured: FxCapture, *, snapshots: Snapshots | None = None) -> FxImport:
+    """Stage import of a capture (FxImporter; it freezes `captured.program` in place)."""
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    program, notes = captured.program, list(captured.notes)
     snapshots.enter("import")
     raw = fx.import_program(program)
     if mutated := fx.mutated_inputs(program):

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from compiler.stages import Snapshots
 from e2e.framework import cache, registry
 from e2e.framework.result import PASS, TIMEOUT, Result
 from e2e.framework.suite_files import ProbeCache, TestInfo, load_suite
@@ -71,7 +72,8 @@ def project(tmp_path, monkeypatch):
     assert [f.tests for f in loaded.values()] == [["Tmp_Neg"]]
     yield root
     for name in set(sys.modules) - modules:
-        del sys.modules[name]
+        if name.split(".")[0] not in ("torch", "torch_mlir"):  # a library's op registrations happen once
+            del sys.modules[name]
     cache.forget_files()
 
 
@@ -269,11 +271,13 @@ def test_result_and_record_caches_share_the_store(tmp_path):
 
 
 def _frontend_files(project: Path, monkeypatch) -> None:
-    """A frontend source and a lowering in the temporary project; the frontend's sources are the former."""
-    for name in ("compiler/frontends/fx.py", "compiler/pipelines.py"):
+    """A capture source, an importer and a lowering in the temporary project; the capture's
+    sources are the first, the frontend's the first two."""
+    for name in ("compiler/frontends/fx.py", "compiler/frontends/jit.py", "compiler/pipelines.py"):
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         (project / name).write_text("# a stand-in\n")
     monkeypatch.setattr(cache, "FRONTEND_SOURCES", ("compiler/frontends",))
+    monkeypatch.setattr(cache, "CAPTURE_SOURCES", ("compiler/frontends/fx.py",))
 
 
 def test_a_capture_is_kept_by_test_shape_mode_and_what_was_captured(project, monkeypatch, tmp_path):
@@ -289,22 +293,24 @@ def test_a_capture_is_kept_by_test_shape_mode_and_what_was_captured(project, mon
     assert cache.FrontendCache(None).get(test, "annotated", key) is None  # disabled: keeps nothing
 
 
+@pytest.mark.parametrize("stage", [cache.CAPTURE, cache.IMPORT])
 def test_an_edit_to_a_lowering_keeps_the_capture_and_an_edit_to_the_frontend_or_the_test_drops_it(
-    project, monkeypatch, tmp_path
+    project, monkeypatch, tmp_path, stage
 ):
     _frontend_files(project, monkeypatch)
     test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
     store, key = cache.FrontendCache(tmp_path / "frontend"), ("fx-import", "forward", None, None)
     for edited, kept in (
         ("compiler/pipelines.py", True),  # a lowering: the engineer's loop
+        ("compiler/frontends/jit.py", stage == cache.CAPTURE),  # an importer: only the imports go
         ("compiler/frontends/fx.py", False),
         ("helpers/shapes.py", False),  # what the test builds
     ):
         cache.forget_files()
-        store.put(test, "annotated", key, "captured")
+        store.put(test, "annotated", key, "captured", stage)
         _edit(project / edited)
         cache.forget_files()
-        assert (store.get(test, "annotated", key) == "captured") is kept, edited
+        assert (store.get(test, "annotated", key, stage) == "captured") is kept, edited
 
 
 @pytest.mark.parametrize("frontend", ["fx", "ltc", "torchscript"])
@@ -342,6 +348,106 @@ def test_the_frontend_sources_cover_every_project_file_a_capture_runs(frontend):
     assert outside == []
 
 
+def _import_neg(store: "cache.FrontendCache") -> tuple[str, set, list[str]]:
+    """`Tmp_Neg`'s FX capture and import in a new run (every fingerprint computed again):
+    the raw torch IR, what the run took from the frontend cache of earlier runs, the notes."""
+    from e2e.configs.fx import shared_import
+    from e2e.framework.runner import prepare
+
+    cache.forget_files()
+    prepared = prepare(registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"])
+    prepared.frontend_cache = store
+    item = prepared.golden[0]
+    imported = shared_import(prepared, item, ("forward", None), [[-1, 3]], Snapshots())
+    return imported.raw_ir, {key[0] for key in prepared.from_earlier_run}, imported.notes
+
+
+def test_a_rebuild_of_torch_mlir_reuses_the_capture_and_imports_it_again(project, monkeypatch, tmp_path):
+    store = cache.FrontendCache(tmp_path / "frontend")
+    raw_ir, reused, _ = _import_neg(store)
+    assert reused == set() and "torch.aten.neg" in raw_ir
+    assert _import_neg(store)[:2] == (raw_ir, {"fx-import"})  # nothing changed: the import is taken
+    monkeypatch.setenv(cache.IDENTITY_SALT_ENV, "rebuilt")  # torch-mlir's identity, as a rebuild changes it
+    assert _import_neg(store)[:2] == (raw_ir, {"fx-capture"})  # the capture is taken, and imported again
+    monkeypatch.setattr(torch, "__version__", torch.__version__ + "+other")
+    assert _import_neg(store)[:2] == (raw_ir, set())  # another torch: captured again
+
+
+def test_a_capture_that_does_not_serialize_is_captured_again_and_says_so(project, monkeypatch, tmp_path):
+    from compiler import fx_compile
+
+    def refuse(program, buffer):
+        raise RuntimeError("no serializer for this op")
+
+    monkeypatch.setattr(fx_compile.torch.export, "save", refuse)
+    store = cache.FrontendCache(tmp_path / "frontend")
+    raw_ir, _, notes = _import_neg(store)
+    lost = "frontend cache: the capture is not kept across runs (torch.export.save: RuntimeError: no serializer"
+    assert any(note.startswith(lost) for note in notes)
+    monkeypatch.setenv(cache.IDENTITY_SALT_ENV, "rebuilt")
+    again, reused, notes = _import_neg(store)
+    assert again == raw_ir and reused == set() and any(note.startswith(lost) for note in notes)
+
+
+class _TanhMatmulLike(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.rand(4, 3))
+
+    def forward(self, x):
+        return torch.tanh(x @ self.weight)
+
+
+class _LayerNorm(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.layer_norm(x, (4,))
+
+
+def test_a_kept_capture_imports_as_the_captured_one_or_is_not_kept():
+    """A pickled capture (torch.export.save bytes) loads and imports to the same IR; one
+    whose dynamic dim torch.export forced static (layer_norm's normalized dim) would import
+    more precisely typed after a load: it is not kept, and says why."""
+    import pickle
+
+    from compiler.fx_compile import fx_capture, fx_import_captured
+
+    x = torch.rand(2, 4)
+    kept = fx_capture(_TanhMatmulLike(), [x], [[-1, 4]])
+    loaded = pickle.loads(pickle.dumps(kept))
+    assert fx_import_captured(loaded).raw_ir == fx_import_captured(kept).raw_ir
+    forced = pickle.loads(pickle.dumps(fx_capture(_LayerNorm(), [x], [[-1, -1]])))
+    assert forced.program is None and "specialized a dynamic dim" in forced.lost
+
+
+def test_the_capture_sources_cover_every_project_file_a_capture_runs():
+    """torch.export and the decompositions traced call by call: the CAPTURE key would miss
+    an edit to a project file they run outside `CAPTURE_SOURCES`; and the importer is not
+    among them (a change to it reuses the captures)."""
+    from compiler.fx_compile import fx_capture
+
+    class Model(torch.nn.Module):
+        def forward(self, x, y):
+            return torch.nn.functional.gelu(x @ y).sum(0), x.t()
+
+    ran: set[str] = set()
+
+    def profile(frame, event, arg):
+        if event == "call":
+            ran.add(frame.f_code.co_filename)
+
+    sys.setprofile(profile)
+    try:
+        fx_capture(Model(), [torch.rand(3, 4), torch.rand(4, 5)], [[-1, 4], None])
+    finally:
+        sys.setprofile(None)
+    files = [Path(name).resolve() for name in ran if not name.startswith("<")]
+    project = [path for path in files if path.is_relative_to(REAL_PROJECT) and path != Path(__file__).resolve()]
+    covered = [REAL_PROJECT / entry for entry in cache.CAPTURE_SOURCES]
+    assert any(path.name == "decompose.py" for path in project)  # it saw the capture
+    assert [p for p in project if not any(p == c or p.is_relative_to(c) for c in covered)] == []
+    assert not any("jit" in entry or "mlir.py" in entry for entry in cache.CAPTURE_SOURCES)
+
+
 def test_the_least_recently_used_captures_go_first_and_a_large_one_is_not_kept(project, monkeypatch, tmp_path):
     _frontend_files(project, monkeypatch)
     test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
@@ -353,7 +459,7 @@ def test_the_least_recently_used_captures_go_first_and_a_large_one_is_not_kept(p
     entries = sorted((tmp_path / "frontend").glob("*.pickle"), key=lambda p: p.stat().st_mtime)
     for age, path in enumerate(entries):  # an order the filesystem's coarse clock cannot blur
         os.utime(path, (old + age, old + age))
-    used_last = tmp_path / "frontend" / f"{store._name(test, 'annotated', ('k', 0))}.pickle"
+    used_last = tmp_path / "frontend" / f"{store._name(test, 'annotated', ('k', 0), cache.IMPORT)}.pickle"
     os.utime(used_last, (old + 10, old + 10))
     assert store.trim(limit=2500) == 1
     assert store.get(test, "annotated", ("k", 0)) is not None

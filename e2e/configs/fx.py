@@ -7,6 +7,8 @@ the same data the reducer replays. The executor is the RefBackend, or a real run
 Capture and import depend only on the test, so they are computed once per test
 (`PreparedTest.share`) and reused by every FX config; so is the torch-backend lowering,
 per set of backend-legal ops (linalg keeps `aten.adaptive_max_pool2d`, as upstream).
+Across runs, the frontend cache keeps both: the import keyed by torch-mlir too, the
+capture (the decomposed `ExportedProgram`) by torch, the test and the capture code only.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import torch
 import torch.utils._pytree as pytree
 
 from compiler.backend_compile import compile_backend_ir, torch_backend_ir
-from compiler.fx_compile import fx_import
+from compiler.fx_compile import FxCapture, FxImport, fx_capture, fx_import_captured
 from compiler.stages import Snapshots
 from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
 from e2e.configs.capture_check import CaptureCheck
+from e2e.framework.cache import CAPTURE, IMPORT
 from e2e.framework.judge import Explainer
 from e2e.framework.registry import Tolerance
 from e2e.framework.result import NotApplicable
@@ -133,12 +136,35 @@ def installed_executor(chain: Toolchain):
 
 def shared_import(prepared, item: TraceItem, key: tuple, shapes, snapshots: Snapshots):
     """The capture and import of `item` (its program's `key`: method and call shapes, or
-    None with dynamic `shapes`), once per test and, through the frontend cache, across runs."""
+    None with dynamic `shapes`), once per test and, through the frontend cache, across runs:
+    the import while torch-mlir is unchanged, the capture while torch and the test are
+    (a rebuild of torch-mlir imports the capture of an earlier run again)."""
     dims = None if shapes is None else tuple(None if s is None else tuple(s) for s in shapes)
     return prepared.share(
-        ("fx-import", *key, dims), lambda: _import(prepared, item, shapes, snapshots), across_runs=True
+        ("fx-import", *key, dims),
+        lambda: _import_capture(prepared, item, key, shapes, dims, snapshots),
+        across_runs=IMPORT,
     )
 
 
-def _import(prepared, item: TraceItem, shapes, snapshots: Snapshots):
-    return fx_import(prepared.module, item.inputs, shapes, method=item.method, snapshots=snapshots)
+def _import_capture(prepared, item: TraceItem, key: tuple, shapes, dims, snapshots: Snapshots) -> FxImport:
+    capture_key = ("fx-capture", *key, dims)
+    captured = prepared.share(capture_key, lambda: _capture(prepared, item, shapes, snapshots), across_runs=CAPTURE)
+    if capture_key in prepared.from_earlier_run:
+        snapshots.enter("capture")  # this run's capture: loading the kept program (`FxCapture.program`)
+    lost = captured.lost if captured.program is None else None
+    if lost is not None:  # it did not survive torch.export.save / load: captured again
+        prepared.from_earlier_run.discard(capture_key)
+        captured = _capture(prepared, item, shapes, snapshots)
+    imported = fx_import_captured(captured, snapshots=snapshots)
+    if lost := lost or captured.lost:
+        imported.notes.append(f"frontend cache: the capture is not kept across runs ({lost})")
+    return imported
+
+
+def _capture(prepared, item: TraceItem, shapes, snapshots: Snapshots) -> FxCapture:
+    return fx_capture(prepared.module, item.inputs, shapes, method=item.method, snapshots=snapshots)
+
+
+def _import(prepared, item: TraceItem, shapes, snapshots: Snapshots) -> FxImport:
+    return fx_import_captured(_capture(prepared, item, shapes, snapshots), snapshots=snapshots)

@@ -20,6 +20,7 @@ from compiler.backend_compile import compile_torch_backend_ir
 from compiler.jit_compile import JitTorchBackendIR, StaticShapesOnly, jit_import, jit_torch_backend
 from compiler.stages import Snapshots
 from compiler.toolchain import Toolchain, toolchain
+from e2e.framework.cache import IMPORT
 from e2e.framework.result import NotApplicable
 from e2e.framework.trace import Trace, TraceItem, call_key
 
@@ -77,7 +78,7 @@ class JitConfig:
                     method=item.method,
                     static_ok=False,
                 ),
-                across_runs=True,
+                across_runs=IMPORT,  # the JIT captures (a graph of live objects) are kept imported
             )
         except StaticShapesOnly as error:
             raise NotApplicable(f"{error}: run with --shapes static to compile the example inputs' shapes") from None

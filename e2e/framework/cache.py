@@ -109,13 +109,18 @@ def versions_fingerprint() -> str:
     return digest.hexdigest()
 
 
+# Read by `_torch_mlir_identity` only: a benchmark or a test stands for a rebuild of
+# torch-mlir by setting it, never touching the installed libraries other processes load.
+IDENTITY_SALT_ENV = "E2E_TORCH_MLIR_IDENTITY_SALT"
+
+
 def _torch_mlir_identity() -> str:
-    """torch-mlir's native libraries (a user's own build at the same version differs) and
-    its Python sources (the FX importer is Python)."""
+    """torch-mlir's native libraries (a user's own build at the same version differs), its
+    Python sources (the FX importer is Python) and `$E2E_TORCH_MLIR_IDENTITY_SALT`."""
     import torch_mlir
 
     root = Path(next(iter(torch_mlir.__path__)))
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(os.environ.get(IDENTITY_SALT_ENV, "").encode())
     for path in sorted((root / "_mlir_libs").glob("*.so*")):
         stat = path.stat()
         digest.update(f"{path.name}:{stat.st_size}:{stat.st_mtime_ns}".encode())
@@ -389,10 +394,34 @@ class ResultCache:
 
 # --- the frontend cache ----------------------------------------------------------------
 
-# What a capture (torch.export, decompositions, the FX importer) runs of this project: its
-# key covers these and nothing else of the project, so a change to a lowering, a pass
-# pipeline or an executor reuses the captures (tests/test_cache.py traces a capture and
-# checks that every project file it runs is here).
+# The frontend cache keeps two stages' results, each with its own fingerprint (a
+# `FrontendCache` parameter, not a second store): CAPTURE, what torch.export and its
+# decompositions make of a test, depends on torch and the capture code, never on
+# torch-mlir's build; IMPORT, a result in torch-mlir's dialect, on torch-mlir too.
+CAPTURE, IMPORT = "capture", "import"
+FRONTEND_STAGES = (CAPTURE, IMPORT)
+
+# What a capture (torch.export, decompositions) runs of this project: its key covers these
+# and nothing else of the project, so a rebuild of torch-mlir, a change to the importer, a
+# lowering, a pass pipeline or an executor reuses the captures (tests/test_cache.py traces
+# a capture and checks that every project file it runs is here).
+CAPTURE_SOURCES = (
+    "compiler/frontends/fx.py",
+    "compiler/frontends/decompose.py",
+    "compiler/fx_compile.py",
+    "compiler/stages.py",
+    "compiler/replay_runtime/frontend_step.py",
+    "e2e/configs/fx.py",
+    "e2e/framework/runner.py",
+    "e2e/framework/registry.py",
+    "e2e/framework/trace.py",
+)
+# torch-mlir's Python a capture runs: its decomposition table (`get_decomposition_table`),
+# which a torch-mlir upgrade may change and a rebuild of its native libraries does not.
+TORCH_MLIR_CAPTURE_SOURCES = ("extras/fx_decomp_util.py",)
+# What a capture and import (torch.export, decompositions, the FX importer; a lazy or
+# TorchScript trace and the JIT IR importer) run of this project: the IMPORT key covers
+# these, so a change to a lowering, a pass pipeline or an executor reuses the imports.
 FRONTEND_SOURCES = (
     "compiler/frontends",
     "compiler/fx_compile.py",
@@ -411,11 +440,25 @@ FRONTEND_CACHE_BYTES = 2 << 30  # the least recently used entries go past this
 
 
 @functools.cache
-def frontend_fingerprint() -> str:
-    """What a capture depends on besides its test: torch, torch-mlir and the frontend's sources."""
+def frontend_fingerprint(stage: str = IMPORT) -> str:
+    """What a frontend result of `stage` depends on besides its test: torch and the capture's
+    sources (its decomposition table among torch-mlir's) for CAPTURE; torch, torch-mlir
+    (`_torch_mlir_identity`) and every frontend source for IMPORT."""
     import torch
+    import torch_mlir
 
-    parts = [torch.__version__, _torch_mlir_identity(), source_digest(*FRONTEND_SOURCES)]
+    if stage == CAPTURE:
+        torch_mlir_root = Path(next(iter(torch_mlir.__path__)))
+        parts = [
+            CAPTURE,
+            torch.__version__,
+            tree_digest(torch_mlir_root, TORCH_MLIR_CAPTURE_SOURCES),
+            source_digest(*CAPTURE_SOURCES),
+        ]
+    elif stage == IMPORT:
+        parts = [IMPORT, torch.__version__, _torch_mlir_identity(), source_digest(*FRONTEND_SOURCES)]
+    else:
+        raise ValueError(f"unknown frontend stage {stage!r}; known: {', '.join(FRONTEND_STAGES)}")
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
@@ -474,29 +517,30 @@ class PickleStore:
 
 
 class FrontendCache:
-    """A test's frontend results (an FX capture and import) across runs, in `directory`
-    (None: disabled): a rerun after a change to the compiler's lowerings, passes or
-    executors compiles the capture of the run before, which is what it would capture
-    again. Keyed by the test (`cache_key`'s test part: every file it depends on), the
-    shape mode, what was captured (method, call shapes, dynamic dims) and
-    `frontend_fingerprint()`."""
+    """A test's frontend results across runs, in `directory` (None: disabled): a rerun after
+    a change to the compiler's lowerings, passes or executors compiles the import of the run
+    before; one after a rebuild of torch-mlir or a change to its importer imports the capture
+    of the run before. Each is what the run would compute again. Keyed by the test
+    (`cache_key`'s test part: every file it depends on), the shape mode, what was captured
+    (method, call shapes, dynamic dims) and `frontend_fingerprint(stage)`, `stage` being
+    CAPTURE or IMPORT."""
 
     def __init__(self, directory: Path | None):
         self.store = PickleStore(directory, FRONTEND_ENTRY_BYTES)
 
-    def _name(self, test: Test, shape_mode: str, key: object) -> str:
+    def _name(self, test: Test, shape_mode: str, key: object, stage: str) -> str:
         test_part = f"{test.name}\0{files_digest(test_dependencies(test))}"
-        name = hashlib.sha256("\0".join([frontend_fingerprint(), test_part, shape_mode, repr(key)]).encode())
+        name = hashlib.sha256("\0".join([frontend_fingerprint(stage), test_part, shape_mode, repr(key)]).encode())
         return name.hexdigest()
 
-    def get(self, test: Test, shape_mode: str, key: object) -> object | None:
+    def get(self, test: Test, shape_mode: str, key: object, stage: str = IMPORT) -> object | None:
         if self.store.directory is None:
             return None
-        return self.store.get(self._name(test, shape_mode, key))
+        return self.store.get(self._name(test, shape_mode, key, stage))
 
-    def put(self, test: Test, shape_mode: str, key: object, value: object) -> None:
+    def put(self, test: Test, shape_mode: str, key: object, value: object, stage: str = IMPORT) -> None:
         if self.store.directory is not None:
-            self.store.put(self._name(test, shape_mode, key), value)
+            self.store.put(self._name(test, shape_mode, key, stage), value)
 
     def trim(self, limit: int = FRONTEND_CACHE_BYTES) -> int:
         """Remove the least recently used entries past `limit` bytes; returns how many."""

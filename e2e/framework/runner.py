@@ -70,19 +70,20 @@ class PreparedTest:
     new_shared: dict[Any, Any] = field(default_factory=dict)  # filled in a child, sent back
     shape_mode: str = "annotated"  # one of result.SHAPE_MODES
     reused: set = field(default_factory=set)  # shared keys this config took from an earlier one
-    frontend_cache: FrontendCache | None = None  # `share(..., across_runs=True)` values of earlier runs
+    frontend_cache: FrontendCache | None = None  # `share(..., across_runs=stage)` values of earlier runs
     from_earlier_run: set = field(default_factory=set)  # shared keys this config took from the frontend cache
     program_cache: ProgramCache | None = None  # lowered programs of earlier hosts and runs, for the compiler
 
-    def share(self, key: Any, compute: Callable[[], Any], *, across_runs: bool = False) -> Any:
+    def share(self, key: Any, compute: Callable[[], Any], *, across_runs: str | None = None) -> Any:
         """`compute()` once per test (its host and the configs' children); StageErrors are
         shared too. A value an earlier config computed is noted as reused. `across_runs`:
-        a frontend result, kept in the frontend cache for later runs and taken from it."""
+        a frontend result of that stage (`cache.CAPTURE` or `cache.IMPORT`, which decides
+        what its key covers), kept in the frontend cache for later runs and taken from it."""
         if key in self.shared and key not in self.new_shared:
             self.reused.add(key)
         cache = self.frontend_cache if across_runs else None
         if key not in self.shared and cache is not None:
-            kept = cache.get(self.test, self.shape_mode, key)
+            kept = cache.get(self.test, self.shape_mode, key, across_runs)
             if kept is not None:
                 self.shared[key] = self.new_shared[key] = kept
                 self.from_earlier_run.add(key)
@@ -93,7 +94,7 @@ class PreparedTest:
                 self.shared[key] = error
             self.new_shared[key] = self.shared[key]
             if cache is not None:
-                cache.put(self.test, self.shape_mode, key, self.shared[key])
+                cache.put(self.test, self.shape_mode, key, self.shared[key], across_runs)
         value = self.shared[key]
         if isinstance(value, StageError):
             raise value
