@@ -108,8 +108,8 @@ def pytest_addoption(parser):
     group.addoption(
         "--no-frontend-cache",
         action="store_true",
-        help="capture every test again (by default a capture whose test, torch, torch-mlir and frontend are "
-        "unchanged is taken from an earlier run)",
+        help="capture and import every test again (by default a capture whose test, torch and capture code "
+        "are unchanged is taken from an earlier run, and its import too while torch-mlir and the importer are)",
     )
     group.addoption(
         "--no-program-cache",
