@@ -94,7 +94,7 @@ def explain(config: Any, prepared: Any, outcome: Outcome) -> list[Explanation]:
     generated program's oracle), up to and including a re-attribution or an acquittal."""
     explainers = [
         *(config.explainers() if isinstance(config, Explained) else ()),
-        *getattr(prepared.test, "explainers", ()),
+        *getattr(getattr(prepared, "test", None), "explainers", ()),
     ]
     found: list[Explanation] = []
     for explainer in explainers:
