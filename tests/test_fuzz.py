@@ -55,3 +55,55 @@ def test_spec_refusal_blames_the_lowering_of_a_defined_program():
     explanation = SpecRefusal().explain(prepared, Outcome("execute", error=refused))
     assert explanation.stage == "backend" and "convert-torch-to-tosa" in explanation.error
     assert SpecRefusal().explain(prepared, Outcome("execute", error=RuntimeError("out of memory"))) is None
+
+
+# Grouping: rows as the suite writes them (results.json), an xfail file as the suites keep them.
+
+LEGALIZE = "backend | convert-torch-to-tosa | loc: failed to legalize operation 'torch.aten.cumsum'"
+CRASHED = "crash | execute | Segmentation fault"
+
+
+def row(test: str, config: str, stage: str, signature: str, outcome: str = "fail", error: str = "") -> dict:
+    return {"test": test, "config": config, "outcome": outcome, "stage": stage, "signature": signature, "error": error}
+
+
+def program_ops(test: str) -> tuple[str, ...]:
+    return {"Gen_1": ("add", "cumsum"), "Gen_2": ("cumsum", "mul"), "Gen_3": ("add",)}.get(test, ())
+
+
+def grouped(rows, xfail_text: str = "", takes=lambda config, op: True, tmp_path=None):
+    from e2e.fuzz.bugs import KnownSignatures, classify
+    from e2e.fuzz.programs import seed_of
+
+    (tmp_path / "tosa.txt").write_text(xfail_text)
+    known = KnownSignatures.load(tmp_path, ["tosa"], generated=lambda test: seed_of(test) is not None)
+    return classify(rows, known, program_ops, takes)
+
+
+def test_two_pairs_with_one_signature_are_one_bug(tmp_path):
+    found = grouped(
+        [row("Gen_1", "tosa", "backend", LEGALIZE), row("Gen_2", "tosa", "backend", LEGALIZE)], tmp_path=tmp_path
+    )
+    assert len(found.bugs) == 1 and [f.test for f in found.bugs[0].failures] == ["Gen_1", "Gen_2"]
+    assert found.bugs[0].guilty_op == "torch.aten.cumsum"
+
+
+def test_a_signature_an_xfail_entry_carries_is_a_known_bug(tmp_path):
+    rows = [row("Gen_1", "tosa", "backend", LEGALIZE), row("Gen_3", "tosa", "execute", CRASHED, outcome="crash")]
+    found = grouped(rows, f"Cumsum_Basic  # fail: {LEGALIZE}\n", tmp_path=tmp_path)
+    assert [b.signature for b in found.known] == [LEGALIZE]
+    assert [b.signature for b in found.new] == [CRASHED]
+
+
+def test_a_failure_of_an_op_the_config_does_not_take_alone_is_a_coverage_gap(tmp_path):
+    from e2e.fuzz.coverage import Support
+
+    support = Support(matrix={"cumsum": {"tosa": "backend"}, "add": {"tosa": "pass"}})
+    rows = [
+        row("Gen_1", "tosa", "backend", LEGALIZE),
+        row("Gen_3", "tosa", "backend", "backend | - | loc: something else"),  # add alone passes: a bug
+        row("Gen_2", "tosa", "compare", "compare | values"),  # a wrong result is a bug whatever the ops
+    ]
+    found = grouped(rows, takes=support.takes, tmp_path=tmp_path)
+    assert list(found.gaps) == [("tosa", "cumsum")]
+    assert sorted(b.kind for b in found.bugs) == ["compile failure", "wrong result"]
