@@ -27,10 +27,38 @@ from e2e.fuzz.report import campaign_table, discovery, html_page, markdown
 XFAIL_DIR = Path(__file__).resolve().parents[1] / "configs" / "xfail"
 
 
+def load_campaign(reports_dir: Path, run: dict) -> dict:
+    """The campaign a reports directory holds: its `campaign.json`, or (a merge of a
+    campaign's shards) the shards' own, added together."""
+    if (reports_dir / "campaign.json").is_file():
+        return json.loads((reports_dir / "campaign.json").read_text())
+    parts = []
+    for source in run.get("merged_from", []):
+        path = Path(source["path"])
+        path = path if path.is_dir() else path.parent
+        if (path / "campaign.json").is_file():
+            parts.append(json.loads((path / "campaign.json").read_text()))
+    if not parts:
+        raise SystemExit(f"fuzz: {reports_dir} holds no campaign.json, nor do the runs it was merged from")
+    batches = sorted((b for part in parts for b in part["batches"]), key=lambda b: b["first_seed"])
+    return {
+        **parts[0],
+        "shard": f"{len(parts)} merged",
+        "blocks_run": len(batches),
+        "programs": sum(p["programs"] for p in parts),
+        "pairs": sum(p["pairs"] for p in parts),
+        "seeds": sorted(seeds for p in parts for seeds in p["seeds"]),
+        "last_seed": max(p["last_seed"] for p in parts if p.get("last_seed") is not None),
+        "wall_s": max(p["wall_s"] for p in parts),
+        "cpu_s": round(sum(p["cpu_s"] for p in parts), 1),
+        "batches": batches,
+    }
+
+
 def analyse(reports_dir: Path, configs: list[str] | None = None) -> str:
     """Classify the campaign in `reports_dir` and write its report; returns the markdown."""
     rows, run = load_rows(reports_dir)
-    campaign = json.loads((reports_dir / "campaign.json").read_text())
+    campaign = load_campaign(reports_dir, run)
     configs = configs or campaign.get("configs") or sorted({row["config"] for row in rows})
     known = KnownSignatures.load(XFAIL_DIR, configs, generated=lambda test: seed_of(test) is not None)
     support = Support(cache_path=reports_dir / "takes-alone.json")
@@ -50,7 +78,8 @@ def analyse(reports_dir: Path, configs: list[str] | None = None) -> str:
     return text
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The campaign's command line."""
     parser = argparse.ArgumentParser(prog="python -m e2e.fuzz", description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=None, help="time budget (default: none; give --programs)")
     parser.add_argument("--programs", type=int, default=None, help="stop after this many programs")
@@ -61,9 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reports-dir", type=Path, required=True)
     parser.add_argument("--shard", type=ShardSpec.parse, default=ShardSpec(1, 1), help="I/N: this shard's blocks")
     parser.add_argument("--report-only", action="store_true", help="classify and report the campaign in the directory")
-    args, extra = parser.parse_known_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = parser()
+    args, extra = command.parse_known_args(argv)
     if not args.report_only and args.minutes is None and args.programs is None:
-        parser.error("give --minutes or --programs (or both)")
+        command.error("give --minutes or --programs (or both)")
     configs = [c.strip() for c in args.config.split(",") if c.strip()]
     if not args.report_only:
         Campaign(
