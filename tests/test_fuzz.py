@@ -10,6 +10,7 @@ from e2e.framework.registry import Test
 from e2e.framework.runner import prepare
 from e2e.framework.trace import TraceItem
 from e2e.generate.oracle import Float64Oracle, SpecRefusal
+from e2e.generate.program import InputSpec
 
 
 class Cancel(torch.nn.Module):
@@ -67,43 +68,77 @@ def row(test: str, config: str, stage: str, signature: str, outcome: str = "fail
     return {"test": test, "config": config, "outcome": outcome, "stage": stage, "signature": signature, "error": error}
 
 
-def program_ops(test: str) -> tuple[str, ...]:
-    return {"Gen_1": ("add", "cumsum"), "Gen_2": ("cumsum", "mul"), "Gen_3": ("add",)}.get(test, ())
-
-
-def grouped(rows, xfail_text: str = "", takes=lambda config, op: True, tmp_path=None):
+def grouped(rows, tmp_path, xfail_text: str = "", untaken=lambda failure: None):
     from e2e.fuzz.bugs import KnownSignatures, classify
     from e2e.fuzz.programs import seed_of
 
     (tmp_path / "tosa.txt").write_text(xfail_text)
     known = KnownSignatures.load(tmp_path, ["tosa"], generated=lambda test: seed_of(test) is not None)
-    return classify(rows, known, program_ops, takes)
+    return classify(rows, known, untaken)
 
 
 def test_two_pairs_with_one_signature_are_one_bug(tmp_path):
-    found = grouped(
-        [row("Gen_1", "tosa", "backend", LEGALIZE), row("Gen_2", "tosa", "backend", LEGALIZE)], tmp_path=tmp_path
-    )
+    found = grouped([row("Gen_1", "tosa", "backend", LEGALIZE), row("Gen_2", "tosa", "backend", LEGALIZE)], tmp_path)
     assert len(found.bugs) == 1 and [f.test for f in found.bugs[0].failures] == ["Gen_1", "Gen_2"]
     assert found.bugs[0].guilty_op == "torch.aten.cumsum"
 
 
 def test_a_signature_an_xfail_entry_carries_is_a_known_bug(tmp_path):
     rows = [row("Gen_1", "tosa", "backend", LEGALIZE), row("Gen_3", "tosa", "execute", CRASHED, outcome="crash")]
-    found = grouped(rows, f"Cumsum_Basic  # fail: {LEGALIZE}\n", tmp_path=tmp_path)
+    found = grouped(rows, tmp_path, f"Cumsum_Basic  # fail: {LEGALIZE}\n")
     assert [b.signature for b in found.known] == [LEGALIZE]
     assert [b.signature for b in found.new] == [CRASHED]
 
 
-def test_a_failure_of_an_op_the_config_does_not_take_alone_is_a_coverage_gap(tmp_path):
+def test_a_refusal_of_an_op_the_config_refuses_alone_is_a_coverage_gap(tmp_path):
+    """The real check: each node of the failing program run alone on the config."""
     from e2e.fuzz.coverage import Support
+    from e2e.fuzz.shrink import run_program
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import Domain, TensorType
 
-    support = Support(matrix={"cumsum": {"tosa": "backend"}, "add": {"tosa": "pass"}})
-    rows = [
-        row("Gen_1", "tosa", "backend", LEGALIZE),
-        row("Gen_3", "tosa", "backend", "backend | - | loc: something else"),  # add alone passes: a bug
-        row("Gen_2", "tosa", "compare", "compare | values"),  # a wrong result is a bug whatever the ops
-    ]
-    found = grouped(rows, takes=support.takes, tmp_path=tmp_path)
-    assert list(found.gaps) == [("tosa", "cumsum")]
-    assert sorted(b.kind for b in found.bugs) == ["compile failure", "wrong result"]
+    x = InputSpec("x0", TensorType((3,), "float32"), Domain(-0.5, 0.5))
+    double = Node("v0", "add", ("x0", "x0"), (), TensorType((3,), "float32"))
+    asin = Node("v1", "asin", ("v0",), (), TensorType((3,), "float32"))
+    program = Program(7, (x,), (double, asin), ("v1",))
+    result = run_program(program, "tosa", tmp_path / "work")
+    assert not result.passed, result  # tosa refuses asin
+    failures = [row("Gen_7", "tosa", result.stage, result.signature, error=result.error)]
+    checked = []
+
+    def check(one, config):
+        checked.append(one.ops)
+        alone = run_program(one, config, tmp_path / "work")
+        return None if alone.passed else alone.signature
+
+    support = Support(lambda test: program, check=check, matrix={})
+    found = grouped(failures, tmp_path, untaken=support.untaken)
+    assert list(found.gaps) == [("tosa", "asin")] and not found.bugs
+    assert checked == [["asin"]]  # the refused op's node first, and found refused alone
+
+
+def test_wrong_results_and_crashes_are_bugs_whatever_the_config_takes(tmp_path):
+    rows = [row("Gen_2", "tosa", "compare", "compare | values"), row("Gen_3", "tosa", "execute", CRASHED, "crash")]
+    found = grouped(rows, tmp_path, untaken=lambda failure: "cumsum")
+    assert sorted(b.kind for b in found.bugs) == ["crash or hang", "wrong result"] and not found.gaps
+
+
+def test_a_tiny_real_campaign_writes_a_run_and_its_report(tmp_path):
+    """Three generated programs on linalg: the run format merge and diff read, and fuzz.md."""
+    import json
+
+    from e2e.framework.results_files import load_rows
+    from e2e.fuzz.__main__ import main
+
+    reports = tmp_path / "campaign"
+    assert (
+        main(["--programs", "3", "--block", "3", "--config", "linalg", "-n", "1", "--reports-dir", str(reports)]) == 0
+    )
+    rows, run = load_rows(reports)
+    assert sorted(r["test"] for r in rows) == ["Gen_0", "Gen_1", "Gen_2"]
+    campaign = json.loads((reports / "campaign.json").read_text())
+    assert run["campaign"]["last_seed"] == campaign["last_seed"] == 2 and campaign["pairs"] == 3
+    report = (reports / "fuzz.md").read_text()
+    assert "3 programs, 3 pairs" in report and "new distinct bugs" in report
+    assert "<svg" in (reports / "fuzz.html").read_text()
+    assert "Fuzzing campaign: distinct bugs" in (reports / "index.html").read_text()

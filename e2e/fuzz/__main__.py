@@ -12,70 +12,12 @@ seeds, costs) and the campaign report R/fuzz.md and R/fuzz.html (see docs/fuzz.m
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from e2e.framework.results_files import load_rows
 from e2e.framework.shards import ShardSpec
-from e2e.fuzz.bugs import KnownSignatures, classify
 from e2e.fuzz.campaign import Campaign, Plan
-from e2e.fuzz.coverage import Support
-from e2e.fuzz.programs import ops_of, seed_of
-from e2e.fuzz.report import campaign_table, discovery, html_page, markdown
-
-XFAIL_DIR = Path(__file__).resolve().parents[1] / "configs" / "xfail"
-
-
-def load_campaign(reports_dir: Path, run: dict) -> dict:
-    """The campaign a reports directory holds: its `campaign.json`, or (a merge of a
-    campaign's shards) the shards' own, added together."""
-    if (reports_dir / "campaign.json").is_file():
-        return json.loads((reports_dir / "campaign.json").read_text())
-    parts = []
-    for source in run.get("merged_from", []):
-        path = Path(source["path"])
-        path = path if path.is_dir() else path.parent
-        if (path / "campaign.json").is_file():
-            parts.append(json.loads((path / "campaign.json").read_text()))
-    if not parts:
-        raise SystemExit(f"fuzz: {reports_dir} holds no campaign.json, nor do the runs it was merged from")
-    batches = sorted((b for part in parts for b in part["batches"]), key=lambda b: b["first_seed"])
-    return {
-        **parts[0],
-        "shard": f"{len(parts)} merged",
-        "blocks_run": len(batches),
-        "programs": sum(p["programs"] for p in parts),
-        "pairs": sum(p["pairs"] for p in parts),
-        "seeds": sorted(seeds for p in parts for seeds in p["seeds"]),
-        "last_seed": max(p["last_seed"] for p in parts if p.get("last_seed") is not None),
-        "wall_s": max(p["wall_s"] for p in parts),
-        "cpu_s": round(sum(p["cpu_s"] for p in parts), 1),
-        "batches": batches,
-    }
-
-
-def analyse(reports_dir: Path, configs: list[str] | None = None) -> str:
-    """Classify the campaign in `reports_dir` and write its report; returns the markdown."""
-    rows, run = load_rows(reports_dir)
-    campaign = load_campaign(reports_dir, run)
-    configs = configs or campaign.get("configs") or sorted({row["config"] for row in rows})
-    known = KnownSignatures.load(XFAIL_DIR, configs, generated=lambda test: seed_of(test) is not None)
-    support = Support(cache_path=reports_dir / "takes-alone.json")
-    classified = classify(rows, known, ops_of, support.takes)
-
-    def bug_ops(bug) -> tuple[str, ...]:
-        return ops_of(bug.first.test)
-
-    text = markdown(campaign, rows, classified, bug_ops)
-    points = discovery(campaign, rows, classified)
-    (reports_dir / "fuzz.md").write_text(text)
-    (reports_dir / "fuzz.html").write_text(html_page(text, points))
-    from e2e.framework.html_report import write_html
-    from e2e.report_tables import report_tables
-
-    write_html(rows, run, reports_dir / "index.html", [*report_tables(rows), campaign_table(classified)])
-    return text
+from e2e.fuzz.triage import analyse
 
 
 def parser() -> argparse.ArgumentParser:
@@ -90,6 +32,13 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--reports-dir", type=Path, required=True)
     parser.add_argument("--shard", type=ShardSpec.parse, default=ShardSpec(1, 1), help="I/N: this shard's blocks")
     parser.add_argument("--report-only", action="store_true", help="classify and report the campaign in the directory")
+    parser.add_argument(
+        "--reduce-minutes",
+        type=float,
+        default=0.0,
+        help="minutes to shrink the new bugs' programs into regression tests written into the suite "
+        "(e2e/test_suite/generated_regressions.py and the xfail sets); default 0: none written",
+    )
     return parser
 
 
@@ -109,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             programs=args.programs,
             extra=extra,
         ).run(log=lambda line: print(line, flush=True))
-    print(analyse(args.reports_dir, configs if not args.report_only else None))
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    print(analyse(args.reports_dir, None if args.report_only else configs, args.reduce_minutes * 60, log))
     print(f"fuzz: report in {args.reports_dir / 'fuzz.md'} and {args.reports_dir / 'fuzz.html'}")
     return 0
 

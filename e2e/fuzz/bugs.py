@@ -3,11 +3,14 @@
 A failing pair is one of:
 
 - a **bug**: a wrong result (the float64 oracle did not acquit it), a crash, a hang or an
-  out-of-memory, or a compile failure of a program whose every op the config takes alone;
+  out-of-memory, a compile failure that is the compiler breaking (a verifier error, a pass
+  that breaks the IR), or a refusal of an op the config takes alone (with the same types and
+  attributes: the combination is what it refuses);
   pairs with one key (config, signature, guilty op: the reducer's bundle key) are one bug,
   **known** when an xfail entry of the hand-written suites carries its signature, else **new**;
-- a **coverage gap**: a compile failure whose op the config does not take even alone
-  (`Support.takes`), counted per (config, op) and never reported as a bug;
+- a **coverage gap**: a refusal (`REJECTION`: failed to legalize, unsupported, ...) of an
+  op the config does not take even alone (`e2e.fuzz.coverage.Support`), counted per
+  (config, op) and never reported as a bug;
 - a **broken program**: torch itself refused the generated program (the generator's bug).
 
 A wrong result's signature (`compare | values`) names no op: it is known only when an
@@ -22,7 +25,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from e2e.framework.signature import Signature, guilty_op
 
@@ -96,6 +99,12 @@ class Bug:
     kind: str
     known: bool
     failures: list[Failure] = field(default_factory=list)
+    # After triage (`e2e.fuzz.triage`): the smallest program, its regression test, and that
+    # test's bundle on this config with whether its repro.py exits 1.
+    reduced: Any = None  # e2e.generate.program.Program
+    regression: str | None = None
+    regression_bundle: str | None = None
+    verified: bool | None = None
 
     @property
     def stage(self) -> str:
@@ -107,7 +116,8 @@ class Bug:
 
     @property
     def bundle(self) -> str | None:
-        return next((f.repro_path for f in self.failures if f.repro_path), None)
+        """The regression test's bundle, else the campaign's own bundle of the first pair."""
+        return self.regression_bundle or next((f.repro_path for f in self.failures if f.repro_path), None)
 
 
 @dataclass
@@ -156,16 +166,26 @@ def _squash(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-def classify(
-    rows: Iterable[dict],
-    known: KnownSignatures,
-    program_ops: Callable[[str], tuple[str, ...]],
-    takes: Callable[[str, str], bool],
-) -> Classified:
+# How a config says it lacks an op (a legalization or conversion that refuses it); any
+# other compile failure (a verifier error, a pass that breaks the IR, an assertion) is a bug
+# whatever the config takes.
+REJECTION = re.compile(
+    r"failed to legalize|unsupported|not supported|not implemented|NotImplemented|unimplemented|"
+    r"no lowering|cannot be lowered|could not be lowered|not lowered",
+    re.IGNORECASE,
+)
+
+
+def rejects(failure: Failure) -> bool:
+    """Whether a compile failure is the config refusing an op (not the compiler breaking)."""
+    return failure.kind == COMPILE and REJECTION.search(failure.signature) is not None
+
+
+def classify(rows: Iterable[dict], known: KnownSignatures, untaken: Callable[[Failure], str | None]) -> Classified:
     """Group a campaign's failing rows into bugs, coverage gaps and broken programs.
 
-    `program_ops(test)`: the aten ops of the generated program `test`; `takes(config, op)`:
-    whether `config` takes `op` alone."""
+    `untaken(failure)`: for a compile failure that refuses an op, the op the config does not
+    take even alone (the failure is a coverage gap of that op), or None (it does: a bug)."""
     result = Classified()
     bugs: dict[tuple, Bug] = {}
     for row in rows:
@@ -175,10 +195,10 @@ def classify(
         if failure.kind == BROKEN:
             result.broken.append(failure)
             continue
-        if failure.kind == COMPILE:
-            untaken = _untaken(failure, program_ops(failure.test), takes)
-            if untaken is not None:
-                result.gaps.setdefault((failure.config, untaken), []).append(failure)
+        if rejects(failure):
+            op = untaken(failure)
+            if op is not None:
+                result.gaps.setdefault((failure.config, op), []).append(failure)
                 continue
         bug = bugs.get(failure.key)
         if bug is None:
@@ -188,11 +208,3 @@ def classify(
         bug.failures.append(failure)
     result.bugs = sorted(bugs.values(), key=lambda b: (b.known, b.config, b.signature, b.guilty_op or ""))
     return result
-
-
-def _untaken(failure: Failure, ops: tuple[str, ...], takes: Callable[[str, str], bool]) -> str | None:
-    """The op of the failure the config does not take alone (the guilty one first), or None:
-    the config takes every op of the program alone, so the failure is a bug."""
-    guilty = short_op(failure.guilty_op)
-    candidates = ([guilty] if guilty in ops else []) + [op for op in ops if op != guilty]
-    return next((op for op in candidates if not takes(failure.config, op)), None)

@@ -1,11 +1,14 @@
-"""Which ops a config takes alone: the op support matrix, else the op run alone on the spot.
+"""Which ops a config takes alone: the op run alone on the spot, else the support matrix.
 
-The matrix (`docs/support.md`, written by `python -m e2e.support`) names OpInfo ops; a
-cell is `pass`, `partial k/n` or the stage every sample failed in. A config takes an op
-alone when its cell is `pass`; it does not when the cell is a failing stage. A `partial`
-cell, or an op the matrix lacks, is settled on the spot when a check is given (a one-op
-generated program run on the config), and the answer is cached in a JSON file; without
-one, such an op counts as not taken: a campaign reports only what is surely a bug.
+A refusal (`e2e.fuzz.bugs.rejects`) of a generated program's op is a coverage gap when the
+config refuses that op alone, with the same operand types and attributes: the failing
+program's nodes, each alone with its operands made inputs (`e2e.fuzz.shrink.alone`), the
+refused op's first, are run on the config by the suite's runner until one fails as the
+program did (a gap) or none does (a bug: the combination is refused); signatures are cached
+per (config, op, attributes, types) in a JSON file. Without a program to run, the op support matrix (`docs/support.md`, written by `python -m
+e2e.support`; OpInfo op names; a cell is `pass`, `partial k/n` or the stage every sample
+failed in) answers: `pass` is taken, anything else is not: a campaign reports only what
+is surely a bug.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+from e2e.fuzz.bugs import Failure, short_op
 
 MATRIX = Path(__file__).resolve().parents[2] / "docs" / "support.md"
 _ROW = re.compile(r"^\| `([^`]+)` \|(.*)\|\s*$")
@@ -39,12 +44,13 @@ def read_matrix(path: Path = MATRIX) -> dict[str, dict[str, str]]:
 
 @dataclass
 class Support:
-    """`takes(config, op)`: whether `config` compiles and runs `op` alone."""
+    """`untaken(failure)`: the op of a refusal the config does not take alone, or None."""
 
+    program_of: Callable[[str], object]  # a generated test's Program
+    check: Callable[[object, str], str | None] | None = None  # (one-op program, config) -> its signature
     matrix: dict[str, dict[str, str]] = field(default_factory=read_matrix)
-    check: Callable[[str, str], bool] | None = None  # the op alone on the config, run now
     cache_path: Path | None = None
-    checked: dict[str, bool] = field(default_factory=dict)  # "config op" -> taken
+    checked: dict[str, str | None] = field(default_factory=dict)  # "config op attrs types" -> signature
 
     def __post_init__(self) -> None:
         if self.cache_path is not None and self.cache_path.is_file():
@@ -57,17 +63,29 @@ class Support:
                 return cell
         return None
 
-    def takes(self, config: str, op: str) -> bool:
-        cell = self.cell(config, op)
-        if cell == "pass":
-            return True
-        if cell is not None and cell != "partial":
-            return False
-        key = f"{config} {op}"
+    def untaken(self, failure: Failure) -> str | None:
+        """The op the config refuses alone, as this failure refuses it (a gap), or None (a bug)."""
+        op = short_op(failure.guilty_op) or "(op not named)"
+        program = self.program_of(failure.test)
+        if program is None or self.check is None:
+            return None if self.cell(failure.config, op) == "pass" else op
+        # The node of the refused op first; a decomposed op (conv1d -> convolution) is found
+        # by running each node alone until one is refused the same way.
+        order = sorted(range(len(program.nodes)), key=lambda i: program.nodes[i].op != op)
+        for index in order:
+            if self.alone_signature(program, index, failure.config) == failure.signature:
+                return op
+        return None
+
+    def alone_signature(self, program, index: int, config: str) -> str | None:
+        """The signature of node `index` alone on `config` (None: it passes), cached."""
+        from e2e.fuzz.shrink import alone
+
+        one = alone(program, index)
+        node = program.nodes[index]
+        key = f"{config} {node.op} {dict(node.attrs)} {','.join(str(i.type) for i in one.inputs)}"
         if key not in self.checked:
-            if self.check is None:
-                return False
-            self.checked[key] = bool(self.check(config, op))
+            self.checked[key] = self.check(one, config)
             if self.cache_path is not None:
                 self.cache_path.parent.mkdir(parents=True, exist_ok=True)
                 self.cache_path.write_text(json.dumps(self.checked, indent=1, sort_keys=True) + "\n")

@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import functools
-import re
 
-_SEED = re.compile(r"(\d+)$")
-
-
-def seed_of(test: str) -> int | None:
-    """The seed of generated test `test` (the number that ends its name), or None."""
-    match = _SEED.search(test)
-    return int(match[1]) if match else None
+from e2e.generate.register import seed_of  # noqa: F401 - the campaign's interface: a test's seed
 
 
 @functools.lru_cache(maxsize=None)
 def program(seed: int):
     """The generated program of `seed` (`e2e.generate.generate`: rebuilt exactly from its seed)."""
-    from e2e.generate import generate
+    from e2e.generate.grow import generate
 
     return generate(seed)
 

@@ -147,8 +147,9 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of) -
         "",
         "## Bugs",
         "",
-        "| | config | stage | signature | guilty op | ops in the reduced program | wrong result | pairs | bundle |",
-        "|---|---|---|---|---|---|---|---:|---|",
+        "| | config | stage | signature | guilty op | ops in the reduced program | wrong result | pairs | "
+        "regression test | bundle (repro.py exits 1) |",
+        "|---|---|---|---|---|---|---|---:|---|---|",
     ]
     for number, bug in enumerate(classified.bugs, start=1):
         signature = bug.signature.replace("|", "\\|")[:160]
@@ -156,7 +157,8 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of) -
         lines.append(
             f"| {number}{' (known)' if bug.known else ''} | {bug.config} | {bug.stage} | `{signature}` | "
             f"`{bug.guilty_op or '-'}` | {ops} | {'yes' if bug.kind == 'wrong result' else 'no'} | "
-            f"{len(bug.failures)} | {bug.bundle or '-'} |"
+            f"{len(bug.failures)} | {bug.regression or '-'} | {bug.bundle or '-'}"
+            f"{' (verified)' if bug.verified else ' (NOT verified)' if bug.verified is False else ''} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -1,0 +1,145 @@
+"""A finished campaign's triage: classify its failures, reduce each new bug, report.
+
+1. classify (`e2e.fuzz.bugs`): distinct bugs, known bugs, coverage gaps (refused ops run
+   alone on the spot, `e2e.fuzz.coverage`);
+2. for each new bug: shrink its first program on the Program value (`e2e.fuzz.shrink`),
+   write the smallest as a regression test into the suite (`e2e.fuzz.regressions`), run the
+   regression tests through pytest (the MLIR reducer writes their bundles), add their xfail
+   entries, and check each bundle's `repro.py` exits 1;
+3. write `fuzz.md`, `fuzz.html` and the campaign's section of `index.html` (`e2e.fuzz.report`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from e2e.framework.results_files import load_rows
+from e2e.fuzz.bugs import CRASH, Bug, Classified, KnownSignatures, classify
+from e2e.fuzz.coverage import Support
+from e2e.fuzz.programs import ops_of, program, seed_of
+from e2e.fuzz.report import campaign_table, discovery, html_page, markdown
+
+XFAIL_DIR = Path(__file__).resolve().parents[1] / "configs" / "xfail"
+
+
+def load_campaign(reports_dir: Path, run: dict) -> dict:
+    """The campaign a reports directory holds: its `campaign.json`, or (a merge of a
+    campaign's shards) the shards' own, added together."""
+    if (reports_dir / "campaign.json").is_file():
+        return json.loads((reports_dir / "campaign.json").read_text())
+    parts = []
+    for source in run.get("merged_from", []):
+        path = Path(source["path"])
+        path = path if path.is_dir() else path.parent
+        if (path / "campaign.json").is_file():
+            parts.append(json.loads((path / "campaign.json").read_text()))
+    if not parts:
+        raise SystemExit(f"fuzz: {reports_dir} holds no campaign.json, nor do the runs it was merged from")
+    batches = sorted((b for part in parts for b in part["batches"]), key=lambda b: b["first_seed"])
+    return {
+        **parts[0],
+        "shard": f"{len(parts)} merged",
+        "blocks_run": len(batches),
+        "programs": sum(p["programs"] for p in parts),
+        "pairs": sum(p["pairs"] for p in parts),
+        "seeds": sorted(seeds for p in parts for seeds in p["seeds"]),
+        "last_seed": max(p["last_seed"] for p in parts if p.get("last_seed") is not None),
+        "wall_s": max(p["wall_s"] for p in parts),
+        "cpu_s": round(sum(p["cpu_s"] for p in parts), 1),
+        "batches": batches,
+    }
+
+
+def _program_of(test: str):
+    seed = seed_of(test)
+    return None if seed is None else program(seed)
+
+
+def alone_signature(one, config: str, work: Path) -> str | None:
+    """A one-op program's signature on `config` (None: it passes)."""
+    from e2e.fuzz.shrink import run_program
+
+    result = run_program(one, config, work, seconds=60)
+    return None if result.passed else result.signature
+
+
+def classify_campaign(reports_dir: Path, configs: list[str], rows: list[dict]) -> Classified:
+    known = KnownSignatures.load(XFAIL_DIR, configs, generated=lambda test: seed_of(test) is not None)
+    work = reports_dir / "triage"
+    support = Support(
+        _program_of,
+        check=lambda one, config: alone_signature(one, config, work),
+        cache_path=reports_dir / "takes-alone.json",
+    )
+    return classify(rows, known, support.untaken)
+
+
+def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds: float, log=print) -> dict[str, str]:
+    """Shrink each bug's first program (within `seconds` in all), write the regression
+    tests, run them for bundles, record their xfail entries, verify the bundles. Returns
+    the regression programs written (name -> JSON)."""
+    from e2e.configs.update_xfails import update
+    from e2e.fuzz.regressions import run_regressions, test_name, verify_bundle, write_programs
+    from e2e.fuzz.shrink import run_program, same_bug, shrink
+
+    work = reports_dir / "triage"
+    deadline = time.monotonic() + seconds
+    written: dict[str, str] = {}
+    for number, bug in enumerate(bugs):
+        original = _program_of(bug.first.test)
+        if original is None:
+            continue
+        share = max(0.0, (deadline - time.monotonic()) / (len(bugs) - number))
+        if bug.kind == CRASH and bug.stage == "timeout":
+            share = 0.0  # every candidate of a hang takes the whole limit
+        reduced, tried = shrink(
+            original, lambda c, b=bug: same_bug(run_program(c, b.config, work, seconds=60), b.signature), share
+        )
+        bug.reduced = reduced
+        bug.regression = test_name(reduced, bug.config)
+        written[bug.regression] = reduced.to_json()
+        log(
+            f"fuzz: {bug.config}: {bug.first.test} shrunk from {len(original.nodes)} to {len(reduced.nodes)} ops ({tried} tried)"
+        )
+    if not written:
+        return written
+    write_programs(written)
+    regressions = reports_dir / "regressions"
+    from e2e.configs import CONFIG_NAMES
+
+    # Every default config too: the regression tests join the suite, which must stay green.
+    run_regressions(sorted(written), list(dict.fromkeys([*CONFIG_NAMES, *configs])), regressions, workers=2)
+    if (regressions / "results.json").is_file():
+        update(regressions / "results.json", XFAIL_DIR)
+        rows = {(r["test"], r["config"]): r for r in load_rows(regressions)[0]}
+        for bug in bugs:
+            row = rows.get((bug.regression, bug.config))
+            if row and row.get("repro_path"):
+                bug.regression_bundle = row["repro_path"]
+                bug.verified = verify_bundle(Path(row["repro_path"]))
+    return written
+
+
+def analyse(reports_dir: Path, configs: list[str] | None = None, reduce_seconds: float = 0.0, log=print) -> str:
+    """Classify the campaign in `reports_dir` (and, given `reduce_seconds`, reduce its new
+    bugs into regression tests); write its report; returns the markdown."""
+    rows, run = load_rows(reports_dir)
+    campaign = load_campaign(reports_dir, run)
+    configs = configs or campaign.get("configs") or sorted({row["config"] for row in rows})
+    classified = classify_campaign(reports_dir, configs, rows)
+    if reduce_seconds > 0:
+        reduce_bugs(classified.new, configs, reports_dir, reduce_seconds, log)
+
+    def bug_ops(bug: Bug) -> tuple[str, ...]:
+        return tuple(bug.reduced.ops) if bug.reduced is not None else ops_of(bug.first.test)
+
+    text = markdown(campaign, rows, classified, bug_ops)
+    (reports_dir / "fuzz.md").write_text(text)
+    (reports_dir / "fuzz.html").write_text(html_page(text, discovery(campaign, rows, classified)))
+    from e2e.framework.html_report import write_html
+    from e2e.report_tables import report_tables
+
+    write_html(rows, run, reports_dir / "index.html", [*report_tables(rows), campaign_table(classified)])
+    return text
