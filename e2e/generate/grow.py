@@ -29,7 +29,7 @@ import torch
 
 from e2e.framework.testutils import TestUtils, seed_for
 from e2e.generate.ops import CATALOGUE, Draw, OpSpec
-from e2e.generate.program import Checks, InputSpec, Node, Program, attrs_of, program_name
+from e2e.generate.program import NAMESPACE, Checks, InputSpec, Node, Program, attrs_of, program_name
 from e2e.generate.types import (
     FLOAT_LIMIT,
     FREE,
@@ -43,7 +43,6 @@ from e2e.generate.types import (
 ATTEMPTS = 20
 FAMILIES = sorted({s.family for s in CATALOGUE.values()})
 BY_FAMILY = {f: sorted(n for n, s in CATALOGUE.items() if s.family == f) for f in FAMILIES}
-NAMESPACE = {"torch": torch, "F": torch.nn.functional}
 INPUT_DTYPES = (
     ("float32", 55),
     ("float16", 10),

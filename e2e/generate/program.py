@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import linecache
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -24,6 +24,7 @@ from e2e.generate.types import Domain, TensorType, is_float, torch_dtype
 # The checks every registered program passed on its inputs (see grow.py).
 CHECKS = ("finite", "domain", "no_overflow", "cast_in_range", "no_shift", "stable")
 
+NAMESPACE = {"torch": torch, "F": torch.nn.functional}  # what an op's template refers to
 DEFAULT_FLOAT_RANGE = (-2.0, 2.0)
 DEFAULT_INT_RANGE = (-8, 8)
 
@@ -116,27 +117,42 @@ class Program:
         return [spec_.draw(tu) for spec_ in self.inputs]
 
     def to_python(self) -> str:
-        """The program as a Python function named after it, returning its outputs."""
+        """The program as a Python module class named after it (what the suite captures)."""
         lines = ["import torch", "import torch.nn.functional as F", "", ""]
-        lines.append(f"def {self.name}({', '.join(i.name for i in self.inputs)}):")
+        lines.append(f"class {self.name}(torch.nn.Module):")
+        lines.append(f"    def forward(self, {', '.join(i.name for i in self.inputs)}):")
         for i in self.inputs:
             d = i.domain
             bounds = "" if d == Domain() else f" in {_domain_text(d)}"
             dynamic = f", dynamic dims {list(i.dynamic)}" if i.dynamic else ""
-            lines.append(f"    # {i.name}: {i.type}{bounds}{dynamic}")
+            lines.append(f"        # {i.name}: {i.type}{bounds}{dynamic}")
         for node in self.nodes:
-            lines.append(f"    {node.name} = {node.expression()}  # {node.type}")
-        lines.append(f"    return {', '.join(self.outputs)}")
+            lines.append(f"        {node.name} = {node.expression()}  # {node.type}")
+        lines.append(f"        return {', '.join(self.outputs)}")
         return "\n".join(lines) + "\n"
 
-    def function(self) -> Callable[..., Any]:
-        """`to_python()` compiled (its text in linecache, so tracebacks and inspect show it)."""
+    def module_class(self) -> type[torch.nn.Module]:
+        """`to_python()` compiled: its text is put in linecache, so tracebacks show it and
+        torch.jit.script (which reads a method's source) can script it."""
         source = self.to_python()
         filename = f"<generated {self.name}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         namespace: dict[str, Any] = {}
         exec(compile(source, filename, "exec"), namespace)
         return namespace[self.name]
+
+    def intermediates(self, inputs: list[torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Every value of the program on `inputs` (inputs and node results, by name), run
+        natively node by node."""
+        values = {i.name: t for i, t in zip(self.inputs, inputs)}
+        for node in self.nodes:
+            values[node.name] = eval(node.expression(), NAMESPACE, values)  # noqa: S307 - our own template
+        return values
+
+    def run(self, inputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        """The program's outputs on `inputs`, natively, always as a tuple."""
+        out = self.module_class()()(*inputs)
+        return out if isinstance(out, tuple) else (out,)
 
     def to_json(self) -> str:
         return json.dumps(

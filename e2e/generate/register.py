@@ -7,9 +7,11 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from e2e.framework.registry import op_test
+from e2e.framework.registry import Test, annotate_args, register
+from e2e.framework.testutils import TestUtils
 from e2e.generate.grow import generate
 from e2e.generate.program import Program
+from e2e.generate.types import torch_dtype
 
 # `pytest --generate N --generate-seed S` sets this to "S:N" before any suite file is
 # loaded (forked probes, hosts and xdist workers inherit it); e2e/generate/suite.py reads it.
@@ -18,8 +20,19 @@ SUITE_FILE = Path(__file__).with_name("suite.py")
 
 
 def register_program(program: Program) -> str:
-    """Register `program` as the test `program.name`; its name."""
-    op_test(program.name, program.function(), program.make_inputs, dynamic=program.annotations())
+    """Register `program` as the test `program.name` (its module class, its inputs drawn
+    from the test's seeded TestUtils, its dynamic dims as `-1` annotations); its name."""
+    module_class = program.module_class()
+    annotations = program.annotations()
+    if annotations:
+        types = [i.type for i in program.inputs]
+        arguments = [(shape, torch_dtype(t.dtype), True) for shape, t in zip(annotations, types)]
+        module_class.forward = annotate_args([None, *arguments])(module_class.forward)
+
+    def invoke(module, tu: TestUtils) -> None:
+        module.forward(*program.make_inputs(tu))
+
+    register(Test(program.name, module_class, invoke, source=f"{SUITE_FILE}:1"))
     return program.name
 
 
