@@ -249,47 +249,11 @@ def op_test(
     dynamic: bool | Sequence[Sequence[int] | None] = False,
     tolerance: Tolerance | None = None,
     timeout_seconds: float | None = None,
-    explainers: Sequence[Any] = (),
 ) -> Test:
-    """Register a test of a plain function of tensors (wrapped in a module); `explainers`:
-    the test's own (`Test.explainers`, e.g. a generated program's oracle)."""
-    return register(
-        function_test(
-            name,
-            fn,
-            inputs,
-            dynamic=dynamic,
-            tolerance=tolerance,
-            timeout_seconds=timeout_seconds,
-            explainers=explainers,
-        )
-    )
-
-
-def function_test(
-    name: str,
-    fn: Callable[..., Any],
-    inputs: InputsFn,
-    *,
-    dynamic: bool | Sequence[Sequence[int] | None] = False,
-    tolerance: Tolerance | None = None,
-    timeout_seconds: float | None = None,
-    explainers: Sequence[Any] = (),
-    test_utils: Callable[[int], TestUtils] = TestUtils,
-) -> Test:
-    """The test `op_test` registers, not registered (a candidate program a reducer runs once)."""
+    """Register a test of a plain function of tensors (wrapped in a module)."""
     module_cls = type(name, (FunctionModule,), {})
     factory = _factory(module_cls, {"fn": fn}, inputs, dynamic, {})
-    return Test(
-        name,
-        factory,
-        _invoker(inputs, {}),
-        tolerance,
-        _source_of(inputs),
-        timeout_seconds,
-        explainers=tuple(explainers),
-        test_utils=test_utils,
-    )
+    return register(Test(name, factory, _invoker(inputs, {}), tolerance, _source_of(inputs), timeout_seconds))
 
 
 def op_tests(

@@ -20,23 +20,37 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator
 
-from e2e.framework.registry import Test, function_test
+from e2e.framework.registry import Test, annotate_args
 from e2e.framework.result import Result
 from e2e.framework.signature import Signature
 from e2e.framework.testutils import TestUtils, seed_for
 from e2e.generate.oracle import GENERATED_EXPLAINERS
 from e2e.generate.program import InputSpec, Program, program_name
+from e2e.generate.register import SUITE_FILE
+from e2e.generate.types import torch_dtype
 
 
 def program_test(program: Program, name: str | None = None) -> Test:
-    """`program` as a suite test named `name` (default its own), not registered: its inputs
-    drawn as the generator drew them for seed `program.seed`, the oracle carried."""
+    """`program` as a suite test named `name` (default its own), not registered: built as
+    `e2e.generate.register.register_program` builds it (its module class, `-1` annotations
+    for dynamic dims), its inputs drawn as the generator drew them for `program.seed`, and
+    the generated programs' oracle carried (`Test.explainers`)."""
+    module_class = program.module_class()
+    annotations = program.annotations()
+    if annotations:
+        types = [i.type for i in program.inputs]
+        arguments = [(shape, torch_dtype(t.dtype), True) for shape, t in zip(annotations, types)]
+        module_class.forward = annotate_args([None, *arguments])(module_class.forward)
+
+    def invoke(module, tu: TestUtils) -> None:
+        module.forward(*program.make_inputs(tu))
+
     original = program_name(program.seed)
-    return function_test(
+    return Test(
         name or program.name,
-        program.function(),
-        program.make_inputs,
-        dynamic=program.annotations(),
+        module_class,
+        invoke,
+        source=f"{SUITE_FILE}:1",
         explainers=GENERATED_EXPLAINERS,
         test_utils=lambda _seed: TestUtils(seed_for(original)),
     )

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import time
 from pathlib import Path
@@ -63,6 +64,33 @@ def alone_signature(one, config: str, work: Path) -> str | None:
 
     result = run_program(one, config, work, seconds=60)
     return None if result.passed else result.signature
+
+
+def judge_by_oracle(rows: list[dict], work: Path, seconds: float = 600.0, log=print) -> int:
+    """Wrong results the oracle has not judged (a test registered without
+    `Test.explainers`), judged now: the program run again on its config with the oracle
+    carried (`e2e.fuzz.shrink.program_test`); a pair it acquits becomes a pass with the
+    oracle's note, in `rows`. Returns how many were judged."""
+    from e2e.fuzz.shrink import run_program
+    from e2e.generate.oracle import ORACLE_NOTE
+
+    deadline, judged = time.monotonic() + seconds, 0
+    for row in rows:
+        unjudged = not any(note.startswith(ORACLE_NOTE) for note in row.get("notes") or ())
+        if row.get("stage") != "compare" or row.get("outcome") == "pass" or not unjudged:
+            continue
+        original = _program_of(row["test"])
+        if original is None or time.monotonic() > deadline:
+            continue
+        again = run_program(original, row["config"], work)
+        judged += 1
+        oracle = [note for note in again.notes if note.startswith(ORACLE_NOTE)]
+        row["notes"] = [*(row.get("notes") or []), *(f"{note} (judged again in triage)" for note in oracle)]
+        if again.passed and oracle:
+            row.update(outcome="pass", stage=None, signature=None)
+    if judged:
+        log(f"fuzz: {judged} wrong results judged again by the float64 oracle")
+    return judged
 
 
 def classify_campaign(reports_dir: Path, configs: list[str], rows: list[dict]) -> Classified:
@@ -125,9 +153,11 @@ def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds:
 def analyse(reports_dir: Path, configs: list[str] | None = None, reduce_seconds: float = 0.0, log=print) -> str:
     """Classify the campaign in `reports_dir` (and, given `reduce_seconds`, reduce its new
     bugs into regression tests); write its report; returns the markdown."""
-    rows, run = load_rows(reports_dir)
+    recorded, run = load_rows(reports_dir)
+    rows = copy.deepcopy(recorded)  # judged again by the oracle below; the run's record stays as it ran
     campaign = load_campaign(reports_dir, run)
     configs = configs or campaign.get("configs") or sorted({row["config"] for row in rows})
+    judge_by_oracle(rows, reports_dir / "triage", log=log)
     classified = classify_campaign(reports_dir, configs, rows)
     if reduce_seconds > 0:
         reduce_bugs(classified.new, configs, reports_dir, reduce_seconds, log)
@@ -141,5 +171,5 @@ def analyse(reports_dir: Path, configs: list[str] | None = None, reduce_seconds:
     from e2e.framework.html_report import write_html
     from e2e.report_tables import report_tables
 
-    write_html(rows, run, reports_dir / "index.html", [*report_tables(rows), campaign_table(classified)])
+    write_html(recorded, run, reports_dir / "index.html", [*report_tables(recorded), campaign_table(classified)])
     return text
