@@ -137,4 +137,5 @@ def test_the_schedule_runs_the_fuzzing_campaign_and_only_it(workflow):
     assert {word for word in run[3:] if word.startswith("-")} <= known
     merged = [c for s in scripts(jobs["fuzz-merge"]) for c in commands(s) if c[2] != "pip"]
     assert merged[0][2:] == ["e2e.merge", "fuzz/*", "-o", "merged-fuzz"]
-    assert merged[1][2:] == ["e2e.fuzz", "--report-only", "--reports-dir", "merged-fuzz"]
+    assert merged[1][2:6] == ["e2e.fuzz", "--report-only", "--reports-dir", "merged-fuzz"]
+    assert {word for word in merged[1][3:] if word.startswith("-")} <= known
