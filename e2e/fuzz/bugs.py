@@ -66,6 +66,12 @@ def bundle_guilty_op(row: dict) -> str | None:
         return None
 
 
+def ltc_op(message: str) -> str | None:
+    """The first op of LTC's `LTC has no lowering for aten::where.self, ...`, as torch-mlir names it."""
+    match = re.search(r"aten::(\w+)", message)
+    return f"torch.aten.{match[1]}" if match else None
+
+
 @dataclass(frozen=True)
 class Failure:
     """One failing pair of a campaign, as the classification sees it."""
@@ -80,7 +86,7 @@ class Failure:
     @classmethod
     def of(cls, row: dict) -> "Failure":
         signature = row.get("signature") or f"{row.get('stage')} | -"
-        op = bundle_guilty_op(row) or guilty_op(row.get("error") or "") or guilty_op(signature)
+        op = bundle_guilty_op(row) or guilty_op(row.get("error") or "") or guilty_op(signature) or ltc_op(signature)
         return cls(row["test"], row["config"], kind_of(row), signature, op, row.get("repro_path"))
 
     @property

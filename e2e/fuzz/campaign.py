@@ -170,7 +170,7 @@ class Campaign:
             write_json_atomic(self.reports_dir / "campaign.json", info)
             return info
         directories = [Path(b.directory) for b in self.batches]
-        command = "python -m e2e.fuzz " + " ".join(sys.argv[1:]) if sys.argv[0].endswith("fuzz") else ""
+        command = "python -m e2e.fuzz " + shlex.join(sys.argv[1:]) if "fuzz" in Path(sys.argv[0]).parts else ""
         run = merge(directories, self.reports_dir, command=command)
         run["campaign"] = info
         if self.plan.shard.count > 1:

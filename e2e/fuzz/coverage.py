@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from e2e.fuzz.bugs import Failure, short_op
+from e2e.framework.signature import Signature, guilty_op
+from e2e.fuzz.bugs import Failure, ltc_op, short_op
 
 MATRIX = Path(__file__).resolve().parents[2] / "docs" / "support.md"
 _ROW = re.compile(r"^\| `([^`]+)` \|(.*)\|\s*$")
@@ -42,6 +44,16 @@ def read_matrix(path: Path = MATRIX) -> dict[str, dict[str, str]]:
     return matrix
 
 
+def same_refusal(signature: str | None, failure: Failure) -> bool:
+    """Whether a one-op program's failure is the refusal `failure` shows: the same stage and
+    pass, refusing the same op (shapes in the message may differ: `?` alone, `N` in the program)."""
+    if signature is None:
+        return False
+    if Signature.parse(signature).key() != Signature.parse(failure.signature).key():
+        return False
+    return short_op(guilty_op(signature) or ltc_op(signature)) == short_op(failure.guilty_op)
+
+
 @dataclass
 class Support:
     """`untaken(failure)`: the op of a refusal the config does not take alone, or None."""
@@ -51,6 +63,8 @@ class Support:
     matrix: dict[str, dict[str, str]] = field(default_factory=read_matrix)
     cache_path: Path | None = None
     checked: dict[str, str | None] = field(default_factory=dict)  # "config op attrs types" -> signature
+    deadline: float = float("inf")  # time.monotonic() after which nothing more is run
+    answers: dict[tuple, str | None] = field(default_factory=dict)  # Failure.key -> untaken op
 
     def __post_init__(self) -> None:
         if self.cache_path is not None and self.cache_path.is_file():
@@ -64,7 +78,14 @@ class Support:
         return None
 
     def untaken(self, failure: Failure) -> str | None:
-        """The op the config refuses alone, as this failure refuses it (a gap), or None (a bug)."""
+        """The op the config refuses alone, as this failure refuses it (a gap), or None (a
+        bug); one answer per (config, signature, guilty op): one refusal, one check."""
+        key = failure.key
+        if key not in self.answers:
+            self.answers[key] = self._untaken(failure)
+        return self.answers[key]
+
+    def _untaken(self, failure: Failure) -> str | None:
         op = short_op(failure.guilty_op) or "(op not named)"
         program = self.program_of(failure.test)
         if program is None or self.check is None:
@@ -73,7 +94,9 @@ class Support:
         # by running each node alone until one is refused the same way.
         order = sorted(range(len(program.nodes)), key=lambda i: program.nodes[i].op != op)
         for index in order:
-            if self.alone_signature(program, index, failure.config) == failure.signature:
+            if time.monotonic() > self.deadline:  # out of time: the matrix answers, conservatively
+                return None if self.cell(failure.config, op) == "pass" else op
+            if same_refusal(self.alone_signature(program, index, failure.config), failure):
                 return op
         return None
 

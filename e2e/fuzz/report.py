@@ -107,8 +107,19 @@ def campaign_table(classified: Classified) -> ReportTable:
     )
 
 
-def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of) -> str:
-    """The campaign's report as markdown. `ops_of(bug)`: the ops of the bug's smallest program."""
+def generator_checks(programs) -> tuple[Counter, int]:
+    """The op insertions each of the generator's checks turned away over `programs`, and its repairs."""
+    turned, repairs = Counter(), 0
+    for program in programs:
+        turned.update(dict(program.checks.turned_away))
+        repairs += program.checks.repairs
+    return turned, repairs
+
+
+def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, programs=()) -> str:
+    """The campaign's report as markdown. `ops_of(bug)`: the ops of the bug's smallest
+    program; `programs`: the campaign's programs (for the generator's checks)."""
+    generator, repairs = generator_checks(programs)
     cpu, wall = campaign.get("cpu_s") or 0.0, campaign.get("wall_s") or 0.0
     programs, pairs = campaign.get("programs", 0), campaign.get("pairs", 0)
     rate = f"{programs / wall:.2f} programs/s, {pairs / wall:.1f} pairs/s" if wall else "-"
@@ -138,6 +149,11 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of) -
         "|---|---:|",
         *(f"| {check} | {count} |" for check, count in oracle_counts(rows).items()),
         f"| coverage gap (op not taken alone) | {sum(len(f) for f in classified.gaps.values())} |",
+        "",
+        "The generator's own checks (every registered program passed them all on its inputs) turned "
+        "away these op insertions while growing the campaign's programs: "
+        + (", ".join(f"{check} {count}" for check, count in sorted(generator.items())) or "none")
+        + f" ({repairs} guards inserted).",
         "",
         "## Coverage gaps (not bugs)",
         "",

@@ -91,10 +91,14 @@ def cut(program: Program, index: int) -> Program:
 
 
 def alone(program: Program, index: int) -> Program:
-    """Node `index` alone: its operands made inputs (a program of one op)."""
+    """Node `index` alone: its operands made inputs (a program of one op). In a program
+    with dynamic dims, an operand another node computed has every dim dynamic (but those of size 1) (what the
+    op saw may have been), so that a refusal of dynamic shapes shows alone too."""
     node = program.nodes[index]
     types = {i.name: i for i in program.inputs}
-    types.update({n.name: InputSpec(n.name, n.type) for n in program.nodes})
+    for n in program.nodes:
+        dynamic = tuple(d for d, size in enumerate(n.type.shape) if size > 1) if program.dynamic else ()
+        types[n.name] = InputSpec(n.name, n.type, dynamic=dynamic)
     inputs = tuple(types[name] for name in dict.fromkeys(node.inputs))
     return replace(program, inputs=inputs, nodes=(node,), outputs=(node.name,))
 

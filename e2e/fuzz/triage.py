@@ -93,13 +93,15 @@ def judge_by_oracle(rows: list[dict], work: Path, seconds: float = 600.0, log=pr
     return judged
 
 
-def classify_campaign(reports_dir: Path, configs: list[str], rows: list[dict]) -> Classified:
+def classify_campaign(reports_dir: Path, configs: list[str], rows: list[dict], seconds: float = 600.0) -> Classified:
+    """Classify the rows; ops are run alone for `seconds` at most (then the matrix answers)."""
     known = KnownSignatures.load(XFAIL_DIR, configs, generated=lambda test: seed_of(test) is not None)
     work = reports_dir / "triage"
     support = Support(
         _program_of,
         check=lambda one, config: alone_signature(one, config, work),
         cache_path=reports_dir / "takes-alone.json",
+        deadline=time.monotonic() + seconds,
     )
     return classify(rows, known, support.untaken)
 
@@ -165,7 +167,8 @@ def analyse(reports_dir: Path, configs: list[str] | None = None, reduce_seconds:
     def bug_ops(bug: Bug) -> tuple[str, ...]:
         return tuple(bug.reduced.ops) if bug.reduced is not None else ops_of(bug.first.test)
 
-    text = markdown(campaign, rows, classified, bug_ops)
+    seeds = sorted({seed for row in rows if (seed := seed_of(row["test"])) is not None})
+    text = markdown(campaign, rows, classified, bug_ops, [program(seed) for seed in seeds])
     (reports_dir / "fuzz.md").write_text(text)
     (reports_dir / "fuzz.html").write_text(html_page(text, discovery(campaign, rows, classified)))
     from e2e.framework.html_report import write_html
