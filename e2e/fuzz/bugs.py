@@ -13,9 +13,10 @@ A failing pair is one of:
   (config, op) and never reported as a bug;
 - a **broken program**: torch itself refused the generated program (the generator's bug).
 
-A wrong result's signature (`compare | values`) names no op: it is known only when an
-xfail entry with that signature on the same config belongs to a hand-written test named
-after the guilty op (`Cumsum_Dynamic` for `torch.aten.cumsum`).
+A wrong result's signature (`compare | values`) names no op, nor does a crash's (`crash |
+backend | Fatal Python error: Segmentation fault`): such a bug is known only when an xfail
+entry with that signature on the same config belongs to a hand-written test named after
+the guilty op (`Cumsum_Dynamic` for `torch.aten.cumsum`).
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ class KnownSignatures:
 
     def carries(self, failure: Failure) -> bool:
         tests = self.by_config.get(failure.config, {}).get(failure.signature.strip(), ())
-        if failure.kind != WRONG:
+        if failure.kind not in (WRONG, CRASH):
             return bool(tests)
         op = _squash(short_op(failure.guilty_op) or "")
         return bool(op) and any(op in _squash(test) for test in tests)
