@@ -142,3 +142,23 @@ def test_a_tiny_real_campaign_writes_a_run_and_its_report(tmp_path):
     assert "3 programs, 3 pairs" in report and "new distinct bugs" in report
     assert "<svg" in (reports / "fuzz.html").read_text()
     assert "Fuzzing campaign: distinct bugs" in (reports / "index.html").read_text()
+
+
+def test_a_node_alone_and_a_node_cut_keep_the_types_of_what_they_replace():
+    from e2e.fuzz.shrink import alone, cut
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import TensorType
+
+    f32 = TensorType((3,), "float32")
+    x = InputSpec("x0", f32, dynamic=(0,))
+    a = Node("v0", "exp", ("x0",), (), f32)
+    b = Node("v1", "add", ("v0", "x0"), (), f32)
+    program = Program(5, (x,), (a, b), ("v1",))
+    one = alone(program, 1)
+    assert one.ops == ["add"] and [(i.name, i.type, i.dynamic) for i in one.inputs] == [
+        ("v0", f32, (0,)),  # computed in a dynamic program: dynamic
+        ("x0", f32, (0,)),
+    ]
+    smaller = cut(program, 0)
+    assert smaller.ops == ["add"] and [i.name for i in smaller.inputs] == ["x0", "v0_in"]
+    assert smaller.nodes[0].inputs == ("v0_in", "x0") and smaller.outputs == ("v1",)
