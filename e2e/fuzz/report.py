@@ -135,7 +135,9 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, p
         "",
         f"**{len(classified.new)} new distinct bugs**, {len(classified.known)} known (an xfail entry of the "
         f"hand-written suites carries the signature); {len(classified.gaps)} coverage gaps (config, op); "
-        f"{len(classified.broken)} pairs of programs torch itself refused.",
+        f"{len(classified.broken)} pairs of programs torch itself refused. The new bugs are "
+        f"{len({(b.signature, b.guilty_op) for b in classified.new})} distinct (signature, guilty op) across configs "
+        "(a frontend failure shows on every config it feeds).",
         "",
         "## Distinct bugs per config and stage",
         "",

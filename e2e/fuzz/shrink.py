@@ -15,6 +15,7 @@ them, in [-2, 2] (a candidate whose golden run breaks shows another signature an
 
 from __future__ import annotations
 
+import linecache
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -30,12 +31,25 @@ from e2e.generate.register import SUITE_FILE
 from e2e.generate.types import torch_dtype
 
 
+def _module_class(program: Program, name: str) -> type:
+    """`program.module_class()` named `name`: regression tests of one seed are different
+    programs, and torch.jit.script reads a class's source by its file name in linecache
+    (`<generated Gen_14>` for all of them would script the last one registered)."""
+    source = program.to_python().replace(f"class {program.name}(", f"class {name}(", 1)
+    filename = f"<generated {name}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    namespace: dict = {}
+    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - the program's own text
+    return namespace[name]
+
+
 def program_test(program: Program, name: str | None = None) -> Test:
     """`program` as a suite test named `name` (default its own), not registered: built as
     `e2e.generate.register.register_program` builds it (its module class, `-1` annotations
     for dynamic dims), its inputs drawn as the generator drew them for `program.seed`, and
     the generated programs' oracle carried (`Test.explainers`)."""
-    module_class = program.module_class()
+    name = name or program.name
+    module_class = _module_class(program, name)
     annotations = program.annotations()
     if annotations:
         types = [i.type for i in program.inputs]
@@ -47,7 +61,7 @@ def program_test(program: Program, name: str | None = None) -> Test:
 
     original = program_name(program.seed)
     return Test(
-        name or program.name,
+        name,
         module_class,
         invoke,
         source=f"{SUITE_FILE}:1",

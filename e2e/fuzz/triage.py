@@ -21,6 +21,7 @@ from e2e.fuzz.bugs import CRASH, Bug, Classified, KnownSignatures, classify
 from e2e.fuzz.coverage import Support
 from e2e.fuzz.programs import ops_of, program, seed_of
 from e2e.fuzz.report import campaign_table, discovery, html_page, markdown
+from e2e.generate.program import Program
 
 XFAIL_DIR = Path(__file__).resolve().parents[1] / "configs" / "xfail"
 
@@ -111,7 +112,7 @@ def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds:
     tests, run them for bundles, record their xfail entries, verify the bundles. Returns
     the regression programs written (name -> JSON)."""
     from e2e.configs.update_xfails import update
-    from e2e.fuzz.regressions import run_regressions, test_name, verify_bundle, write_programs
+    from e2e.fuzz.regressions import read_programs, run_regressions, test_name, verify_bundle, write_programs
     from e2e.fuzz.shrink import run_program, same_bug, shrink
 
     work = reports_dir / "triage"
@@ -120,6 +121,11 @@ def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds:
     for number, bug in enumerate(bugs):
         original = _program_of(bug.first.test)
         if original is None:
+            continue
+        kept = read_programs().get(test_name(original, bug.config))
+        if kept is not None:  # reduced by an earlier triage of this campaign: its regression test
+            bug.reduced, bug.regression = Program.from_json(kept), test_name(original, bug.config)
+            written[bug.regression] = kept
             continue
         share = max(0.0, (deadline - time.monotonic()) / (len(bugs) - number))
         if bug.kind == CRASH and bug.stage == "timeout":
