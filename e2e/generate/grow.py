@@ -166,11 +166,15 @@ class Grower:
         """Add one `spec` node; None, or why not (the check that failed, or `applies`)."""
         takes = lambda t: t.dtype in spec.dtypes and spec.ranks[0] <= t.rank <= spec.ranks[1]  # noqa: E731
         candidates = [v for v in self.values if takes(v.type)]
-        fresh = not candidates or self.rng.random() < 0.1
+        fresh = not candidates or self.rng.random() < 0.05
         if fresh:
             first = self.random_type(spec.dtypes, spec.ranks)
         else:
-            first_value = candidates[-1] if self.rng.random() < 0.5 else self.rng.choice(candidates)
+            # Values nothing reads yet first, the latest most: chains, not a forest of one-op programs.
+            consumed = {name for node in self.nodes for name in node.inputs}
+            unread = [v for v in candidates if v.name not in consumed]
+            pool = unread if unread and self.rng.random() < 0.8 else candidates
+            first_value = pool[-1] if self.rng.random() < 0.5 else self.rng.choice(pool)
             first = first_value.type
         draw = GrowDraw(self, first)
         attrs = spec.draw(draw)

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from compiler.replay_runtime.compare import TOLERANCES, Tolerance
 from e2e.framework.testutils import TestUtils
 from e2e.generate.ops import spec
 from e2e.generate.types import Domain, TensorType, is_float, torch_dtype
@@ -105,6 +106,15 @@ class Program:
     @property
     def dynamic(self) -> bool:
         return any(i.dynamic for i in self.inputs)
+
+    @property
+    def tolerance(self) -> Tolerance | None:
+        """The comparison's tolerance: the loosest of the suite's table over every float
+        dtype the program computes in (an f32 output cast from an f16 value carries f16's
+        error), or None (the table by each output's dtype) when that is f32's."""
+        dtypes = {t.dtype for t in [*(i.type for i in self.inputs), *(n.type for n in self.nodes)]}
+        loosest = max((TOLERANCES[torch_dtype(d)] for d in dtypes if is_float(d)), key=lambda t: t.rtol, default=None)
+        return None if loosest is None or loosest == TOLERANCES[torch.float32] else loosest
 
     def annotations(self) -> list[list[int]] | bool:
         """Per-input shapes with -1 for dynamic dims (`op_test`'s `dynamic=`), or False."""
