@@ -2,6 +2,7 @@
 and `pytest --generate` runs them as suite tests."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,14 @@ def test_the_same_seed_gives_the_same_program_and_json_rebuilds_it():
         assert Program.from_json(program.to_json()) == program
     assert generate(1).to_python() != generate(2).to_python()
     assert seed_of(generate(42).name) == 42
+
+
+def test_a_program_is_the_same_in_another_process():
+    """No hash order, no global RNG: a forked host or an xdist worker rebuilds the same program."""
+    code = "from e2e.generate import generate; print(generate(11).to_json())"
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    other = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert other.stdout.strip() == generate(11).to_json(), other.stderr
 
 
 def test_the_catalogue_covers_the_families_the_suite_needs():

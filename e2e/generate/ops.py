@@ -381,9 +381,11 @@ _binary("mul", "torch.mul({0}, {1})", exact_in_f64=True)
 _binary("maximum", "torch.maximum({0}, {1})")
 _binary("minimum", "torch.minimum({0}, {1})")
 _binary("div", "torch.div({0}, {1})", infer=broadcast_float, draw=divisor_draw)
-_binary("remainder", "torch.remainder({0}, {1})", draw=divisor_draw, check=stable_quotient)
-_binary("fmod", "torch.fmod({0}, {1})", draw=divisor_draw, check=stable_quotient)
-_binary("floor_divide", "torch.floor_divide({0}, {1})", draw=divisor_draw, check=stable_quotient)
+_binary("remainder", "torch.remainder({0}, {1})", draw=divisor_draw, check=stable_quotient, exact_in_f64=True)
+_binary("fmod", "torch.fmod({0}, {1})", draw=divisor_draw, check=stable_quotient, exact_in_f64=True)
+_binary(  # INT_MIN // -1 overflows: checked against float64
+    "floor_divide", "torch.floor_divide({0}, {1})", draw=divisor_draw, check=stable_quotient, exact_in_f64=True
+)
 _binary("atan2", "torch.atan2({0}, {1})", FLOATS, check=stable_sign)
 _binary("pow", "torch.pow({0}, {1})", FLOATS, draw=binary_draw(Domain(-2.0, 2.0)))
 CATALOGUE["pow"] = OpSpec(**{**CATALOGUE["pow"].__dict__, "domain": lambda attrs, dtype: Domain(0.1, 4.0)})
@@ -598,7 +600,18 @@ def linear_draw(d: Draw) -> Attrs:
 
 
 _add(OpSpec("matmul", "torch.matmul({0}, {1})", FLOATS, matmul_infer, (1, 4), matmul_draw, family="linalg"))
-_add(OpSpec("mm", "torch.mm({0}, {1})", FLOATS + ("int64",), matmul_infer, (2, 2), mm_draw, family="linalg"))
+_add(
+    OpSpec(
+        "mm",
+        "torch.mm({0}, {1})",
+        FLOATS + ("int64",),
+        matmul_infer,
+        (2, 2),
+        mm_draw,
+        exact_in_f64=True,
+        family="linalg",
+    )
+)
 _add(OpSpec("bmm", "torch.bmm({0}, {1})", FLOATS, matmul_infer, (3, 3), mm_draw, family="linalg"))
 _add(
     OpSpec(
