@@ -107,6 +107,20 @@ def test_the_python_text_is_the_program():
         torch.testing.assert_close(value, values[output], rtol=0, atol=0)
 
 
+def test_the_widened_program_computes_in_float64_near_the_program():
+    program = next(p for p in map(generate, range(50)) if {"float16", "float32"} & {n.type.dtype for n in p.nodes})
+    inputs = program.make_inputs(TestUtils(seed_for(program.name)))
+    wide = program.widened()
+    values = wide.intermediates([t.double() if t.is_floating_point() else t for t in inputs])
+    for node in wide.nodes:
+        assert node.type.dtype not in ("float16", "bfloat16", "float32")
+        assert str(values[node.name].dtype) == f"torch.{node.type.dtype}"
+    narrow = program.intermediates(inputs)
+    for name in program.outputs:
+        if narrow[name].is_floating_point():
+            torch.testing.assert_close(values[name], narrow[name].double(), rtol=0.05, atol=0.05)
+
+
 def test_pytest_generate_runs_programs_as_suite_tests(tmp_path):
     """From the checkout (its own `e2e`, whatever the installed one is)."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--no-reduce", "-v", "-n", "0"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import linecache
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -158,6 +158,24 @@ class Program:
         for node in self.nodes:
             values[node.name] = eval(node.expression(), NAMESPACE, values)  # noqa: S307 - our own template
         return values
+
+    def widened(self) -> Program:
+        """The same program with every float dtype float64 (inputs, casts, results): the
+        reference a distance oracle judges a float result by (`intermediates` of it on
+        the inputs cast up)."""
+
+        def wide(t: TensorType) -> TensorType:
+            return TensorType(t.shape, "float64") if is_float(t.dtype) else t
+
+        nodes = tuple(
+            replace(
+                n,
+                type=wide(n.type),
+                attrs=tuple((k, "float64" if k == "dtype" and is_float(v) else v) for k, v in n.attrs),
+            )
+            for n in self.nodes
+        )
+        return replace(self, inputs=tuple(replace(i, type=wide(i.type)) for i in self.inputs), nodes=nodes)
 
     def run(self, inputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         """The program's outputs on `inputs`, natively, always as a tuple."""
