@@ -41,7 +41,19 @@ from e2e.generate.types import (
 )
 
 ATTEMPTS = 20
-FAMILIES = sorted({s.family for s in CATALOGUE.values()})
+# How often each family is drawn (then an op of it, uniformly): `where` and the cast are one
+# op each, the unary family fifty.
+FAMILY_WEIGHTS = {
+    "unary": 3,
+    "binary": 3,
+    "movement": 3,
+    "reduction": 2,
+    "linalg": 2,
+    "norm": 1,
+    "cast": 1,
+    "select": 1,
+}
+FAMILIES = sorted(FAMILY_WEIGHTS)
 BY_FAMILY = {f: sorted(n for n, s in CATALOGUE.items() if s.family == f) for f in FAMILIES}
 INPUT_DTYPES = (
     ("float32", 55),
@@ -96,7 +108,8 @@ class Grower:
         tries = 0
         while len(self.nodes) < target and tries < 10 * target:
             tries += 1
-            self.try_op(CATALOGUE[self.rng.choice(BY_FAMILY[self.rng.choice(FAMILIES)])])
+            family = self.rng.choices(FAMILIES, [FAMILY_WEIGHTS[f] for f in FAMILIES])[0]
+            self.try_op(CATALOGUE[self.rng.choice(BY_FAMILY[family])])
         if not self.nodes:
             return None
         used = {name for node in self.nodes for name in node.inputs}

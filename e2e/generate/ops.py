@@ -500,7 +500,18 @@ def cumulative(types: list[TensorType], attrs: Attrs) -> TensorType:
     return TensorType(types[0].shape, widened(types[0].dtype))
 
 
-_add(OpSpec("cumsum", "torch.cumsum({0}, dim={dim})", NUMERIC, cumulative, (1, 4), dim_draw, exact_in_f64=True))
+_add(
+    OpSpec(
+        "cumsum",
+        "torch.cumsum({0}, dim={dim})",
+        NUMERIC,
+        cumulative,
+        (1, 4),
+        dim_draw,
+        exact_in_f64=True,
+        family="reduction",
+    )
+)
 _add(
     OpSpec(
         "cumprod",
@@ -511,6 +522,7 @@ _add(
         dim_draw,
         domain=lambda attrs, dtype: Domain(-2.0, 2.0),
         exact_in_f64=True,
+        family="reduction",
     )
 )
 _add(OpSpec("softmax", "torch.softmax({0}, dim={dim})", FLOATS, same, (1, 4), dim_draw, family="norm"))
