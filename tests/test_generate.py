@@ -2,6 +2,7 @@
 and `pytest --generate` runs them as suite tests."""
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from e2e.framework.testutils import TestUtils, seed_for
-from e2e.generate.grow import generate
+from e2e.generate.grow import FAMILY_WEIGHTS, generate
 from e2e.generate.ops import CATALOGUE, Draw
 from e2e.generate.program import NAMESPACE, InputSpec, Program
 from e2e.generate.register import seed_of
@@ -31,10 +32,18 @@ def test_the_same_seed_gives_the_same_program_and_json_rebuilds_it():
     assert seed_of(generate(42).name) == 42
 
 
+def test_a_program_is_the_same_in_another_process():
+    """No hash order, no global RNG: a forked host or an xdist worker rebuilds the same program."""
+    code = "from e2e.generate import generate; print(generate(11).to_json())"
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    other = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert other.stdout.strip() == generate(11).to_json(), other.stderr
+
+
 def test_the_catalogue_covers_the_families_the_suite_needs():
     assert len(CATALOGUE) >= 80
     families = {spec.family for spec in CATALOGUE.values()}
-    assert {"unary", "binary", "select", "cast", "reduction", "norm", "linalg", "movement"} <= families
+    assert families == set(FAMILY_WEIGHTS)  # every op can be drawn
 
 
 def _drawn_cases(name, count=6):
@@ -96,6 +105,20 @@ def test_the_python_text_is_the_program():
     values = program.intermediates(inputs)
     for output, value in zip(program.outputs, program.run(inputs)):
         torch.testing.assert_close(value, values[output], rtol=0, atol=0)
+
+
+def test_the_widened_program_computes_in_float64_near_the_program():
+    program = next(p for p in map(generate, range(50)) if {"float16", "float32"} & {n.type.dtype for n in p.nodes})
+    inputs = program.make_inputs(TestUtils(seed_for(program.name)))
+    wide = program.widened()
+    values = wide.intermediates([t.double() if t.is_floating_point() else t for t in inputs])
+    for node in wide.nodes:
+        assert node.type.dtype not in ("float16", "bfloat16", "float32")
+        assert str(values[node.name].dtype) == f"torch.{node.type.dtype}"
+    narrow = program.intermediates(inputs)
+    for name in program.outputs:
+        if narrow[name].is_floating_point():
+            torch.testing.assert_close(values[name], narrow[name].double(), rtol=0.05, atol=0.05)
 
 
 def test_pytest_generate_runs_programs_as_suite_tests(tmp_path):

@@ -41,7 +41,19 @@ from e2e.generate.types import (
 )
 
 ATTEMPTS = 20
-FAMILIES = sorted({s.family for s in CATALOGUE.values()})
+# How often each family is drawn (then an op of it, uniformly): `where` and the cast are one
+# op each, the unary family fifty.
+FAMILY_WEIGHTS = {
+    "unary": 3,
+    "binary": 3,
+    "movement": 3,
+    "reduction": 2,
+    "linalg": 2,
+    "norm": 1,
+    "cast": 1,
+    "select": 1,
+}
+FAMILIES = sorted(FAMILY_WEIGHTS)
 BY_FAMILY = {f: sorted(n for n, s in CATALOGUE.items() if s.family == f) for f in FAMILIES}
 INPUT_DTYPES = (
     ("float32", 55),
@@ -96,7 +108,8 @@ class Grower:
         tries = 0
         while len(self.nodes) < target and tries < 10 * target:
             tries += 1
-            self.try_op(CATALOGUE[self.rng.choice(BY_FAMILY[self.rng.choice(FAMILIES)])])
+            family = self.rng.choices(FAMILIES, [FAMILY_WEIGHTS[f] for f in FAMILIES])[0]
+            self.try_op(CATALOGUE[self.rng.choice(BY_FAMILY[family])])
         if not self.nodes:
             return None
         used = {name for node in self.nodes for name in node.inputs}
@@ -166,11 +179,15 @@ class Grower:
         """Add one `spec` node; None, or why not (the check that failed, or `applies`)."""
         takes = lambda t: t.dtype in spec.dtypes and spec.ranks[0] <= t.rank <= spec.ranks[1]  # noqa: E731
         candidates = [v for v in self.values if takes(v.type)]
-        fresh = not candidates or self.rng.random() < 0.1
+        fresh = not candidates or self.rng.random() < 0.05
         if fresh:
             first = self.random_type(spec.dtypes, spec.ranks)
         else:
-            first_value = candidates[-1] if self.rng.random() < 0.5 else self.rng.choice(candidates)
+            # Values nothing reads yet first, the latest most: chains, not a forest of one-op programs.
+            consumed = {name for node in self.nodes for name in node.inputs}
+            unread = [v for v in candidates if v.name not in consumed]
+            pool = unread if unread and self.rng.random() < 0.8 else candidates
+            first_value = pool[-1] if self.rng.random() < 0.5 else self.rng.choice(pool)
             first = first_value.type
         draw = GrowDraw(self, first)
         attrs = spec.draw(draw)

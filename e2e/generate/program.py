@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 import linecache
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
 
+from compiler.replay_runtime.compare import TOLERANCES, Tolerance
 from e2e.framework.testutils import TestUtils
 from e2e.generate.ops import spec
 from e2e.generate.types import Domain, TensorType, is_float, torch_dtype
@@ -106,6 +107,15 @@ class Program:
     def dynamic(self) -> bool:
         return any(i.dynamic for i in self.inputs)
 
+    @property
+    def tolerance(self) -> Tolerance | None:
+        """The comparison's tolerance: the loosest of the suite's table over every float
+        dtype the program computes in (an f32 output cast from an f16 value carries f16's
+        error), or None (the table by each output's dtype) when that is f32's."""
+        dtypes = {t.dtype for t in [*(i.type for i in self.inputs), *(n.type for n in self.nodes)]}
+        loosest = max((TOLERANCES[torch_dtype(d)] for d in dtypes if is_float(d)), key=lambda t: t.rtol, default=None)
+        return None if loosest is None or loosest == TOLERANCES[torch.float32] else loosest
+
     def annotations(self) -> list[list[int]] | bool:
         """Per-input shapes with -1 for dynamic dims (`op_test`'s `dynamic=`), or False."""
         if not self.dynamic:
@@ -148,6 +158,24 @@ class Program:
         for node in self.nodes:
             values[node.name] = eval(node.expression(), NAMESPACE, values)  # noqa: S307 - our own template
         return values
+
+    def widened(self) -> Program:
+        """The same program with every float dtype float64 (inputs, casts, results): the
+        reference a distance oracle judges a float result by (`intermediates` of it on
+        the inputs cast up)."""
+
+        def wide(t: TensorType) -> TensorType:
+            return TensorType(t.shape, "float64") if is_float(t.dtype) else t
+
+        nodes = tuple(
+            replace(
+                n,
+                type=wide(n.type),
+                attrs=tuple((k, "float64" if k == "dtype" and is_float(v) else v) for k, v in n.attrs),
+            )
+            for n in self.nodes
+        )
+        return replace(self, inputs=tuple(replace(i, type=wide(i.type)) for i in self.inputs), nodes=nodes)
 
     def run(self, inputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
         """The program's outputs on `inputs`, natively, always as a tuple."""

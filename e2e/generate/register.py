@@ -32,7 +32,7 @@ def register_program(program: Program) -> str:
     def invoke(module, tu: TestUtils) -> None:
         module.forward(*program.make_inputs(tu))
 
-    register(Test(program.name, module_class, invoke, source=f"{SUITE_FILE}:1"))
+    register(Test(program.name, module_class, invoke, program.tolerance, source=f"{SUITE_FILE}:1"))
     return program.name
 
 
