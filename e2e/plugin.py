@@ -88,6 +88,16 @@ def pytest_addoption(parser):
         "(e2e/opinfo/xfail/<slice>; an explicit --xfail-dir wins)",
     )
     group.addoption(
+        "--generate",
+        type=int,
+        default=None,
+        metavar="N",
+        help="run N generated programs (e2e/generate), seeds --generate-seed S..S+N-1, as the suite",
+    )
+    group.addoption(
+        "--generate-seed", type=int, default=0, metavar="S", help="the first seed of --generate (default 0)"
+    )
+    group.addoption(
         "--import-timeout",
         type=float,
         default=IMPORT_BUDGET,
@@ -168,7 +178,7 @@ def pytest_configure(config):
         ("models", "tests that need optional model packages"),
     ):
         config.addinivalue_line("markers", f"{mark}: {text}")
-    if (config.getoption("e2e_suite") or state.opinfo_slice) and not _args_given(config):
+    if (config.getoption("e2e_suite") or state.opinfo_slice or state.generate) and not _args_given(config):
         config.args[:] = [str(p) for p in state.suite_paths]  # `pytest --e2e-suite DIR` from anywhere
     if state.is_worker:
         isolation.die_with_parent()

@@ -52,6 +52,16 @@ class E2EState:
             if config.getoption("e2e_suite"):
                 raise pytest.UsageError("--opinfo-slice chooses the suite itself: give it without --e2e-suite")
             suites = [OPINFO_SLICES[self.opinfo_slice].suite]
+        self.generate = _generate_option(config)  # --generate N --generate-seed S: the seeds, or None
+        if self.generate is not None:
+            if config.getoption("e2e_suite") or self.opinfo_slice:
+                raise pytest.UsageError("--generate chooses the suite itself: give it without --e2e-suite")
+            from e2e.generate.register import ENV as GENERATE_ENV
+            from e2e.generate.register import SUITE_FILE as GENERATED_SUITE
+
+            # Before any suite file loads: forked probes and hosts, and the reducer, inherit it.
+            os.environ[GENERATE_ENV] = f"{self.generate.start}:{len(self.generate)}"
+            suites = [GENERATED_SUITE]
         self.suite_paths = [p.resolve() for p in suites]
         self.suite_files = set(suite_files(self.suite_paths))
         xfail_dir = (
@@ -120,6 +130,15 @@ class E2EState:
         words += [f"--e2e-suite {relative(p)}" for p in self.suite_paths if option("e2e_suite")]
         if self.opinfo_slice:
             words.append(f"--opinfo-slice {self.opinfo_slice}")
+        if self.generate is not None:  # exactly this test's program: its seed alone
+            from e2e.generate.register import seed_of
+
+            seed = seed_of(selector.split("::")[0])
+            words.append(
+                f"--generate 1 --generate-seed {seed}"
+                if seed is not None
+                else f"--generate {len(self.generate)} --generate-seed {self.generate.start}"
+            )
         config = selector.rpartition("::")[2]
         if self.configs.get(config, config) != config:  # a spec: module:attribute or an entry point
             words.append(f"--config {shlex.quote(self.configs[config])}")
@@ -303,6 +322,16 @@ def _selected_configs(config) -> dict[str, str]:
         except ValueError as error:
             raise pytest.UsageError(f"{error} (known: {', '.join(available_configs())})") from None
     return configs
+
+
+def _generate_option(config: pytest.Config) -> range | None:
+    count = config.getoption("generate")
+    if count is None:
+        return None
+    if count < 1:
+        raise pytest.UsageError(f"--generate {count}: give the number of programs, 1 or more")
+    start = config.getoption("generate_seed")
+    return range(start, start + count)
 
 
 def _budget(config) -> float:

@@ -41,7 +41,7 @@ def commands(text: str) -> list[list[str]]:
 
 def test_the_jobs_and_their_order(workflow):
     jobs = workflow["jobs"]
-    assert set(jobs) == {"baseline", "shard", "merge"}
+    assert set(jobs) == {"baseline", "shard", "merge", "fuzz", "fuzz-merge"}
     assert jobs["shard"]["needs"] == "baseline"
     assert set(jobs["merge"]["needs"]) == {"baseline", "shard"} and "always()" in jobs["merge"]["if"]
     triggers = workflow.get("on", workflow.get(True))  # YAML 1.1 reads a bare `on` as true
@@ -120,3 +120,22 @@ def test_what_the_shards_upload_is_what_the_merge_downloads_and_the_diff_finds(w
     assert names.index("Download the base branch's run") < names.index("Merge the shards")
     merging = next(s for s in merge["steps"] if s.get("name") == "Merge the shards")["run"]
     assert "options+=(--baseline base)" in merging and merging.count('"${options[@]}"') == 2
+
+
+def test_the_schedule_runs_the_fuzzing_campaign_and_only_it(workflow):
+    from e2e.fuzz.__main__ import parser
+
+    triggers = workflow.get("on", workflow.get(True))
+    assert triggers["schedule"][0]["cron"]
+    jobs = workflow["jobs"]
+    assert "github.event_name != 'schedule'" in jobs["baseline"]["if"] and "!= 'schedule'" in jobs["merge"]["if"]
+    assert jobs["fuzz"]["if"] == "github.event_name == 'schedule'" and jobs["fuzz-merge"]["needs"] == "fuzz"
+    (run,) = [c for s in scripts(jobs["fuzz"]) for c in commands(s) if c[2] == "e2e.fuzz"]
+    count = len(jobs["fuzz"]["strategy"]["matrix"]["shard"])
+    assert run[run.index("--shard") + 1] == f"${{{{matrix.shard}}}}/{count}"
+    known = {option for action in parser()._actions for option in action.option_strings}
+    assert {word for word in run[3:] if word.startswith("-")} <= known
+    merged = [c for s in scripts(jobs["fuzz-merge"]) for c in commands(s) if c[2] != "pip"]
+    assert merged[0][2:] == ["e2e.merge", "fuzz/*", "-o", "merged-fuzz"]
+    assert merged[1][2:6] == ["e2e.fuzz", "--report-only", "--reports-dir", "merged-fuzz"]
+    assert {word for word in merged[1][3:] if word.startswith("-")} <= known

@@ -11,7 +11,11 @@ explainer says why, as typed fields (`Explanation`):
 - a runtime config's RefBackend twin: which side of the runtime / RefBackend pair the bug
   is on (`verdict`, `twin`), and the runtime's native reproducer.
 
-A re-attribution (`Explanation.stage`) ends the asking: what follows would explain a
+A test may carry explainers of its own (`Test.explainers`), asked after its config's: the
+oracle of generated programs (`e2e.generate.oracle`), which may acquit a pair
+(`Explanation.acquit`: torch's rounding, not the compiler's) or re-attribute it.
+
+A re-attribution (`Explanation.stage`) or an acquittal ends the asking: what follows would explain a
 failure that is no longer the compiler's. An explainer that raises costs its note, never the
 pair's result.
 """
@@ -54,6 +58,9 @@ class Explanation:
     verdict_reason: str | None = None  # the verdict in words
     stage: str | None = None  # the stage the failure belongs to, when not the one it showed in
     error: str | None = None  # the failure's text in that stage
+    # Not a failure after all: the pair passes (e.g. a generated program's float result closer
+    # to the float64 answer than torch's own, `e2e.generate.oracle`); the notes say why.
+    acquit: bool = False
 
 
 @runtime_checkable
@@ -83,11 +90,14 @@ class Explained(Protocol):
 
 
 def explain(config: Any, prepared: Any, outcome: Outcome) -> list[Explanation]:
-    """The config's explanations of `outcome`, up to and including a re-attribution."""
-    if not isinstance(config, Explained):
-        return []
+    """The config's explanations of `outcome`, then the test's own (`Test.explainers`: a
+    generated program's oracle), up to and including a re-attribution or an acquittal."""
+    explainers = [
+        *(config.explainers() if isinstance(config, Explained) else ()),
+        *getattr(getattr(prepared, "test", None), "explainers", ()),
+    ]
     found: list[Explanation] = []
-    for explainer in config.explainers():
+    for explainer in explainers:
         try:
             explanation = explainer.explain(prepared, outcome)
         except Exception as error:
@@ -99,6 +109,6 @@ def explain(config: Any, prepared: Any, outcome: Outcome) -> list[Explanation]:
             continue
         if explanation is not None:
             found.append(explanation)
-            if explanation.stage is not None:
+            if explanation.stage is not None or explanation.acquit:
                 break
     return found

@@ -68,6 +68,9 @@ class Test:
     origin: str = ""
     # Makes the invoker's `tu` from the test's seed (upstream's form: upstream's own draws).
     test_utils: Callable[[int], TestUtils] = TestUtils
+    # Explainers (`e2e.framework.judge`) of this test's own, asked after its config's
+    # (a generated program's oracle, `e2e.generate.oracle`).
+    explainers: tuple[Any, ...] = ()
 
     def arg_shapes(self, module: torch.nn.Module, method: str = "forward") -> list[list[int] | None] | None:
         """Per-argument shapes (-1 = dynamic) from `annotate_args`, without `self`."""

@@ -280,7 +280,9 @@ def _result_of(test: Test, config: str, outcome: Outcome, explanations: list[Exp
             result.verdict, result.verdict_reason = explanation.verdict, explanation.verdict_reason
     moved = next((explanation for explanation in explanations if explanation.stage is not None), None)
     error = outcome.error
-    if moved is not None:
+    if any(explanation.acquit for explanation in explanations):
+        result.outcome, result.stage = PASS, None
+    elif moved is not None:
         result.outcome, result.stage, result.error = FAIL, moved.stage, moved.error or ""
         result.signature = stage_signature(moved.stage, result.error)
     elif outcome.mismatch is not None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,7 +144,10 @@ class ProbeCache:
     def _key(self, path: Path) -> str:
         from e2e.framework.cache import files_digest, module_dependencies, versions_fingerprint
 
-        text = f"{versions_fingerprint()}\0{files_digest(module_dependencies(path))}"
+        # A suite file may read the project's E2E_ variables at import (the generated suite
+        # registers the seeds $E2E_GENERATE names): they are part of what it registers.
+        environment = sorted((k, v) for k, v in os.environ.items() if k.startswith("E2E_"))
+        text = f"{versions_fingerprint()}\0{files_digest(module_dependencies(path))}\0{environment}"
         return f"e2e/probes/{hashlib.sha256(text.encode()).hexdigest()[:32]}"
 
     def get(self, path: Path) -> list[TestInfo] | None:

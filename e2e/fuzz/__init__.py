@@ -1,0 +1,1 @@
+"""The fuzzing campaign (`python -m e2e.fuzz`): see docs/fuzz.md."""

@@ -1,0 +1,68 @@
+"""A fuzzing campaign: generated programs through the suite, reported as distinct bugs.
+
+    python -m e2e.fuzz --minutes M --seed S --config linalg,tosa -n 2 --reports-dir R [--shard I/N]
+    python -m e2e.fuzz --programs 3 --config linalg --reports-dir R
+    python -m e2e.fuzz --report-only --reports-dir R      # classify and report an existing campaign
+
+Writes R/results.json, run.json, index.html and repro/ (the run format `e2e.merge` and
+`e2e.diff` read; shards of one campaign merge like any run's), R/campaign.json (blocks,
+seeds, costs) and the campaign report R/fuzz.md and R/fuzz.html (see docs/fuzz.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from e2e.framework.shards import ShardSpec
+from e2e.fuzz.campaign import Campaign, Plan
+from e2e.fuzz.triage import analyse
+
+
+def parser() -> argparse.ArgumentParser:
+    """The campaign's command line."""
+    parser = argparse.ArgumentParser(prog="python -m e2e.fuzz", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--minutes", type=float, default=None, help="time budget (default: none; give --programs)")
+    parser.add_argument("--programs", type=int, default=None, help="stop after this many programs")
+    parser.add_argument("--seed", type=int, default=0, help="the first seed (default 0)")
+    parser.add_argument("--block", type=int, default=16, help="programs per pytest run (default 16)")
+    parser.add_argument("--config", default="linalg", help="comma-separated configs (default linalg)")
+    parser.add_argument("-n", dest="workers", type=int, default=2, help="pytest-xdist workers (default 2)")
+    parser.add_argument("--reports-dir", type=Path, required=True)
+    parser.add_argument("--shard", type=ShardSpec.parse, default=ShardSpec(1, 1), help="I/N: this shard's blocks")
+    parser.add_argument("--report-only", action="store_true", help="classify and report the campaign in the directory")
+    parser.add_argument(
+        "--reduce-minutes",
+        type=float,
+        default=0.0,
+        help="minutes to shrink the new bugs' programs into regression tests written into the suite "
+        "(e2e/test_suite/generated_regressions.py and the xfail sets); default 0: none written",
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    command = parser()
+    args, extra = command.parse_known_args(argv)
+    if not args.report_only and args.minutes is None and args.programs is None:
+        command.error("give --minutes or --programs (or both)")
+    configs = [c.strip() for c in args.config.split(",") if c.strip()]
+    if not args.report_only:
+        Campaign(
+            configs,
+            Plan(args.seed, args.block, args.shard),
+            args.reports_dir,
+            workers=args.workers,
+            minutes=args.minutes,
+            programs=args.programs,
+            extra=extra,
+        ).run(log=lambda line: print(line, flush=True))
+    log = lambda line: print(line, flush=True)  # noqa: E731
+    print(analyse(args.reports_dir, None if args.report_only else configs, args.reduce_minutes * 60, log))
+    print(f"fuzz: report in {args.reports_dir / 'fuzz.md'} and {args.reports_dir / 'fuzz.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

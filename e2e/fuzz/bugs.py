@@ -1,0 +1,217 @@
+"""Each bug once, and only bugs: a campaign's failing pairs grouped into distinct bugs.
+
+A failing pair is one of:
+
+- a **bug**: a wrong result (the float64 oracle did not acquit it), a crash, a hang or an
+  out-of-memory, a compile failure that is the compiler breaking (a verifier error, a pass
+  that breaks the IR), or a refusal of an op the config takes alone (with the same types and
+  attributes: the combination is what it refuses);
+  pairs with one key (config, signature, guilty op: the reducer's bundle key) are one bug,
+  **known** when an xfail entry of the hand-written suites carries its signature, else **new**;
+- a **coverage gap**: a refusal (`REJECTION`: failed to legalize, unsupported, ...) of an
+  op the config does not take even alone (`e2e.fuzz.coverage.Support`), counted per
+  (config, op) and never reported as a bug;
+- a **broken program**: torch itself refused the generated program (the generator's bug).
+
+A wrong result's signature (`compare | values`) names no op, nor does a crash's (`crash |
+backend | Fatal Python error: Segmentation fault`): such a bug is known only when an xfail
+entry with that signature on the same config belongs to a hand-written test named after
+the guilty op (`Cumsum_Dynamic` for `torch.aten.cumsum`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from e2e.framework.signature import Signature, guilty_op
+
+RUNTIME_ENDINGS = ("crash", "timeout", "memory")
+NOT_FAILURES = ("pass", "skip")
+WRONG, CRASH, COMPILE, BROKEN = "wrong result", "crash or hang", "compile failure", "broken program"
+
+
+def short_op(op: str | None) -> str | None:
+    """`torch.aten.pow.Tensor_Scalar` -> `pow`; `tosa.reshape` -> `tosa.reshape` (not an aten op)."""
+    if not op:
+        return None
+    if op.startswith(("torch.aten.", "aten.")):
+        return op.split("aten.", 1)[1].split(".")[0].rstrip("_") or None
+    return op
+
+
+def kind_of(row: dict) -> str:
+    if row.get("outcome") in RUNTIME_ENDINGS:
+        return CRASH
+    stage = row.get("stage")
+    if stage == "golden":
+        return BROKEN
+    if stage == "compare":
+        return WRONG
+    return COMPILE
+
+
+def bundle_guilty_op(row: dict) -> str | None:
+    """The guilty op the reducer put in the pair's bundle (`case.json`), if it wrote one."""
+    repro = row.get("repro_path")
+    if not repro:
+        return None
+    case = Path(repro) / "case.json"
+    try:
+        return json.loads(case.read_text()).get("guilty_op")
+    except (OSError, ValueError):
+        return None
+
+
+def ltc_op(message: str) -> str | None:
+    """The first op of LTC's `LTC has no lowering for aten::where.self, ...`, as torch-mlir names it."""
+    match = re.search(r"aten::(\w+)", message)
+    return f"torch.aten.{match[1]}" if match else None
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One failing pair of a campaign, as the classification sees it."""
+
+    test: str
+    config: str
+    kind: str
+    signature: str
+    guilty_op: str | None
+    repro_path: str | None = None
+
+    @classmethod
+    def of(cls, row: dict) -> "Failure":
+        signature = row.get("signature") or f"{row.get('stage')} | -"
+        op = bundle_guilty_op(row) or guilty_op(row.get("error") or "") or guilty_op(signature) or ltc_op(signature)
+        return cls(row["test"], row["config"], kind_of(row), signature, op, row.get("repro_path"))
+
+    @property
+    def key(self) -> tuple[str, str, str | None]:
+        """What makes two failures one bug (as the reducer names a bundle)."""
+        return self.config, self.signature, self.guilty_op
+
+
+@dataclass
+class Bug:
+    """A distinct bug: every failing pair with one key."""
+
+    config: str
+    signature: str
+    guilty_op: str | None
+    kind: str
+    known: bool
+    failures: list[Failure] = field(default_factory=list)
+    # After triage (`e2e.fuzz.triage`): the smallest program, its regression test, and that
+    # test's bundle on this config with whether its repro.py exits 1.
+    reduced: Any = None  # e2e.generate.program.Program
+    regression: str | None = None
+    regression_bundle: str | None = None
+    verified: bool | None = None
+
+    @property
+    def stage(self) -> str:
+        return Signature.parse(self.signature).stage
+
+    @property
+    def first(self) -> Failure:
+        return self.failures[0]
+
+    @property
+    def bundle(self) -> str | None:
+        """The regression test's bundle, else the campaign's own bundle of the first pair."""
+        return self.regression_bundle or next((f.repro_path for f in self.failures if f.repro_path), None)
+
+
+@dataclass
+class Classified:
+    bugs: list[Bug] = field(default_factory=list)
+    gaps: dict[tuple[str, str], list[Failure]] = field(default_factory=dict)  # (config, op) -> failures
+    broken: list[Failure] = field(default_factory=list)
+
+    @property
+    def new(self) -> list[Bug]:
+        return [bug for bug in self.bugs if not bug.known]
+
+    @property
+    def known(self) -> list[Bug]:
+        return [bug for bug in self.bugs if bug.known]
+
+
+@dataclass(frozen=True)
+class KnownSignatures:
+    """The signatures the hand-written suites' xfail entries carry, per config."""
+
+    by_config: dict[str, dict[str, tuple[str, ...]]]  # config -> signature -> the tests that carry it
+
+    @classmethod
+    def load(cls, directory: Path, configs: Iterable[str], generated: Callable[[str], bool]) -> "KnownSignatures":
+        from e2e.configs.xfails import read_xfails, xfail_path
+
+        found: dict[str, dict[str, tuple[str, ...]]] = {}
+        for config in configs:
+            carried: dict[str, list[str]] = defaultdict(list)
+            for entry in read_xfails(xfail_path(config, directory), None):
+                if entry.expected is not None and not generated(entry.test):
+                    carried[entry.expected[1].strip()].append(entry.test)
+            found[config] = {signature: tuple(tests) for signature, tests in carried.items()}
+        return cls(found)
+
+    def carries(self, failure: Failure) -> bool:
+        tests = self.by_config.get(failure.config, {}).get(failure.signature.strip(), ())
+        if failure.kind not in (WRONG, CRASH):
+            return bool(tests)
+        op = _squash(short_op(failure.guilty_op) or "")
+        return bool(op) and any(op in _squash(test) for test in tests)
+
+
+def _squash(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+# How a config says it lacks an op (a legalization or conversion that refuses it); any
+# other compile failure (a verifier error, a pass that breaks the IR, an assertion) is a bug
+# whatever the config takes.
+REJECTION = re.compile(
+    r"failed to legalize|unsupported|not supported|not implemented|NotImplemented|unimplemented|"
+    r"no lowering|cannot be lowered|could not be lowered|not lowered",
+    re.IGNORECASE,
+)
+
+
+def rejects(failure: Failure) -> bool:
+    """Whether a compile failure is the config refusing an op (not the compiler breaking)."""
+    return failure.kind == COMPILE and REJECTION.search(failure.signature) is not None
+
+
+def classify(rows: Iterable[dict], known: KnownSignatures, untaken: Callable[[Failure], str | None]) -> Classified:
+    """Group a campaign's failing rows into bugs, coverage gaps and broken programs.
+
+    `untaken(failure)`: for a compile failure that refuses an op, the op the config does not
+    take even alone (the failure is a coverage gap of that op), or None (it does: a bug)."""
+    result = Classified()
+    bugs: dict[tuple, Bug] = {}
+    for row in rows:
+        if row.get("outcome") in NOT_FAILURES:
+            continue
+        failure = Failure.of(row)
+        if failure.kind == BROKEN:
+            result.broken.append(failure)
+            continue
+        if rejects(failure):
+            op = untaken(failure)
+            if op is not None:
+                result.gaps.setdefault((failure.config, op), []).append(failure)
+                continue
+        bug = bugs.get(failure.key)
+        if bug is None:
+            bug = bugs[failure.key] = Bug(
+                failure.config, failure.signature, failure.guilty_op, failure.kind, known.carries(failure)
+            )
+        bug.failures.append(failure)
+    result.bugs = sorted(bugs.values(), key=lambda b: (b.known, b.config, b.signature, b.guilty_op or ""))
+    return result

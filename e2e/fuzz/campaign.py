@@ -1,0 +1,184 @@
+"""A fuzzing campaign: generated programs run by the suite itself, batch after batch.
+
+A campaign runs `pytest --generate B --generate-seed s` (the plugin, so containment,
+judging, explainers, the reducer and bundles all apply) on blocks of B seeds until its
+time budget (or program count) is spent, each block a pytest run in its own reports
+directory (`<reports>/batches/<first seed>/`); after each block the blocks so far are merged
+into `<reports>` (`e2e.merge`), which then reads like any run's reports directory
+(`results.json`, `run.json`, `index.html`, `repro/`) for `e2e.merge` and `e2e.diff`.
+
+Seeds are dealt in blocks: block k holds seeds S + kB .. S + (k+1)B - 1, and shard I/N
+runs the blocks k = I-1, I-1+N, ... So the same seed, block size and shard give the same
+programs, and their verdicts; the budget only decides where the campaign stops, recorded
+in `run.json` (`campaign`: blocks run, first and last seed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import resource
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from e2e.framework.results_files import load_rows
+from e2e.framework.run_record import write_json_atomic
+from e2e.framework.shards import ShardSpec
+from e2e.merge import merge
+
+BATCHES = "batches"
+BUILT_IN = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
+# pytest's exit statuses that still mean a finished run: all passed, some failed.
+FINISHED = (0, 1)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Which seeds a campaign (or one shard of it) runs, in which blocks."""
+
+    seed: int
+    block: int
+    shard: ShardSpec = ShardSpec(1, 1)
+
+    def blocks(self):
+        """The first seed of each of this shard's blocks, in order (endless)."""
+        k = self.shard.index - 1
+        while True:
+            yield self.seed + k * self.block
+            k += self.shard.count
+
+    def digest(self, configs: Sequence[str]) -> str:
+        """Names the whole campaign (every shard computes the same one): merge checks it."""
+        text = json.dumps([self.seed, self.block, self.shard.count, list(configs)])
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Batch:
+    """One block's pytest run: its seeds and what it cost."""
+
+    first_seed: int
+    programs: int
+    pairs: int
+    wall_s: float
+    cpu_s: float  # the pytest process and its workers, children included
+    exit_status: int
+    directory: str
+
+
+@dataclass
+class Campaign:
+    configs: list[str]
+    plan: Plan
+    reports_dir: Path
+    workers: int = 2
+    minutes: float | None = None
+    programs: int | None = None  # stop after this many programs (instead of, or before, the budget)
+    extra: list[str] = field(default_factory=list)  # more pytest arguments
+    batches: list[Batch] = field(default_factory=list)
+
+    def pytest_command(self, first_seed: int, count: int, directory: Path) -> list[str]:
+        command = [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--generate",
+            str(count),
+            "--generate-seed",
+            str(first_seed),
+            "--config",
+            ",".join(self.configs),
+            "--reports-dir",
+            str(directory),
+        ]
+        if self.workers > 1:
+            command += ["-n", str(self.workers)]
+        return command + self.extra
+
+    def run(self, log: Callable[[str], None] = print) -> dict:
+        """Run blocks until the budget is spent; merge them into the reports directory."""
+        self.reports_dir.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        budget = None if self.minutes is None else self.minutes * 60
+        done = 0
+        for first_seed in self.plan.blocks():
+            if self.programs is not None and done >= self.programs:
+                break
+            elapsed = time.monotonic() - started
+            last = self.batches[-1].wall_s if self.batches else 0.0
+            if budget is not None and self.batches and elapsed + last > budget:
+                break  # the next block would not end within the budget
+            count = self.plan.block if self.programs is None else min(self.plan.block, self.programs - done)
+            batch = self.run_batch(first_seed, count)
+            done += batch.programs
+            log(
+                f"fuzz: seeds {first_seed}..{first_seed + count - 1}: {batch.pairs} pairs in {batch.wall_s:.0f} s "
+                f"(pytest exit {batch.exit_status}); {done} programs so far"
+            )
+            self.record(time.monotonic() - started)
+        return self.record(time.monotonic() - started)
+
+    def run_batch(self, first_seed: int, count: int) -> Batch:
+        directory = self.reports_dir / BATCHES / f"{first_seed:08d}"
+        command = self.pytest_command(first_seed, count, directory)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        begun = time.monotonic()
+        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        wall = time.monotonic() - begun
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        (directory / "pytest.log").parent.mkdir(parents=True, exist_ok=True)
+        (directory / "pytest.log").write_text(shlex.join(command) + "\n" + done.stdout)
+        if done.returncode not in FINISHED:
+            tail = "\n".join(done.stdout.splitlines()[-15:])
+            raise RuntimeError(
+                f"fuzz: the block of seeds {first_seed}..{first_seed + count - 1} did not run "
+                f"(pytest exit {done.returncode}); its log is {directory / 'pytest.log'}:\n{tail}\n"
+                f"rerun: {shlex.join(command)}"
+            )
+        rows, _ = load_rows(directory)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        batch = Batch(first_seed, count, len(rows), round(wall, 2), round(cpu, 2), done.returncode, str(directory))
+        self.batches.append(batch)
+        return batch
+
+    def record(self, wall_s: float) -> dict:
+        """Merge the blocks so far into the reports directory and say what the campaign did
+        in its `run.json` (`campaign`, and `shard` for `e2e.merge`'s completeness check)."""
+        info = {
+            "configs": self.configs,
+            "seed": self.plan.seed,
+            "block": self.plan.block,
+            "shard": str(self.plan.shard),
+            "blocks_run": len(self.batches),
+            "programs": sum(b.programs for b in self.batches),
+            "pairs": sum(b.pairs for b in self.batches),
+            "seeds": [[b.first_seed, b.first_seed + b.programs - 1] for b in self.batches],
+            "last_seed": max((b.first_seed + b.programs - 1 for b in self.batches), default=None),
+            "wall_s": round(wall_s, 1),
+            "cpu_s": round(sum(b.cpu_s for b in self.batches), 1),
+            "batches": [asdict(b) for b in self.batches],
+        }
+        if not self.batches:
+            write_json_atomic(self.reports_dir / "campaign.json", info)
+            return info
+        directories = [Path(b.directory) for b in self.batches]
+        command = "python -m e2e.fuzz " + shlex.join(sys.argv[1:]) if "fuzz" in Path(sys.argv[0]).parts else ""
+        run = merge(directories, self.reports_dir, command=command)
+        run["campaign"] = info
+        if self.plan.shard.count > 1:
+            run["shard"] = {
+                "index": self.plan.shard.index,
+                "count": self.plan.shard.count,
+                "plan": self.plan.digest(self.configs),
+            }
+        write_json_atomic(self.reports_dir / "run.json", run)
+        write_json_atomic(self.reports_dir / "campaign.json", info)
+        return info

@@ -1,0 +1,115 @@
+"""Which ops a config takes alone: the op run alone on the spot, else the support matrix.
+
+A refusal (`e2e.fuzz.bugs.rejects`) of a generated program's op is a coverage gap when the
+config refuses that op alone, with the same operand types and attributes: the failing
+program's nodes, each alone with its operands made inputs (`e2e.fuzz.shrink.alone`), the
+refused op's first, are run on the config by the suite's runner until one fails as the
+program did (a gap) or none does (a bug: the combination is refused); signatures are cached
+per (config, op, attributes, types) in a JSON file. Without a program to run, the op support matrix (`docs/support.md`, written by `python -m
+e2e.support`; OpInfo op names; a cell is `pass`, `partial k/n` or the stage every sample
+failed in) answers: `pass` is taken, anything else is not: a campaign reports only what
+is surely a bug.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from e2e.framework.signature import Signature, guilty_op
+from e2e.fuzz.bugs import Failure, ltc_op, short_op
+
+MATRIX = Path(__file__).resolve().parents[2] / "docs" / "support.md"
+_ROW = re.compile(r"^\| `([^`]+)` \|(.*)\|\s*$")
+
+
+def read_matrix(path: Path = MATRIX) -> dict[str, dict[str, str]]:
+    """op -> config -> cell ("pass", "partial", or the failing stage), from the markdown matrix."""
+    if not path.is_file():
+        return {}
+    configs: list[str] = []
+    matrix: dict[str, dict[str, str]] = {}
+    for line in path.read_text().splitlines():
+        if line.startswith("| op |"):
+            configs = [cell.strip() for cell in line.strip().strip("|").split("|")][1:]
+            continue
+        match = _ROW.match(line)
+        if match and configs:
+            cells = [cell.strip() for cell in match[2].split("|")]
+            matrix[match[1]] = {config: cell.split()[0] if cell else "" for config, cell in zip(configs, cells)}
+    return matrix
+
+
+def same_refusal(signature: str | None, failure: Failure) -> bool:
+    """Whether a one-op program's failure is the refusal `failure` shows: the same stage and
+    pass, refusing the same op (shapes in the message may differ: `?` alone, `N` in the program)."""
+    if signature is None:
+        return False
+    if Signature.parse(signature).key() != Signature.parse(failure.signature).key():
+        return False
+    return short_op(guilty_op(signature) or ltc_op(signature)) == short_op(failure.guilty_op)
+
+
+@dataclass
+class Support:
+    """`untaken(failure)`: the op of a refusal the config does not take alone, or None."""
+
+    program_of: Callable[[str], object]  # a generated test's Program
+    check: Callable[[object, str], str | None] | None = None  # (one-op program, config) -> its signature
+    matrix: dict[str, dict[str, str]] = field(default_factory=read_matrix)
+    cache_path: Path | None = None
+    checked: dict[str, str | None] = field(default_factory=dict)  # "config op attrs types" -> signature
+    deadline: float = float("inf")  # time.monotonic() after which nothing more is run
+    answers: dict[tuple, str | None] = field(default_factory=dict)  # Failure.key -> untaken op
+
+    def __post_init__(self) -> None:
+        if self.cache_path is not None and self.cache_path.is_file():
+            self.checked.update(json.loads(self.cache_path.read_text()))
+
+    def cell(self, config: str, op: str) -> str | None:
+        for name in (op, f"nn.functional.{op}", op.rstrip("_")):
+            cell = self.matrix.get(name, {}).get(config)
+            if cell:
+                return cell
+        return None
+
+    def untaken(self, failure: Failure) -> str | None:
+        """The op the config refuses alone, as this failure refuses it (a gap), or None (a
+        bug); one answer per (config, signature, guilty op): one refusal, one check."""
+        key = failure.key
+        if key not in self.answers:
+            self.answers[key] = self._untaken(failure)
+        return self.answers[key]
+
+    def _untaken(self, failure: Failure) -> str | None:
+        op = short_op(failure.guilty_op) or "(op not named)"
+        program = self.program_of(failure.test)
+        if program is None or self.check is None:
+            return None if self.cell(failure.config, op) == "pass" else op
+        # The node of the refused op first; a decomposed op (conv1d -> convolution) is found
+        # by running each node alone until one is refused the same way.
+        order = sorted(range(len(program.nodes)), key=lambda i: program.nodes[i].op != op)
+        for index in order:
+            if time.monotonic() > self.deadline:  # out of time: the matrix answers, conservatively
+                return None if self.cell(failure.config, op) == "pass" else op
+            if same_refusal(self.alone_signature(program, index, failure.config), failure):
+                return op
+        return None
+
+    def alone_signature(self, program, index: int, config: str) -> str | None:
+        """The signature of node `index` alone on `config` (None: it passes), cached."""
+        from e2e.fuzz.shrink import alone
+
+        one = alone(program, index)
+        node = program.nodes[index]
+        key = f"{config} {node.op} {dict(node.attrs)} {','.join(str(i.type) for i in one.inputs)}"
+        if key not in self.checked:
+            self.checked[key] = self.check(one, config)
+            if self.cache_path is not None:
+                self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+                self.cache_path.write_text(json.dumps(self.checked, indent=1, sort_keys=True) + "\n")
+        return self.checked[key]

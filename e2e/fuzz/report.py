@@ -1,0 +1,190 @@
+"""A campaign's report: distinct bugs, not failing programs.
+
+`fuzz.md` (and a section of the run's `index.html`, `campaign_table`): distinct bugs per
+config and stage (new and known), coverage gaps per op, programs and pairs per second,
+how many verdicts each oracle check turned away, new distinct signatures over CPU time (an
+inline SVG in `fuzz.html`), and every bug with its bundle.
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from pathlib import Path
+
+from e2e.framework.html_report import ReportTable
+from e2e.fuzz.bugs import Classified
+from e2e.fuzz.programs import seed_of
+from e2e.generate.oracle import F64_DISTANCE, ORACLE_NOTE, SPEC_REFUSAL
+
+# Note fragments (`e2e.generate.oracle`) that mean a check turned a verdict away: the pair
+# was acquitted (torch's rounding) or re-attributed (a reference model's refusal).
+TURNED_AWAY = {F64_DISTANCE: f"{F64_DISTANCE} acquits", SPEC_REFUSAL: f"{SPEC_REFUSAL}: torch's program is defined"}
+
+
+def oracle_counts(rows: list[dict]) -> dict[str, int]:
+    """How many verdicts each oracle check turned away (from the rows' notes)."""
+    counts = Counter()
+    for row in rows:
+        for note in row.get("notes") or ():
+            if note.startswith(ORACLE_NOTE):
+                for check, fragment in TURNED_AWAY.items():
+                    counts[check] += fragment in note
+    return {check: counts[check] for check in TURNED_AWAY}
+
+
+def discovery(campaign: dict, rows: list[dict], classified: Classified) -> list[tuple[float, int]]:
+    """(CPU seconds, new distinct bugs found so far) after each block of the campaign."""
+    block_of = {}
+    for number, batch in enumerate(campaign.get("batches", [])):
+        block_of[Path(batch["directory"]).name] = number
+    first_block = {}
+    for bug in classified.new:
+        blocks = [_block(f.test, campaign) for f in bug.failures]
+        first_block[id(bug)] = min((b for b in blocks if b is not None), default=0)
+    points, cpu = [(0.0, 0)], 0.0
+    for number, batch in enumerate(campaign.get("batches", [])):
+        cpu += batch["cpu_s"]
+        points.append((cpu, sum(1 for b in first_block.values() if b <= number)))
+    return points
+
+
+def _block(test: str, campaign: dict) -> int | None:
+    """The block whose seeds hold generated test `test` (its seed ends its name)."""
+    seed = seed_of(test)
+    for number, (first, last) in enumerate(campaign.get("seeds", [])):
+        if seed is not None and first <= seed <= last:
+            return number
+    return None
+
+
+def svg_plot(points: list[tuple[float, int]], width: int = 420, height: int = 160) -> str:
+    """A step plot of new distinct bugs over CPU seconds."""
+    most_x = max((x for x, _ in points), default=1.0) or 1.0
+    most_y = max((y for _, y in points), default=1) or 1
+    pad = 30
+
+    def at(x: float, y: int) -> str:
+        return f"{pad + x / most_x * (width - 2 * pad):.1f},{height - pad - y / most_y * (height - 2 * pad):.1f}"
+
+    steps = []
+    for (x0, y0), (x1, _) in zip(points, points[1:]):
+        steps += [at(x0, y0), at(x1, y0)]
+    if points:
+        steps.append(at(*points[-1]))
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="new distinct bugs over CPU seconds">'
+        f'<polyline fill="none" stroke="#c33" stroke-width="2" points="{" ".join(steps)}"/>'
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" stroke="#888"/>'
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" stroke="#888"/>'
+        f'<text x="{pad}" y="{height - 8}" font-size="11">0</text>'
+        f'<text x="{width - pad}" y="{height - 8}" font-size="11" text-anchor="end">{most_x:.0f} CPU s</text>'
+        f'<text x="4" y="{pad + 4}" font-size="11">{most_y}</text>'
+        "</svg>"
+    )
+
+
+def per_config_stage(classified: Classified) -> list[tuple[str, str, int, int]]:
+    counts: Counter = Counter()
+    for bug in classified.bugs:
+        counts[(bug.config, bug.stage, bug.known)] += 1
+    keys = sorted({(config, stage) for config, stage, _ in counts})
+    return [(config, stage, counts[(config, stage, False)], counts[(config, stage, True)]) for config, stage in keys]
+
+
+def campaign_table(classified: Classified) -> ReportTable:
+    """The section of the run's HTML report: distinct bugs per config and stage."""
+    return ReportTable(
+        "fuzz-bugs",
+        "Fuzzing campaign: distinct bugs",
+        "Distinct bugs (failing pairs grouped by signature and guilty op) per config and stage; "
+        "coverage gaps are not bugs and are counted in fuzz.md. The list of bugs with their bundles is in fuzz.md.",
+        ("config / stage", "new", "known"),
+        tuple(
+            (f"{config} / {stage}", str(new), str(known)) for config, stage, new, known in per_config_stage(classified)
+        ),
+    )
+
+
+def generator_checks(programs) -> tuple[Counter, int]:
+    """The op insertions each of the generator's checks turned away over `programs`, and its repairs."""
+    turned, repairs = Counter(), 0
+    for program in programs:
+        turned.update(dict(program.checks.turned_away))
+        repairs += program.checks.repairs
+    return turned, repairs
+
+
+def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, programs=()) -> str:
+    """The campaign's report as markdown. `ops_of(bug)`: the ops of the bug's smallest
+    program; `programs`: the campaign's programs (for the generator's checks)."""
+    generator, repairs = generator_checks(programs)
+    cpu, wall = campaign.get("cpu_s") or 0.0, campaign.get("wall_s") or 0.0
+    programs, pairs = campaign.get("programs", 0), campaign.get("pairs", 0)
+    rate = f"{programs / wall:.2f} programs/s, {pairs / wall:.1f} pairs/s" if wall else "-"
+    lines = [
+        "# Fuzzing campaign",
+        "",
+        f"Configs {', '.join(campaign.get('configs', []))}; seed {campaign.get('seed')}, block "
+        f"{campaign.get('block')}, shard {campaign.get('shard')}; seeds run: "
+        + ", ".join(f"{a}..{b}" for a, b in campaign.get("seeds", []))
+        + f" (last seed {campaign.get('last_seed')}).",
+        "",
+        f"{programs} programs, {pairs} pairs in {wall:.0f} s wall, {cpu:.0f} CPU s ({rate}).",
+        "",
+        f"**{len(classified.new)} new distinct bugs**, {len(classified.known)} known (an xfail entry of the "
+        f"hand-written suites carries the signature); {len(classified.gaps)} coverage gaps (config, op); "
+        f"{len(classified.broken)} pairs of programs torch itself refused. The new bugs are "
+        f"{len({(b.signature, b.guilty_op) for b in classified.new})} distinct (signature, guilty op) across configs "
+        "(a frontend failure shows on every config it feeds).",
+        "",
+        "## Distinct bugs per config and stage",
+        "",
+        "| config | stage | new | known |",
+        "|---|---|---:|---:|",
+        *(f"| {c} | {s} | {n} | {k} |" for c, s, n, k in per_config_stage(classified)),
+        "",
+        "## Oracle checks: verdicts turned away",
+        "",
+        "| check | verdicts turned away |",
+        "|---|---:|",
+        *(f"| {check} | {count} |" for check, count in oracle_counts(rows).items()),
+        f"| coverage gap (op not taken alone) | {sum(len(f) for f in classified.gaps.values())} |",
+        "",
+        "The generator's own checks (every registered program passed them all on its inputs) turned "
+        "away these op insertions while growing the campaign's programs: "
+        + (", ".join(f"{check} {count}" for check, count in sorted(generator.items())) or "none")
+        + f" ({repairs} guards inserted).",
+        "",
+        "## Coverage gaps (not bugs)",
+        "",
+        "| config | op | failing pairs |",
+        "|---|---|---:|",
+        *(f"| {config} | `{op}` | {len(failures)} |" for (config, op), failures in sorted(classified.gaps.items())),
+        "",
+        "## Bugs",
+        "",
+        "| | config | stage | signature | guilty op | ops in the reduced program | wrong result | pairs | "
+        "regression test | bundle (repro.py exits 1) |",
+        "|---|---|---|---|---|---|---|---:|---|---|",
+    ]
+    for number, bug in enumerate(classified.bugs, start=1):
+        signature = bug.signature.replace("|", "\\|")[:160]
+        ops = ", ".join(ops_of(bug)) or "-"
+        lines.append(
+            f"| {number}{' (known)' if bug.known else ''} | {bug.config} | {bug.stage} | `{signature}` | "
+            f"`{bug.guilty_op or '-'}` | {ops} | {'yes' if bug.kind == 'wrong result' else 'no'} | "
+            f"{len(bug.failures)} | {bug.regression or '-'} | {bug.bundle or '-'}"
+            f"{' (verified)' if bug.verified else ' (NOT verified)' if bug.verified is False else ''} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def html_page(text: str, points: list[tuple[float, int]]) -> str:
+    """fuzz.html: the markdown as preformatted text under the discovery plot."""
+    return (
+        "<!doctype html><meta charset=utf-8><title>Fuzzing campaign</title>"
+        "<h1>Fuzzing campaign</h1><h2>New distinct bugs over CPU time</h2>"
+        f"{svg_plot(points)}<pre>{html.escape(text)}</pre>"
+    )

@@ -1,0 +1,184 @@
+"""A finished campaign's triage: classify its failures, reduce each new bug, report.
+
+1. classify (`e2e.fuzz.bugs`): distinct bugs, known bugs, coverage gaps (refused ops run
+   alone on the spot, `e2e.fuzz.coverage`);
+2. for each new bug: shrink its first program on the Program value (`e2e.fuzz.shrink`),
+   write the smallest as a regression test into the suite (`e2e.fuzz.regressions`), run the
+   regression tests through pytest (the MLIR reducer writes their bundles), add their xfail
+   entries, and check each bundle's `repro.py` exits 1;
+3. write `fuzz.md`, `fuzz.html` and the campaign's section of `index.html` (`e2e.fuzz.report`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+from pathlib import Path
+
+from e2e.framework.results_files import load_rows
+from e2e.fuzz.bugs import CRASH, Bug, Classified, KnownSignatures, classify
+from e2e.fuzz.coverage import Support
+from e2e.fuzz.programs import ops_of, program, seed_of
+from e2e.fuzz.report import campaign_table, discovery, html_page, markdown
+from e2e.generate.program import Program
+
+XFAIL_DIR = Path(__file__).resolve().parents[1] / "configs" / "xfail"
+
+
+def load_campaign(reports_dir: Path, run: dict) -> dict:
+    """The campaign a reports directory holds: its `campaign.json`, or (a merge of a
+    campaign's shards) the shards' own, added together."""
+    if (reports_dir / "campaign.json").is_file():
+        return json.loads((reports_dir / "campaign.json").read_text())
+    parts = []
+    for source in run.get("merged_from", []):
+        path = Path(source["path"])
+        path = path if path.is_dir() else path.parent
+        if (path / "campaign.json").is_file():
+            parts.append(json.loads((path / "campaign.json").read_text()))
+    if not parts:
+        raise SystemExit(f"fuzz: {reports_dir} holds no campaign.json, nor do the runs it was merged from")
+    batches = sorted((b for part in parts for b in part["batches"]), key=lambda b: b["first_seed"])
+    return {
+        **parts[0],
+        "shard": f"{len(parts)} merged",
+        "blocks_run": len(batches),
+        "programs": sum(p["programs"] for p in parts),
+        "pairs": sum(p["pairs"] for p in parts),
+        "seeds": sorted(seeds for p in parts for seeds in p["seeds"]),
+        "last_seed": max(p["last_seed"] for p in parts if p.get("last_seed") is not None),
+        "wall_s": max(p["wall_s"] for p in parts),
+        "cpu_s": round(sum(p["cpu_s"] for p in parts), 1),
+        "batches": batches,
+    }
+
+
+def _program_of(test: str):
+    seed = seed_of(test)
+    return None if seed is None else program(seed)
+
+
+def alone_signature(one, config: str, work: Path) -> str | None:
+    """A one-op program's signature on `config` (None: it passes)."""
+    from e2e.fuzz.shrink import run_program
+
+    result = run_program(one, config, work, seconds=60)
+    return None if result.passed else result.signature
+
+
+def judge_by_oracle(rows: list[dict], work: Path, seconds: float = 600.0, log=print) -> int:
+    """Wrong results the oracle has not judged (a test registered without
+    `Test.explainers`), judged now: the program run again on its config with the oracle
+    carried (`e2e.fuzz.shrink.program_test`); a pair it acquits becomes a pass with the
+    oracle's note, in `rows`. Returns how many were judged."""
+    from e2e.fuzz.shrink import run_program
+    from e2e.generate.oracle import ORACLE_NOTE
+
+    deadline, judged = time.monotonic() + seconds, 0
+    for row in rows:
+        unjudged = not any(note.startswith(ORACLE_NOTE) for note in row.get("notes") or ())
+        if row.get("stage") != "compare" or row.get("outcome") == "pass" or not unjudged:
+            continue
+        original = _program_of(row["test"])
+        if original is None or time.monotonic() > deadline:
+            continue
+        again = run_program(original, row["config"], work)
+        judged += 1
+        oracle = [note for note in again.notes if note.startswith(ORACLE_NOTE)]
+        row["notes"] = [*(row.get("notes") or []), *(f"{note} (judged again in triage)" for note in oracle)]
+        if again.passed and oracle:
+            row.update(outcome="pass", stage=None, signature=None)
+    if judged:
+        log(f"fuzz: {judged} wrong results judged again by the float64 oracle")
+    return judged
+
+
+def classify_campaign(reports_dir: Path, configs: list[str], rows: list[dict], seconds: float = 600.0) -> Classified:
+    """Classify the rows; ops are run alone for `seconds` at most (then the matrix answers)."""
+    known = KnownSignatures.load(XFAIL_DIR, configs, generated=lambda test: seed_of(test) is not None)
+    work = reports_dir / "triage"
+    support = Support(
+        _program_of,
+        check=lambda one, config: alone_signature(one, config, work),
+        cache_path=reports_dir / "takes-alone.json",
+        deadline=time.monotonic() + seconds,
+    )
+    return classify(rows, known, support.untaken)
+
+
+def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds: float, log=print) -> dict[str, str]:
+    """Shrink each bug's first program (within `seconds` in all), write the regression
+    tests, run them for bundles, record their xfail entries, verify the bundles. Returns
+    the regression programs written (name -> JSON)."""
+    from e2e.configs.update_xfails import update
+    from e2e.fuzz.regressions import read_programs, run_regressions, test_name, verify_bundle, write_programs
+    from e2e.fuzz.shrink import run_program, same_bug, shrink
+
+    work = reports_dir / "triage"
+    deadline = time.monotonic() + seconds
+    written: dict[str, str] = {}
+    for number, bug in enumerate(bugs):
+        original = _program_of(bug.first.test)
+        if original is None:
+            continue
+        kept = read_programs().get(test_name(original, bug.config))
+        if kept is not None:  # reduced by an earlier triage of this campaign: its regression test
+            bug.reduced, bug.regression = Program.from_json(kept), test_name(original, bug.config)
+            written[bug.regression] = kept
+            continue
+        share = max(0.0, (deadline - time.monotonic()) / (len(bugs) - number))
+        if bug.kind == CRASH and bug.stage == "timeout":
+            share = 0.0  # every candidate of a hang takes the whole limit
+        reduced, tried = shrink(
+            original, lambda c, b=bug: same_bug(run_program(c, b.config, work, seconds=60), b.signature), share
+        )
+        bug.reduced = reduced
+        bug.regression = test_name(reduced, bug.config)
+        written[bug.regression] = reduced.to_json()
+        log(
+            f"fuzz: {bug.config}: {bug.first.test} shrunk from {len(original.nodes)} to {len(reduced.nodes)} ops ({tried} tried)"
+        )
+    if not written:
+        return written
+    write_programs(written)
+    regressions = reports_dir / "regressions"
+    from e2e.configs import CONFIG_NAMES
+
+    # Every default config too: the regression tests join the suite, which must stay green.
+    run_regressions(sorted(written), list(dict.fromkeys([*CONFIG_NAMES, *configs])), regressions, workers=2)
+    if (regressions / "results.json").is_file():
+        update(regressions / "results.json", XFAIL_DIR)
+        rows = {(r["test"], r["config"]): r for r in load_rows(regressions)[0]}
+        for bug in bugs:
+            row = rows.get((bug.regression, bug.config))
+            if row and row.get("repro_path"):
+                bug.regression_bundle = row["repro_path"]
+                bug.verified = verify_bundle(Path(row["repro_path"]))
+    return written
+
+
+def analyse(reports_dir: Path, configs: list[str] | None = None, reduce_seconds: float = 0.0, log=print) -> str:
+    """Classify the campaign in `reports_dir` (and, given `reduce_seconds`, reduce its new
+    bugs into regression tests); write its report; returns the markdown."""
+    recorded, run = load_rows(reports_dir)
+    rows = copy.deepcopy(recorded)  # judged again by the oracle below; the run's record stays as it ran
+    campaign = load_campaign(reports_dir, run)
+    configs = configs or campaign.get("configs") or sorted({row["config"] for row in rows})
+    judge_by_oracle(rows, reports_dir / "triage", log=log)
+    classified = classify_campaign(reports_dir, configs, rows)
+    if reduce_seconds > 0:
+        reduce_bugs(classified.new, configs, reports_dir, reduce_seconds, log)
+
+    def bug_ops(bug: Bug) -> tuple[str, ...]:
+        return tuple(bug.reduced.ops) if bug.reduced is not None else ops_of(bug.first.test)
+
+    seeds = sorted({seed for row in rows if (seed := seed_of(row["test"])) is not None})
+    text = markdown(campaign, rows, classified, bug_ops, [program(seed) for seed in seeds])
+    (reports_dir / "fuzz.md").write_text(text)
+    (reports_dir / "fuzz.html").write_text(html_page(text, discovery(campaign, rows, classified)))
+    from e2e.framework.html_report import write_html
+    from e2e.report_tables import report_tables
+
+    write_html(recorded, run, reports_dir / "index.html", [*report_tables(recorded), campaign_table(classified)])
+    return text

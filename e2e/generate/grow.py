@@ -1,0 +1,272 @@
+"""`generate(seed)`: a valid program grown one op at a time, rebuilt exactly from its seed.
+
+Each step picks an op of the catalogue (a family first, so the ~50 unary ops do not
+crowd out the rest), a first operand of a type it takes (the latest value more often,
+for depth; sometimes a new input, for breadth), and lets the op draw its attributes and
+further operands (existing values of the exact type asked for, or new inputs). Shapes
+follow by construction from each op's `infer`.
+
+Validity is checked on concrete values as the program grows: the inputs are drawn, in
+order, from the `TestUtils` the suite will hand the test (`seed_for(name)`), and each new
+op is run natively on the values so far. The op stays only if its result has the type
+its spec inferred (else the spec is wrong: an error) and passes every check of
+`program.CHECKS`: a float result finite and inside `FLOAT_LIMIT`; every operand inside
+the op's domain (an intermediate outside it is first clamped into it by a guard node,
+an input is drawn inside it); an integer result equal to the same op over float64 (no
+overflow); a float to int cast in range; no shift ops (the catalogue has none, so
+none shifts past the width); no result within a rounding error of a discontinuity
+(comparisons, floor, argmax, casts). A rejected op is undone, the `TestUtils` stream
+included. If no op could be added, the next attempt (a new stream, same seed) starts over.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from random import Random
+
+import torch
+
+from e2e.framework.testutils import TestUtils, seed_for
+from e2e.generate.ops import CATALOGUE, Draw, OpSpec
+from e2e.generate.program import NAMESPACE, Checks, InputSpec, Node, Program, attrs_of, program_name
+from e2e.generate.types import (
+    FLOAT_LIMIT,
+    FREE,
+    MAX_ELEMENTS,
+    Domain,
+    TensorType,
+    is_float,
+    is_int,
+)
+
+ATTEMPTS = 20
+# How often each family is drawn (then an op of it, uniformly): `where` and the cast are one
+# op each, the unary family fifty.
+FAMILY_WEIGHTS = {
+    "unary": 3,
+    "binary": 3,
+    "movement": 3,
+    "reduction": 2,
+    "linalg": 2,
+    "norm": 1,
+    "cast": 1,
+    "select": 1,
+}
+FAMILIES = sorted(FAMILY_WEIGHTS)
+BY_FAMILY = {f: sorted(n for n, s in CATALOGUE.items() if s.family == f) for f in FAMILIES}
+INPUT_DTYPES = (
+    ("float32", 55),
+    ("float16", 10),
+    ("bfloat16", 10),
+    ("int64", 10),
+    ("int32", 7),
+    ("int8", 4),
+    ("bool", 4),
+)
+RANKS = ((0, 1), (1, 2), (2, 4), (3, 4), (4, 2))
+
+
+class GenerationError(RuntimeError):
+    pass
+
+
+class SpecError(AssertionError):
+    """An op's spec disagrees with torch (its inferred type is not the result's)."""
+
+
+def generate(seed: int, *, max_ops: int = 20) -> Program:
+    """The program of `seed`: 1 to `max_ops` ops, valid on its inputs (see the module doc)."""
+    for attempt in range(ATTEMPTS):
+        program = Grower(seed, Random(f"e2e.generate/{seed}/{attempt}"), max_ops).grow()
+        if program is not None:
+            return program
+    raise GenerationError(f"seed {seed}: no valid program in {ATTEMPTS} attempts")
+
+
+@dataclass
+class Value:
+    name: str
+    type: TensorType
+    tensor: torch.Tensor
+    is_input: bool
+
+
+class Grower:
+    def __init__(self, seed: int, rng: Random, max_ops: int):
+        self.seed, self.rng, self.max_ops = seed, rng, max_ops
+        self.tu = TestUtils(seed_for(program_name(seed)))
+        self.values: list[Value] = []
+        self.inputs: list[InputSpec] = []
+        self.nodes: list[Node] = []
+        self.turned_away: Counter[str] = Counter()
+        self.repairs = 0
+
+    def grow(self) -> Program | None:
+        target = self.rng.randint(1, self.max_ops)
+        self.new_input(self.random_type(), FREE)
+        tries = 0
+        while len(self.nodes) < target and tries < 10 * target:
+            tries += 1
+            family = self.rng.choices(FAMILIES, [FAMILY_WEIGHTS[f] for f in FAMILIES])[0]
+            self.try_op(CATALOGUE[self.rng.choice(BY_FAMILY[family])])
+        if not self.nodes:
+            return None
+        used = {name for node in self.nodes for name in node.inputs}
+        outputs = tuple(n.name for n in self.nodes if n.name not in used)
+        inputs = [i for i in self.inputs if i.name in used]
+        if len(inputs) != len(self.inputs):
+            return None  # an input no op reads (never happens: inputs are made for an op)
+        if self.rng.random() < 1 / 3:
+            inputs = self.declare_dynamic(inputs)
+        return Program(
+            self.seed,
+            tuple(inputs),
+            tuple(self.nodes),
+            outputs,
+            Checks(turned_away=tuple(sorted(self.turned_away.items())), repairs=self.repairs),
+        )
+
+    # --- values ---
+
+    def random_type(self, dtypes: tuple[str, ...] | None = None, ranks: tuple[int, int] = (0, 4)) -> TensorType:
+        weights = [(d, w) for d, w in INPUT_DTYPES if dtypes is None or d in dtypes] or [(d, 1) for d in dtypes]
+        dtype = self.rng.choices([d for d, _ in weights], [w for _, w in weights])[0]
+        ranked = [(r, w) for r, w in RANKS if ranks[0] <= r <= ranks[1]]
+        rank = self.rng.choices([r for r, _ in ranked], [w for _, w in ranked])[0]
+        high = 6 if rank <= 2 else 4
+        return TensorType(tuple(self.rng.randint(1, high) for _ in range(rank)), dtype)
+
+    def new_input(self, kind: TensorType, domain: Domain) -> Value:
+        spec = InputSpec(f"x{len(self.inputs)}", kind, domain)
+        self.inputs.append(spec)
+        value = Value(spec.name, kind, spec.draw(self.tu), True)
+        self.values.append(value)
+        return value
+
+    def operand(self, kind: TensorType, domain: Domain) -> Value:
+        """An existing value of exactly `kind` inside `domain`, or a new input."""
+        fits = [v for v in self.values if v.type == kind and domain.holds(v.tensor)]
+        if fits and self.rng.random() < 0.6:
+            return self.rng.choice(fits)
+        return self.new_input(kind, domain)
+
+    def declare_dynamic(self, inputs: list[InputSpec]) -> list[InputSpec]:
+        out = []
+        for spec in inputs:
+            dims = tuple(d for d in range(spec.type.rank) if self.rng.random() < 0.5)
+            out.append(InputSpec(spec.name, spec.type, spec.domain, dims))
+        if not any(s.dynamic for s in out):
+            ranked = [i for i, s in enumerate(out) if s.type.rank]
+            if ranked:
+                s = out[ranked[0]]
+                out[ranked[0]] = InputSpec(s.name, s.type, s.domain, (0,))
+        return out
+
+    # --- one step ---
+
+    def try_op(self, spec: OpSpec) -> None:
+        mark = (len(self.values), len(self.inputs), len(self.nodes), self.tu.generator.get_state(), self.repairs)
+        failed = self.add_op(spec)
+        if failed is not None:
+            self.turned_away[failed] += 1
+            values, inputs, nodes, state, repairs = mark
+            del self.values[values:], self.inputs[inputs:], self.nodes[nodes:]
+            self.tu.generator.set_state(state)
+            self.repairs = repairs
+
+    def add_op(self, spec: OpSpec) -> str | None:
+        """Add one `spec` node; None, or why not (the check that failed, or `applies`)."""
+        takes = lambda t: t.dtype in spec.dtypes and spec.ranks[0] <= t.rank <= spec.ranks[1]  # noqa: E731
+        candidates = [v for v in self.values if takes(v.type)]
+        fresh = not candidates or self.rng.random() < 0.05
+        if fresh:
+            first = self.random_type(spec.dtypes, spec.ranks)
+        else:
+            # Values nothing reads yet first, the latest most: chains, not a forest of one-op programs.
+            consumed = {name for node in self.nodes for name in node.inputs}
+            unread = [v for v in candidates if v.name not in consumed]
+            pool = unread if unread and self.rng.random() < 0.8 else candidates
+            first_value = pool[-1] if self.rng.random() < 0.5 else self.rng.choice(pool)
+            first = first_value.type
+        draw = GrowDraw(self, first)
+        attrs = spec.draw(draw)
+        if attrs is None:
+            return "applies"
+        attrs = dict(attrs_of(attrs))
+        domain = spec.domain(attrs, first.dtype)
+        if fresh:
+            first_value = self.new_input(first, domain)
+        elif not domain.holds(first_value.tensor):
+            first_value = self.guard(first_value, domain)
+            if first_value is None:
+                return "domain"
+        operands = [first_value, *draw.values]
+        try:
+            kind = spec.infer([v.type for v in operands], attrs)
+        except (ValueError, RuntimeError, IndexError):
+            return "applies"
+        if kind.numel > MAX_ELEMENTS or 0 in kind.shape:
+            return "applies"
+        return self.append(spec, operands, attrs, kind)
+
+    def guard(self, value: Value, domain: Domain) -> Value | None:
+        """`value` clamped into `domain` by a new `clamp` node (floats and ints)."""
+        if not (is_float(value.type.dtype) or is_int(value.type.dtype)):
+            return None
+        low, high = domain.clamp_bounds()
+        if is_int(value.type.dtype):
+            low = None if low is None else int(-(-low // 1))
+            high = None if high is None else int(high // 1)
+        attrs = {"min": low, "max": high}
+        if self.append(CATALOGUE["clamp"], [value], attrs, value.type) is not None:
+            return None
+        self.repairs += 1
+        return self.values[-1] if domain.holds(self.values[-1].tensor) else None
+
+    def append(self, spec: OpSpec, operands: list[Value], attrs: dict, kind: TensorType) -> str | None:
+        names = [v.name for v in operands]
+        expression = spec.render(names, attrs)
+        tensors = [v.tensor for v in operands]
+        try:
+            result = eval(expression, NAMESPACE, dict(zip(names, tensors)))  # noqa: S307 - our own template
+        except (RuntimeError, ValueError, IndexError, TypeError):
+            return "torch"  # torch refuses this combination (a view of a non-contiguous value...)
+        actual = TensorType(tuple(result.shape), str(result.dtype).removeprefix("torch."))
+        if actual != kind:
+            raise SpecError(f"{spec.name}: inferred {kind}, torch gives {actual} for {expression} on {operands}")
+        failed = self.check(spec, expression, names, tensors, attrs, result)
+        if failed is not None:
+            return failed
+        node = Node(f"v{len(self.nodes)}", spec.name, tuple(names), attrs_of(attrs), kind)
+        self.nodes.append(node)
+        self.values.append(Value(node.name, kind, result, False))
+        return None
+
+    def check(self, spec, expression, names, tensors, attrs, result: torch.Tensor) -> str | None:
+        if result.is_floating_point():
+            limit = FLOAT_LIMIT[str(result.dtype).removeprefix("torch.")]
+            if not bool(torch.isfinite(result).all()) or (result.numel() and result.abs().max().item() > limit):
+                return "finite"
+        if spec.exact_in_f64 and not result.is_floating_point() and result.dtype != torch.bool:
+            wide = [t.double() for t in tensors]
+            exact = eval(expression, NAMESPACE, dict(zip(names, wide)))  # noqa: S307
+            if not torch.equal(result.double(), exact.double()):
+                return "no_overflow"
+        if spec.check is not None:
+            return spec.check(tensors, attrs, result)
+        return None
+
+
+class GrowDraw(Draw):
+    """An op's further operands: existing values when one fits, else new inputs."""
+
+    def __init__(self, grower: Grower, x: TensorType):
+        super().__init__(grower.rng, x)
+        self.grower = grower
+        self.values: list[Value] = []
+
+    def operand(self, shape: tuple[int, ...], dtype: str, domain: Domain = FREE) -> TensorType:
+        kind = TensorType(tuple(shape), dtype)
+        self.values.append(self.grower.operand(kind, domain))
+        return kind

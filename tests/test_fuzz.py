@@ -1,0 +1,164 @@
+"""The fuzzing campaign: its oracle, its grouping of failures into bugs, and a tiny real campaign."""
+
+from __future__ import annotations
+
+import torch
+
+from e2e.framework.compare import compare_traces
+from e2e.framework.judge import Outcome
+from e2e.framework.registry import Test
+from e2e.framework.runner import prepare
+from e2e.framework.trace import TraceItem
+from e2e.generate.oracle import Float64Oracle, SpecRefusal
+from e2e.generate.program import InputSpec
+
+
+class Cancel(torch.nn.Module):
+    """(a + b) - a: float32 rounds b away next to 1e8 (spacing 8); float64 keeps it."""
+
+    def forward(self, a, b):
+        return (a + b) - a
+
+
+def cancel_test() -> Test:
+    return Test(
+        "Fuzz_Cancel",
+        Cancel,
+        lambda module, tu: module.forward(torch.full((2,), 1e8), torch.full((2,), 1.5)),
+    )
+
+
+def judged(compiled: float):
+    """The oracle's explanation of a made-up compiled answer `compiled` to the Cancel program."""
+    prepared = prepare(cancel_test())
+    golden = prepared.golden[0]
+    trace = [TraceItem(golden.method, golden.inputs, torch.full((2,), compiled))]
+    mismatch = compare_traces(prepared.golden, trace)
+    assert mismatch is not None and mismatch.kind == "values"  # torch's float32 says 0
+    return Float64Oracle().explain(prepared, Outcome("compare", mismatch=mismatch, trace=trace))
+
+
+def test_f64_oracle_acquits_a_result_closer_to_float64_than_torch():
+    explanation = judged(1.5)  # the exact answer; torch's float32 gives 0
+    assert explanation.acquit
+    assert "float64 distance acquits" in explanation.notes[0]
+
+
+def test_f64_oracle_keeps_a_result_further_from_float64_than_torch():
+    explanation = judged(5.0)  # 3.5 from float64; torch is 1.5 from it
+    assert not explanation.acquit and explanation.stage is None
+    assert "float64 distance failed" in explanation.notes[0]
+
+
+def test_spec_refusal_blames_the_lowering_of_a_defined_program():
+    prepared = prepare(cancel_test())
+    refused = RuntimeError("tosa_reference_model failed (exit 1): OpPow: x is less than 0")
+    explanation = SpecRefusal().explain(prepared, Outcome("execute", error=refused))
+    assert explanation.stage == "backend" and "convert-torch-to-tosa" in explanation.error
+    assert SpecRefusal().explain(prepared, Outcome("execute", error=RuntimeError("out of memory"))) is None
+
+
+# Grouping: rows as the suite writes them (results.json), an xfail file as the suites keep them.
+
+LEGALIZE = "backend | convert-torch-to-tosa | loc: failed to legalize operation 'torch.aten.cumsum'"
+CRASHED = "crash | execute | Segmentation fault"
+
+
+def row(test: str, config: str, stage: str, signature: str, outcome: str = "fail", error: str = "") -> dict:
+    return {"test": test, "config": config, "outcome": outcome, "stage": stage, "signature": signature, "error": error}
+
+
+def grouped(rows, tmp_path, xfail_text: str = "", untaken=lambda failure: None):
+    from e2e.fuzz.bugs import KnownSignatures, classify
+    from e2e.fuzz.programs import seed_of
+
+    (tmp_path / "tosa.txt").write_text(xfail_text)
+    known = KnownSignatures.load(tmp_path, ["tosa"], generated=lambda test: seed_of(test) is not None)
+    return classify(rows, known, untaken)
+
+
+def test_two_pairs_with_one_signature_are_one_bug(tmp_path):
+    found = grouped([row("Gen_1", "tosa", "backend", LEGALIZE), row("Gen_2", "tosa", "backend", LEGALIZE)], tmp_path)
+    assert len(found.bugs) == 1 and [f.test for f in found.bugs[0].failures] == ["Gen_1", "Gen_2"]
+    assert found.bugs[0].guilty_op == "torch.aten.cumsum"
+
+
+def test_a_signature_an_xfail_entry_carries_is_a_known_bug(tmp_path):
+    rows = [row("Gen_1", "tosa", "backend", LEGALIZE), row("Gen_3", "tosa", "execute", CRASHED, outcome="crash")]
+    found = grouped(rows, tmp_path, f"Cumsum_Basic  # fail: {LEGALIZE}\n")
+    assert [b.signature for b in found.known] == [LEGALIZE]
+    assert [b.signature for b in found.new] == [CRASHED]
+
+
+def test_a_refusal_of_an_op_the_config_refuses_alone_is_a_coverage_gap(tmp_path):
+    """The real check: each node of the failing program run alone on the config."""
+    from e2e.fuzz.coverage import Support
+    from e2e.fuzz.shrink import run_program
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import Domain, TensorType
+
+    x = InputSpec("x0", TensorType((3,), "float32"), Domain(-0.5, 0.5))
+    double = Node("v0", "add", ("x0", "x0"), (), TensorType((3,), "float32"))
+    asin = Node("v1", "asin", ("v0",), (), TensorType((3,), "float32"))
+    program = Program(7, (x,), (double, asin), ("v1",))
+    result = run_program(program, "tosa", tmp_path / "work")
+    assert not result.passed, result  # tosa refuses asin
+    failures = [row("Gen_7", "tosa", result.stage, result.signature, error=result.error)]
+    checked = []
+
+    def check(one, config):
+        checked.append(one.ops)
+        alone = run_program(one, config, tmp_path / "work")
+        return None if alone.passed else alone.signature
+
+    support = Support(lambda test: program, check=check, matrix={})
+    found = grouped(failures, tmp_path, untaken=support.untaken)
+    assert list(found.gaps) == [("tosa", "asin")] and not found.bugs
+    assert checked == [["asin"]]  # the refused op's node first, and found refused alone
+
+
+def test_wrong_results_and_crashes_are_bugs_whatever_the_config_takes(tmp_path):
+    rows = [row("Gen_2", "tosa", "compare", "compare | values"), row("Gen_3", "tosa", "execute", CRASHED, "crash")]
+    found = grouped(rows, tmp_path, untaken=lambda failure: "cumsum")
+    assert sorted(b.kind for b in found.bugs) == ["crash or hang", "wrong result"] and not found.gaps
+
+
+def test_a_tiny_real_campaign_writes_a_run_and_its_report(tmp_path):
+    """Three generated programs on linalg: the run format merge and diff read, and fuzz.md."""
+    import json
+
+    from e2e.framework.results_files import load_rows
+    from e2e.fuzz.__main__ import main
+
+    reports = tmp_path / "campaign"
+    assert (
+        main(["--programs", "3", "--block", "3", "--config", "linalg", "-n", "1", "--reports-dir", str(reports)]) == 0
+    )
+    rows, run = load_rows(reports)
+    assert sorted(r["test"] for r in rows) == ["Gen_0", "Gen_1", "Gen_2"]
+    campaign = json.loads((reports / "campaign.json").read_text())
+    assert run["campaign"]["last_seed"] == campaign["last_seed"] == 2 and campaign["pairs"] == 3
+    report = (reports / "fuzz.md").read_text()
+    assert "3 programs, 3 pairs" in report and "new distinct bugs" in report
+    assert "<svg" in (reports / "fuzz.html").read_text()
+    assert "Fuzzing campaign: distinct bugs" in (reports / "index.html").read_text()
+
+
+def test_a_node_alone_and_a_node_cut_keep_the_types_of_what_they_replace():
+    from e2e.fuzz.shrink import alone, cut
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import TensorType
+
+    f32 = TensorType((3,), "float32")
+    x = InputSpec("x0", f32, dynamic=(0,))
+    a = Node("v0", "exp", ("x0",), (), f32)
+    b = Node("v1", "add", ("v0", "x0"), (), f32)
+    program = Program(5, (x,), (a, b), ("v1",))
+    one = alone(program, 1)
+    assert one.ops == ["add"] and [(i.name, i.type, i.dynamic) for i in one.inputs] == [
+        ("v0", f32, (0,)),  # computed in a dynamic program: dynamic
+        ("x0", f32, (0,)),
+    ]
+    smaller = cut(program, 0)
+    assert smaller.ops == ["add"] and [i.name for i in smaller.inputs] == ["x0", "v0_in"]
+    assert smaller.nodes[0].inputs == ("v0_in", "x0") and smaller.outputs == ("v1",)
