@@ -6,7 +6,8 @@ forward's outputs is lowered to TorchScript without running it
 the order `_get_tensors_ts_device_data_node` reports them (deduplicated by data
 handle): a device datum whose lazy tensor id is one of the user's inputs becomes an
 argument of `@main`; every other one (parameters, buffers, scalars LTC materialized,
-tensors created from Python data) becomes a constant.
+tensors created from Python data) becomes a constant. An index tensor torch reads on
+the host (tensor_split's) stays on the CPU: LTC reads its values, so it is no argument.
 """
 
 from __future__ import annotations
