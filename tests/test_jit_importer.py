@@ -317,6 +317,20 @@ def test_ltc_outputs_that_are_inputs_or_constants_are_kept():
     torch.testing.assert_close(compiled(other, y), InputAndConstantOut()(other, y))
 
 
+class SplitAtIndices(torch.nn.Module):
+    def forward(self, x, indices, y):
+        return tuple(part * y[: part.shape[0]] for part in torch.tensor_split(x, indices))
+
+
+def test_ltc_keeps_index_tensors_torch_reads_on_the_host():
+    # tensor_split requires its indices tensor on the CPU on any device; on the lazy device
+    # it refuses them. Kept on the CPU, they fix the graph's slices; y after them is @main's.
+    x, indices, y = torch.randn(6, 2), torch.tensor([1, 4]), torch.randn(6, 2)
+    compiled = compile_jit_module(SplitAtIndices(), (x, indices, y), frontend="ltc")
+    other = torch.randn(6, 2)
+    torch.testing.assert_close(compiled(x, indices, other), SplitAtIndices()(x, indices, other))
+
+
 # --- what real models bring ---------------------------------------------------------
 
 

@@ -6,7 +6,8 @@ forward's outputs is lowered to TorchScript without running it
 the order `_get_tensors_ts_device_data_node` reports them (deduplicated by data
 handle): a device datum whose lazy tensor id is one of the user's inputs becomes an
 argument of `@main`; every other one (parameters, buffers, scalars LTC materialized,
-tensors created from Python data) becomes a constant.
+tensors created from Python data) becomes a constant. An index tensor torch reads on
+the host (tensor_split's) stays on the CPU: LTC reads its values, so it is no argument.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.utils._pytree as pytree
@@ -46,15 +47,46 @@ def capture(module: torch.nn.Module, example_inputs: Sequence[object], method: s
         raise StageError("capture", f"lazy tensor trace: {type(error).__name__}: {first_line(error)}") from error
 
 
+# torch reads some tensor arguments on the host whatever the device of the others
+# (tensor_split's `tensor_indices_or_sections`: "a zero-dimensional or one-dimensional
+# long tensor on the CPU") and refuses them on the device with this message.
+_HOST_ARGUMENT_REFUSED = re.compile(r"expected \w+ to be on cpu, but it's on lazy")
+
+
+def _is_host_index(x: torch.Tensor) -> bool:
+    """The form of a tensor argument torch reads on the host: a 0-d or 1-d int64 tensor."""
+    return x.dtype == torch.int64 and x.dim() <= 1
+
+
 def _capture(module: torch.nn.Module, example_inputs: Sequence[object], method: str) -> LazyCapture:
+    try:
+        return _trace(module, example_inputs, method, keep_on_host=lambda x: False)
+    except RuntimeError as error:
+        if not _HOST_ARGUMENT_REFUSED.search(str(error)):
+            raise
+    # As a device user does, keep the index tensors on the CPU: LTC reads their values
+    # while tracing, so they specialize the graph (as they fix its output shapes anyway)
+    # and are not arguments of @main.
+    return _trace(module, example_inputs, method, keep_on_host=_is_host_index)
+
+
+def _trace(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    method: str,
+    keep_on_host: Callable[[torch.Tensor], bool],
+) -> LazyCapture:
     lazy_module = copy.deepcopy(module).to("lazy")
     flat_inputs, in_spec = pytree.tree_flatten(list(example_inputs))
-    lazy_inputs = [x.to("lazy") if isinstance(x, torch.Tensor) else x for x in flat_inputs]
+    lazy_inputs = [x.to("lazy") if isinstance(x, torch.Tensor) and not keep_on_host(x) else x for x in flat_inputs]
     # Index among the flat *tensor* inputs (what the compiled program is called with).
     tensor_index_of_id: dict[int, int] = {}
+    tensor_index = 0
     for x in lazy_inputs:
         if isinstance(x, torch.Tensor):
-            tensor_index_of_id[torch._C._lazy._get_tensor_id(x)] = len(tensor_index_of_id)
+            if x.device.type == "lazy":
+                tensor_index_of_id[torch._C._lazy._get_tensor_id(x)] = tensor_index
+            tensor_index += 1
     shapes = [tuple(x.shape) for x in flat_inputs if isinstance(x, torch.Tensor)]
     dtypes = [x.dtype for x in flat_inputs if isinstance(x, torch.Tensor)]
 
