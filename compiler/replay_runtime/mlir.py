@@ -12,7 +12,10 @@ import torch_mlir.dialects.torch as torch_dialect  # registers torch and refback
 from torch_mlir import ir, passmanager
 from torch_mlir._mlir_libs import _stablehlo
 
-from .signature import first_line  # noqa: F401  (re-exported: compiler.stages and the frontends quote errors with it)
+from .signature import (
+    first_line,  # noqa: F401  (re-exported: compiler.stages and the frontends quote errors with it)
+    naming_op,
+)
 
 _stablehlo.register_stablehlo_passes()
 
@@ -85,8 +88,12 @@ def parse_module(text: str, context: ir.Context | None = None) -> ir.Module:
 
 
 def format_diagnostics(error: ir.MLIRError) -> list[str]:
+    """One line per diagnostic and per note. A diagnostic whose text names no op (one-shot-
+    bufferize's "op was not bufferized") is led by the op its note prints, so the stage's
+    message, hence its signature, says which op failed."""
     lines = []
     for diagnostic in error.error_diagnostics:
-        lines.append(f"{diagnostic.location}: {diagnostic.message}")
+        message = naming_op(diagnostic.message, [note.message for note in diagnostic.notes])
+        lines.append(f"{diagnostic.location}: {message}")
         lines.extend(f"  note: {note.location}: {note.message}" for note in diagnostic.notes)
     return lines or [str(error)]
