@@ -6,6 +6,8 @@ reports), so it lives here, with the few functions a replay needs to run a pipel
 
 from __future__ import annotations
 
+import sys
+import traceback
 from typing import Sequence
 
 import torch_mlir.dialects.torch as torch_dialect  # registers torch and refback passes
@@ -36,7 +38,11 @@ class StageError(Exception):
         self.stage = stage
         self.message = message
         self.failing_pass = failing_pass
-        self.diagnostics = list(diagnostics)
+        # A stage that fails on a Python exception (raised while handling it, as the
+        # frontends do: `raise StageError(...) from error`) keeps where that exception was
+        # raised, as its traceback's last frames: the cause is lost when the error crosses
+        # the fork boundary, and the xfail updater reads from them whose code failed.
+        self.diagnostics = list(diagnostics) or _python_diagnostics(message)
         # IR just before the failing pass (or the stage input when not localized).
         self.input_ir = input_ir
 
@@ -45,6 +51,15 @@ class StageError(Exception):
             _rebuild_stage_error,
             (self.stage, self.message, self.failing_pass, self.diagnostics, self.input_ir),
         )
+
+
+def _python_diagnostics(message: str) -> list[str]:
+    """[message, the last frames of the Python exception being handled] or []."""
+    handled = sys.exc_info()[1]
+    if handled is None or isinstance(handled, StageError):
+        return []
+    frames = traceback.format_exception(handled, limit=-3)
+    return [message, *(line.rstrip() for chunk in frames for line in chunk.splitlines())]
 
 
 def _rebuild_stage_error(stage, message, failing_pass, diagnostics, input_ir) -> StageError:
