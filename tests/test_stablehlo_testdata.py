@@ -66,7 +66,9 @@ def test_expect_close_is_stablehlos_ulp_difference():
     assert compare(one, bits_apart(0.0, 3).expand(2).clone(), torch.zeros(2)) is None
     tiny = torch.tensor([torch.finfo(torch.float32).tiny] * 2)
     assert "largest 8388608" in compare(one, tiny, torch.zeros(2))
-    assert compare(one, bits_apart(0.0, 2).expand(2).clone(), -bits_apart(0.0, 1).expand(2)) is None  # 2 + 1 across zero
+    assert (
+        compare(one, bits_apart(0.0, 2).expand(2).clone(), -bits_apart(0.0, 1).expand(2)) is None
+    )  # 2 + 1 across zero
     inf = torch.tensor([float("inf")] * 2)
     assert compare(one, inf, inf.clone()) is None
     assert compare(one, inf, -inf) is not None and compare(one, inf, torch.full((2,), 3.0e38)) is not None
