@@ -34,7 +34,9 @@ def test_every_recorded_signature_reads_back_to_its_own_text():
     for text in signatures:
         signature = Signature.parse(text)
         assert signature.format() == str(signature) == text
-        assert text.startswith(signature.key()) or signature.key() == "compare | values"
+        place = " | ".join(part for part in (signature.stage, signature.where) if part is not None)
+        assert text.startswith(place) and signature.key().startswith(place)
+        assert signature.op is None or signature.op in text
         stages.add(signature.stage)
     assert {"backend", "capture", "compare", "crash", "timeout"} <= stages
 
@@ -45,7 +47,7 @@ def test_every_recorded_signature_reads_back_to_its_own_text():
         (
             "backend | convert-torch-to-tosa | loc: failed to legalize operation 'torch.aten.asin'",
             ("backend", "convert-torch-to-tosa", "loc: failed to legalize operation 'torch.aten.asin'"),
-            "backend | convert-torch-to-tosa",
+            "backend | convert-torch-to-tosa | torch.aten.asin",
         ),
         ("compare | values", ("compare", "values", None), "compare | values"),
         ("compare | nan", ("compare", "nan", None), "compare | nan"),
@@ -57,14 +59,57 @@ def test_every_recorded_signature_reads_back_to_its_own_text():
         ),
         ("capture | - | a | b in the message", ("capture", "-", "a | b in the message"), "capture | -"),
         ("lower | one-shot-bufferize |", ("lower", "one-shot-bufferize", ""), "lower | one-shot-bufferize"),
+        (
+            "lower | one-shot-bufferize | loc: 'stablehlo.scatter': op was not bufferized",
+            ("lower", "one-shot-bufferize", "loc: 'stablehlo.scatter': op was not bufferized"),
+            "lower | one-shot-bufferize | stablehlo.scatter",
+        ),
         ("", ("", None, None), ""),
     ],
-    ids=["stage", "mismatch", "nan", "timeout", "crash", "bar-in-message", "stripped-line", "none"],
+    ids=["stage", "mismatch", "nan", "timeout", "crash", "bar-in-message", "stripped-line", "bufferize-op", "none"],
 )
 def test_parse_splits_stage_where_message_and_keys_the_place(text, fields, key):
     signature = Signature.parse(text)
     assert (signature.stage, signature.where, signature.message) == fields
     assert signature.key() == key
+
+
+def test_the_key_carries_the_op_the_message_blames():
+    legalize = Signature.parse("backend | convert-torch-to-tosa | loc: failed to legalize operation 'torch.aten.asin'")
+    assert legalize.op == "torch.aten.asin"
+    assert legalize.key() == "backend | convert-torch-to-tosa | torch.aten.asin"
+    unknown = Signature.parse(
+        "torch-backend | torch-reduce-op-variants | loc: failed to legalize operation 'torch.operator' that was "
+        'explicitly marked illegal: %v = "torch.operator"(%v) <{name = "torch.aten.special_i0e"}>'
+    )
+    assert unknown.op == "torch.aten.special_i0e"  # the op torch.operator stands for
+    assert Signature.parse("lower | tosa-to-linalg | loc: 'tosa.reshape' op expected rank 2").op == "tosa.reshape"
+    assert Signature.parse("compare | values").op is None
+
+
+def test_an_entry_that_names_no_op_covers_any_op_and_one_that_names_one_only_its_own():
+    scatter = Signature.parse("lower | one-shot-bufferize | loc: 'stablehlo.scatter': op was not bufferized")
+    sort = Signature.parse("lower | one-shot-bufferize | loc: 'stablehlo.sort': op was not bufferized")
+    unnamed = Signature.parse("lower | one-shot-bufferize | loc: op was not bufferized")
+    assert scatter.covers(scatter) and not scatter.covers(sort) and not scatter.covers(unnamed)
+    assert unnamed.covers(scatter) and unnamed.covers(sort)
+    assert not unnamed.covers(Signature.parse("lower | convert-complex-to-llvm | loc: 'complex.exp' op bad"))
+
+
+def test_a_pass_failure_whose_message_names_no_op_is_signed_with_the_op_its_note_prints():
+    from compiler.stages import StageError, parse_module, run_stage
+
+    module = parse_module(
+        "func.func @main(%a: tensor<4xf32>) -> tensor<4xf32> {\n"
+        "  %0 = stablehlo.abs %a : tensor<4xf32>\n"
+        "  return %0 : tensor<4xf32>\n}"
+    )
+    with pytest.raises(StageError) as raised:
+        run_stage(module, "lower", ["one-shot-bufferize{bufferize-function-boundaries}"])
+    error = raised.value
+    signature = stage_signature(error.stage, error.message, error.failing_pass)
+    assert signature == "lower | one-shot-bufferize | loc: 'stablehlo.abs': op was not bufferized"
+    assert Signature.parse(signature).key() == "lower | one-shot-bufferize | stablehlo.abs"
 
 
 def test_the_constructors_write_what_parse_reads():

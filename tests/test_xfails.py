@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from e2e.configs.update_xfails import update
+from e2e.configs.update_xfails import check, own_code, update
 from e2e.configs.xfails import XfailError, load_xfails
 
 
@@ -254,3 +254,85 @@ def test_an_entry_without_a_signature_bounds_its_pairs_budget():
     assert entry("timeout: timeout | backend").budget(300) == EXPECTED_HANG_SECONDS
     assert entry("crash: crash | execute | Fatal Python error: Aborted").budget(300) == 300
     assert entry("writes out of bounds, from run to run").budget(20) == 20
+
+
+FRONTEND_TRACEBACK = """capture | - | lazy tensor trace: RuntimeError: unknown type specifier
+Traceback (most recent call last):
+  File "/src/project/compiler/frontends/lazy.py", line 40, in capture
+    return _capture(module, example_inputs, method)
+  File "/src/project/compiler/frontends/lazy.py", line 82, in _capture
+    graph = torch._C.parse_ir(graph_text, parse_tensor_constants=True)
+RuntimeError: unknown type specifier"""
+TORCH_TRACEBACK = FRONTEND_TRACEBACK.replace(
+    "line 82, in _capture", 'line 82, in _capture\n  File "/venv/site-packages/torch/export/a.py", line 9, in f'
+)
+
+
+def test_a_failure_raised_in_this_projects_code_is_refused_and_check_lists_it(tmp_path, capsys):
+    signature = "capture | - | lazy tensor trace: RuntimeError: unknown type specifier"
+    assert own_code(signature, FRONTEND_TRACEBACK) == "raised in this project's compiler/frontends/lazy.py:82"
+    assert own_code(signature, TORCH_TRACEBACK) is None  # raised in torch, called by the frontend
+    test_body = FRONTEND_TRACEBACK.replace("compiler/frontends/lazy.py", "e2e/test_suite/matmul.py")
+    assert own_code(signature, test_body) is None  # a test's own body: the op it calls raised
+    assert own_code("lower | python:e2e.reducer.x:p | KeyError: 1") is not None
+    assert own_code("lower | python:compiler.executors.replay:iree_torch | iree-compile: error") is None
+    write(tmp_path, "Old_basic  # fail: capture | - | an older signature\nPass_basic  # fail: execute | - | x\n")
+    rows = [
+        {
+            "test": "Old_basic",
+            "config": "linalg",
+            "outcome": "fail",
+            "signature": signature,
+            "error": FRONTEND_TRACEBACK,
+        },
+        {
+            "test": "New_basic",
+            "config": "linalg",
+            "outcome": "fail",
+            "signature": signature,
+            "error": FRONTEND_TRACEBACK,
+        },
+        {
+            "test": "Torch_basic",
+            "config": "linalg",
+            "outcome": "fail",
+            "signature": signature,
+            "error": TORCH_TRACEBACK,
+        },
+        {"test": "Pass_basic", "config": "linalg", "outcome": "pass", "signature": None},
+    ]
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(rows))
+    assert check(results, tmp_path) == [
+        "Old_basic on linalg (fail): raised in this project's compiler/frontends/lazy.py:82",
+        "New_basic on linalg (fail): raised in this project's compiler/frontends/lazy.py:82",
+    ]
+    assert (tmp_path / "linalg.txt").read_text().count("\n") == 2  # check writes nothing
+    update(results, tmp_path)
+    assert (
+        "refused: New_basic on linalg: raised in this project's compiler/frontends/lazy.py:82"
+        in capsys.readouterr().err
+    )
+    assert (tmp_path / "linalg.txt").read_text() == (
+        "Old_basic  # fail: capture | - | an older signature\n"  # left as it was, not brought up to date
+        f"Torch_basic  # fail: {signature}\n"
+    )
+
+
+def test_a_stage_error_raised_while_handling_an_exception_keeps_its_frames_across_the_fork():
+    import pickle
+
+    from compiler.stages import StageError
+
+    try:
+        try:
+            {}["missing"]
+        except KeyError as cause:
+            raise StageError("capture", "a frontend's KeyError") from cause
+    except StageError as error:
+        carried = pickle.loads(pickle.dumps(error))
+    text = "\n".join(carried.diagnostics)
+    assert carried.diagnostics[0] == "a frontend's KeyError" and "KeyError: 'missing'" in text
+    assert own_code("capture | - | x", text) is None  # raised here, in tests/
+    assert own_code("capture | - | x", text.replace("tests/test_xfails.py", "e2e/framework/x.py")) is not None
+    assert StageError("lower", "no exception handled").diagnostics == []

@@ -6,13 +6,18 @@ reports), so it lives here, with the few functions a replay needs to run a pipel
 
 from __future__ import annotations
 
+import sys
+import traceback
 from typing import Sequence
 
 import torch_mlir.dialects.torch as torch_dialect  # registers torch and refback passes
 from torch_mlir import ir, passmanager
 from torch_mlir._mlir_libs import _stablehlo
 
-from .signature import first_line  # noqa: F401  (re-exported: compiler.stages and the frontends quote errors with it)
+from .signature import (
+    first_line,  # noqa: F401  (re-exported: compiler.stages and the frontends quote errors with it)
+    naming_op,
+)
 
 _stablehlo.register_stablehlo_passes()
 
@@ -33,7 +38,11 @@ class StageError(Exception):
         self.stage = stage
         self.message = message
         self.failing_pass = failing_pass
-        self.diagnostics = list(diagnostics)
+        # A stage that fails on a Python exception (raised while handling it, as the
+        # frontends do: `raise StageError(...) from error`) keeps where that exception was
+        # raised, as its traceback's last frames: the cause is lost when the error crosses
+        # the fork boundary, and the xfail updater reads from them whose code failed.
+        self.diagnostics = list(diagnostics) or _python_diagnostics(message)
         # IR just before the failing pass (or the stage input when not localized).
         self.input_ir = input_ir
 
@@ -42,6 +51,15 @@ class StageError(Exception):
             _rebuild_stage_error,
             (self.stage, self.message, self.failing_pass, self.diagnostics, self.input_ir),
         )
+
+
+def _python_diagnostics(message: str) -> list[str]:
+    """[message, the last frames of the Python exception being handled] or []."""
+    handled = sys.exc_info()[1]
+    if handled is None or isinstance(handled, StageError):
+        return []
+    frames = traceback.format_exception(handled, limit=-3)
+    return [message, *(line.rstrip() for chunk in frames for line in chunk.splitlines())]
 
 
 def _rebuild_stage_error(stage, message, failing_pass, diagnostics, input_ir) -> StageError:
@@ -85,8 +103,12 @@ def parse_module(text: str, context: ir.Context | None = None) -> ir.Module:
 
 
 def format_diagnostics(error: ir.MLIRError) -> list[str]:
+    """One line per diagnostic and per note. A diagnostic whose text names no op (one-shot-
+    bufferize's "op was not bufferized") is led by the op its note prints, so the stage's
+    message, hence its signature, says which op failed."""
     lines = []
     for diagnostic in error.error_diagnostics:
-        lines.append(f"{diagnostic.location}: {diagnostic.message}")
+        message = naming_op(diagnostic.message, [note.message for note in diagnostic.notes])
+        lines.append(f"{diagnostic.location}: {message}")
         lines.extend(f"  note: {note.location}: {note.message}" for note in diagnostic.notes)
     return lines or [str(error)]

@@ -60,10 +60,25 @@ class Signature:
         message = rest[1].removeprefix(" ") if len(rest) > 1 else None
         return cls(stage.strip(), where, message)
 
+    @property
+    def op(self) -> str | None:
+        """The op the message blames (`'x' op ...`, `operation 'x'`, the `'x': ` that
+        `naming_op` writes), or None."""
+        return guilty_op(self.message) if self.message else None
+
     def key(self) -> str:
-        """The part that names the bug's place: stage and pass, op or kind (a mismatch's kind
-        is stable from run to run: see `compare.compare_tensors`)."""
-        return " | ".join(part for part in (self.stage, self.where) if part is not None)
+        """The part that names the bug's place: stage, pass or kind, and the op the message
+        blames, if any (a mismatch's kind is stable from run to run: see
+        `compare.compare_tensors`): `lower | one-shot-bufferize | stablehlo.scatter`."""
+        return " | ".join(part for part in (self.stage, self.where, self.op) if part is not None)
+
+    def covers(self, observed: "Signature") -> bool:
+        """Whether `observed` is the failure this recorded signature names: the same stage
+        and pass or kind, and the same op, unless this one names none (an entry recorded
+        before its diagnostic's op was read out holds for the op named now)."""
+        if (self.stage, self.where) != (observed.stage, observed.where):
+            return False
+        return self.op is None or self.op == observed.op
 
 
 def normalize(message: str) -> str:
@@ -132,23 +147,41 @@ def crash_signature(stage: str, stderr: str, reason: str) -> str:
     return Signature("crash", stage, normalize(first_native_error(stderr) or reason)).format()
 
 
-_OP_PATTERNS = [
+# Where a diagnostic's own text names its op.
+_NAMED_OP_PATTERNS = [
+    re.compile(r"""(?:^|: )'([a-z_]+\.[\w.]+)': """),  # as `naming_op` writes it
     re.compile(r'torch\.operator"\([^)]*\) <\{name = "([\w.]+)"'),  # an op unknown to the torch dialect
     re.compile(r"""operation '([\w.]+)'"""),  # failed to legalize operation 'torch.aten.asin'
-    re.compile(r"""see current operation: (?:[%\w#:, ]+= )?"([\w.]+)"\("""),  # generic form in a note
-    re.compile(r"""see current operation: (?:[%\w#:, ]+= )?([a-z_]+\.[\w.]+)"""),
     re.compile(r"""'([a-z_]+\.[\w.]+)' op"""),  # 'tosa.reshape' op expected ...
+]
+# Where a note prints the op the diagnostic is attached to (MLIR's `printOpOnDiagnostic`).
+_PRINTED_OP_PATTERNS = [
+    re.compile(r"""see current operation:\s*(?:[%\w#:, ]+= )?"([\w.]+)"\("""),  # generic form
+    re.compile(r"""see current operation:\s*(?:[%\w#:, ]+= )?([a-z_]+\.[\w.]+)"""),
 ]
 
 
 def guilty_op(diagnostics: list[str] | str) -> str | None:
     """The op a diagnostic blames: the one it names, else the one its note prints."""
     text = diagnostics if isinstance(diagnostics, str) else "\n".join(diagnostics)
-    for pattern in _OP_PATTERNS:
+    for pattern in _NAMED_OP_PATTERNS + _PRINTED_OP_PATTERNS:
         match = pattern.search(text)
         if match:
             return match[1]
     return None
+
+
+def naming_op(message: str, notes: list[str]) -> str:
+    """A diagnostic's message that names its op: as it is when it names one, else led by
+    the op its `see current operation` note prints (`'stablehlo.scatter': op was not
+    bufferized`), so that its signature tells one op's failure from another's."""
+    if any(pattern.search(message) for pattern in _NAMED_OP_PATTERNS):
+        return message
+    for pattern in _PRINTED_OP_PATTERNS:
+        for note in notes:
+            if match := pattern.search(note):
+                return f"'{match[1]}': {message}"
+    return message
 
 
 def first_line(error: BaseException) -> str:

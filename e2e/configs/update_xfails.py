@@ -13,12 +13,20 @@ signature) and a note beside a grouped name are kept. Tests broken on native tor
 (stage `golden`), skipped pairs and tests not in the run keep their lines or stay out,
 so a partial run (`-k tosa`) only touches what it ran. Every line carries its reason.
 Entries marked `@<platform>` are judged only by results of that platform.
+
+An xfail entry names a failure outside this project (docs/xfails.md): a failure raised in
+this project's own code (`own_code`: the innermost frame of its traceback in
+`compiler/frontends/` or `e2e/`, or a Python pass of either) is refused, never filed: it
+is printed with where it was raised, and the test's line is left as it was (a test not
+listed stays failing). `--check` writes nothing: it prints what the results and the
+existing sets hold of such failures, and exits 1 if any.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -38,6 +46,10 @@ def update(results_path: Path, directory: Path = XFAIL_DIR, platform: str | None
     """
     rows, _ = load_rows(results_path)
     platform = platform or _run_platform(results_file(results_path))
+    refused = own_code_failures(rows)
+    for row, why in refused:
+        print(f"update_xfails: refused: {row['test']} on {row['config']}: {why}", file=sys.stderr)
+    rows = [row for row in rows if not any(row is other for other, _ in refused)]
     changes: dict[Path, tuple[int, int]] = {}
     for config, mode in sorted({(row["config"], row.get("shape_mode", "annotated")) for row in rows}):
         if config == "-":  # a test file that did not import: no config to expect it on
@@ -78,7 +90,7 @@ def _judge(entries: list[XfailEntry], row: dict, platform: str) -> list[XfailEnt
             (
                 e
                 for e in elsewhere
-                if Signature.parse(e.reason.partition(": ")[2]).key() == Signature.parse(row["signature"]).key()
+                if Signature.parse(e.reason.partition(": ")[2]).covers(Signature.parse(row["signature"]))
             ),
             None,
         )
@@ -86,6 +98,57 @@ def _judge(entries: list[XfailEntry], row: dict, platform: str) -> list[XfailEnt
             return [e for e in entries if e is not same] + [replace(same, platforms=same.platforms | {platform})]
         return entries + [XfailEntry(name, reason, Path(), 0, platforms=frozenset({platform}))]
     return entries + [XfailEntry(name, reason, Path(), 0)]
+
+
+# The innermost frame of a Python traceback, as `traceback` writes it.
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+# This project's own code, where a failure is this project's to fix: its frontends and its
+# framework; not the tests' bodies (`e2e/test_suite/`: an exception there is raised by the
+# torch op the test calls, or is the test's own) nor the runtimes' wrappers
+# (`compiler/executors/`, which report their runtime's errors).
+_OWN_CODE = re.compile(r"(?:^|/)((?:compiler/frontends|e2e)/(?!test_suite/)[\w/]+\.py)$")
+_OWN_PASSES = ("python:compiler.frontends.", "python:e2e.")
+
+
+def own_code(signature: str, error: str = "") -> str | None:
+    """Where a failure was raised in this project's own code, or None: a Python pass of
+    its frontends or framework, or a traceback (in `error`) whose innermost frame is there
+    (the exception raised there, or by a function of torch's C++ it called directly)."""
+    where = Signature.parse(signature).where or ""
+    if where.startswith(_OWN_PASSES):
+        return f"failed in this project's Python pass {where}"
+    frames = _FRAME.findall(error or "")
+    if frames and "site-packages" not in frames[-1][0] and (match := _OWN_CODE.search(frames[-1][0])):
+        return f"raised in this project's {match[1]}:{frames[-1][1]}"
+    return None
+
+
+def own_code_failures(rows: list[dict]) -> list[tuple[dict, str]]:
+    """The failed rows whose failure was raised in this project's own code, with where."""
+    found = []
+    for row in rows:
+        if row["outcome"] in OUTCOMES and row.get("stage") != "golden":
+            why = own_code(row.get("signature") or "", row.get("error") or "")
+            if why is not None:
+                found.append((row, why))
+    return found
+
+
+def check(results_path: Path | None, directory: Path) -> list[str]:
+    """What the results and the sets in `directory` (and below) hold of failures of this
+    project's own code, one line each; nothing is written."""
+    lines = []
+    if results_path is not None:
+        rows, _ = load_rows(results_path)
+        for row, why in own_code_failures(rows):
+            lines.append(f"{row['test']} on {row['config']} ({row['outcome']}): {why}")
+    for path in sorted(directory.rglob("*.txt")):
+        for entry in read_xfails(path, None):
+            expected = entry.expected
+            why = own_code(expected[1]) if expected else None
+            if why is not None:
+                lines.append(f"{entry.where}: {entry.label}: {why}")
+    return lines
 
 
 def _run_platform(results_path: Path) -> str:
@@ -103,8 +166,15 @@ def main(argv: list[str]) -> int:
         "results", nargs="?", default="reports/results.json", help="results.json or a reports directory"
     )
     parser.add_argument("--xfail-dir", default=str(XFAIL_DIR))
+    parser.add_argument(
+        "--check", action="store_true", help="write nothing; list failures of this project's own code (exit 1 if any)"
+    )
     args = parser.parse_args(argv)
     results = Path(args.results)
+    if args.check:
+        flagged = check(results if results.exists() else None, Path(args.xfail_dir))
+        print("\n".join(flagged) or "no failure of this project's own code")
+        return 1 if flagged else 0
     if not results.exists():
         print(f"{results} not found: run the suite first (pytest e2e writes it)", file=sys.stderr)
         return 2

@@ -3,11 +3,12 @@
 `e2e/configs/xfail/<config>.txt` (annotated shapes) and `<config>.static.txt`
 (`--shapes static`) list one test per line, each with its reason. A reason of the form
 `<outcome>: <signature>` is also a check: a listed test that now fails differently (its
-outcome, or its signature's key: stage and pass/op/mismatch kind, changed) is reported as "fails differently".
+outcome, or its signature's stage, pass or mismatch kind, or the op its message blames,
+changed: `Signature.covers`) is reported as "fails differently".
 Tests sharing one cause can be grouped under it:
 
     Binary_Atan2SameShape  # fail: backend | convert-torch-to-tosa | loc: failed to legalize ...
-    [fail: lower | one-shot-bufferize | loc: op was not bufferized]
+    [fail: lower | one-shot-bufferize | loc: 'stablehlo.scatter': op was not bufferized]
     AddAlpha
     BmmModule_basic  # a note of your own; the group's reason still applies
     Cumsum_Dynamic  # fail: compare | values -- a note after the checked reason
@@ -96,12 +97,13 @@ class XfailEntry:
         return min(seconds, EXPECTED_HANG_SECONDS) if expected[0] == "timeout" else seconds
 
     def differs_from(self, outcome: str, signature: str | None) -> bool:
-        """Whether a failure is not the one this entry expects (same outcome, stage and
-        pass/op/kind); always False for a reason that records no signature."""
+        """Whether a failure is not the one this entry expects (same outcome, stage,
+        pass or kind, and op: `Signature.covers`); always False for a reason that records
+        no signature."""
         expected = self.expected
         if expected is None:
             return False
-        return (expected[0], Signature.parse(expected[1]).key()) != (outcome, Signature.parse(signature or "").key())
+        return expected[0] != outcome or not Signature.parse(expected[1]).covers(Signature.parse(signature or ""))
 
 
 class XfailError(ValueError):

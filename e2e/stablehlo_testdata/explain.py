@@ -9,7 +9,7 @@ conversion (or of the RefBackend) in isolation, on one op and element type
 StableHLO (the IR its stage `lower` was given, saved under the run's `ir/`) runs an op on
 an element type of such a program (`ops.program_ops`): the testdata shows that op failing
 alone. An explanation names the programs, and says whether they fail as the pair does
-(the same stage and pass: the signature's key).
+(the same stage, pass and op: the signature's key).
 
 Each testdata config's verdicts come from a testdata run's results when given and they
 hold that config, else from its recorded xfail set (`e2e/stablehlo_testdata/xfail/`: a
@@ -139,7 +139,7 @@ class PairExplanation:
 
     @property
     def fails_alike(self) -> bool:
-        """Some matching program fails as the pair does (the same stage and pass)."""
+        """Some matching program fails as the pair does (the same stage, pass and op)."""
         return any(failure.key == self.key for failures in self.matches.values() for failure in failures)
 
 
