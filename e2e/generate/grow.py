@@ -158,15 +158,18 @@ class Grower:
         return self.new_input(kind, domain)
 
     def declare_dynamic(self, inputs: list[InputSpec]) -> list[InputSpec]:
+        # Never a dim of size 1: torch-mlir assumes a dynamic dim does not broadcast (the
+        # suite's convention, as upstream's, annotates such a dim 1), and compiled code
+        # asserts it at run time; torch.export specializes it anyway.
         out = []
         for spec in inputs:
-            dims = tuple(d for d in range(spec.type.rank) if self.rng.random() < 0.5)
+            dims = tuple(d for d, size in enumerate(spec.type.shape) if size > 1 and self.rng.random() < 0.5)
             out.append(InputSpec(spec.name, spec.type, spec.domain, dims))
         if not any(s.dynamic for s in out):
-            ranked = [i for i, s in enumerate(out) if s.type.rank]
-            if ranked:
-                s = out[ranked[0]]
-                out[ranked[0]] = InputSpec(s.name, s.type, s.domain, (0,))
+            wide = [(i, d) for i, s in enumerate(out) for d, size in enumerate(s.type.shape) if size > 1]
+            if wide:
+                i, d = wide[0]
+                out[i] = InputSpec(out[i].name, out[i].type, out[i].domain, (d,))
         return out
 
     # --- one step ---
