@@ -23,7 +23,7 @@ from e2e.generate.ops import spec
 from e2e.generate.types import Domain, TensorType, is_float, torch_dtype
 
 # The checks every registered program passed on its inputs (see grow.py).
-CHECKS = ("finite", "domain", "no_overflow", "cast_in_range", "no_shift", "stable")
+CHECKS = ("finite", "domain", "no_overflow", "cast_in_range", "no_shift", "stable", "conditioned")
 
 NAMESPACE = {"torch": torch, "F": torch.nn.functional}  # what an op's template refers to
 DEFAULT_FLOAT_RANGE = (-2.0, 2.0)
@@ -167,14 +167,7 @@ class Program:
         def wide(t: TensorType) -> TensorType:
             return TensorType(t.shape, "float64") if is_float(t.dtype) else t
 
-        nodes = tuple(
-            replace(
-                n,
-                type=wide(n.type),
-                attrs=tuple((k, "float64" if k == "dtype" and is_float(v) else v) for k, v in n.attrs),
-            )
-            for n in self.nodes
-        )
+        nodes = tuple(replace(n, type=wide(n.type), attrs=attrs_of(widened_attrs(dict(n.attrs)))) for n in self.nodes)
         return replace(self, inputs=tuple(replace(i, type=wide(i.type)) for i in self.inputs), nodes=nodes)
 
     def run(self, inputs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
@@ -246,6 +239,11 @@ class Program:
                 checks.get("repairs", 0),
             ),
         )
+
+
+def widened_attrs(attrs: dict[str, Any]) -> dict[str, Any]:
+    """A node's attributes in the float64 program: a cast to a float dtype casts to float64."""
+    return {k: "float64" if k == "dtype" and is_float(v) else v for k, v in attrs.items()}
 
 
 def attrs_of(attrs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
