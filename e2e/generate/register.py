@@ -10,6 +10,7 @@ from typing import Iterable
 from e2e.framework.registry import Test, annotate_args, register
 from e2e.framework.testutils import TestUtils
 from e2e.generate.grow import generate
+from e2e.generate.oracle import GENERATED_EXPLAINERS
 from e2e.generate.program import Program
 from e2e.generate.types import torch_dtype
 
@@ -32,7 +33,17 @@ def register_program(program: Program) -> str:
     def invoke(module, tu: TestUtils) -> None:
         module.forward(*program.make_inputs(tu))
 
-    register(Test(program.name, module_class, invoke, program.tolerance, source=f"{SUITE_FILE}:1"))
+    # The float64 oracle and the spec-refusal check judge a generated program's failures (docs/fuzz.md).
+    register(
+        Test(
+            program.name,
+            module_class,
+            invoke,
+            program.tolerance,
+            source=f"{SUITE_FILE}:1",
+            explainers=GENERATED_EXPLAINERS,
+        )
+    )
     return program.name
 
 
