@@ -274,6 +274,8 @@ def test_a_failure_raised_in_this_projects_code_is_refused_and_check_lists_it(tm
     assert own_code(signature, TORCH_TRACEBACK) is None  # raised in torch, called by the frontend
     test_body = FRONTEND_TRACEBACK.replace("compiler/frontends/lazy.py", "e2e/test_suite/matmul.py")
     assert own_code(signature, test_body) is None  # a test's own body: the op it calls raised
+    sample_call = FRONTEND_TRACEBACK.replace("compiler/frontends/lazy.py", "e2e/opinfo/collect.py")
+    assert own_code(signature, sample_call) is None  # an OpInfo sample's call is its test's body
     assert own_code("lower | python:e2e.reducer.x:p | KeyError: 1") is not None
     assert own_code("lower | python:compiler.executors.replay:iree_torch | iree-compile: error") is None
     write(tmp_path, "Old_basic  # fail: capture | - | an older signature\nPass_basic  # fail: execute | - | x\n")

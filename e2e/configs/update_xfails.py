@@ -103,10 +103,12 @@ def _judge(entries: list[XfailEntry], row: dict, platform: str) -> list[XfailEnt
 # The innermost frame of a Python traceback, as `traceback` writes it.
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
 # This project's own code, where a failure is this project's to fix: its frontends and its
-# framework; not the tests' bodies (`e2e/test_suite/`: an exception there is raised by the
+# framework; not the tests' bodies (`e2e/test_suite/`, an OpInfo sample's call in
+# `e2e/opinfo/collect.py`, a generated program's module: an exception there is raised by the
 # torch op the test calls, or is the test's own) nor the runtimes' wrappers
 # (`compiler/executors/`, which report their runtime's errors).
-_OWN_CODE = re.compile(r"(?:^|/)((?:compiler/frontends|e2e)/(?!test_suite/)[\w/]+\.py)$")
+_TEST_BODIES = r"test_suite/|opinfo/collect\.py$|generate/program\.py$"
+_OWN_CODE = re.compile(rf"(?:^|/)((?:compiler/frontends|e2e)/(?!{_TEST_BODIES})[\w/]+\.py)$")
 _OWN_PASSES = ("python:compiler.frontends.", "python:e2e.")
 
 
