@@ -64,6 +64,7 @@ def program_test(program: Program, name: str | None = None) -> Test:
         name,
         module_class,
         invoke,
+        program.tolerance,
         source=f"{SUITE_FILE}:1",
         explainers=GENERATED_EXPLAINERS,
         test_utils=lambda _seed: TestUtils(seed_for(original)),
