@@ -43,7 +43,7 @@ def register_regressions(programs: Mapping[str, str]) -> list[str]:
     """Register each program (name -> its JSON) as a suite test carrying the generated
     programs' oracle; the names."""
     from e2e.framework.registry import register
-    from e2e.fuzz.shrink import program_test
+    from e2e.generate.register import program_test
 
     return [register(program_test(Program.from_json(text), name)).name for name, text in programs.items()]
 

@@ -15,60 +15,15 @@ them, in [-2, 2] (a candidate whose golden run breaks shows another signature an
 
 from __future__ import annotations
 
-import linecache
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterator
 
-from e2e.framework.registry import Test, annotate_args
 from e2e.framework.result import Result
 from e2e.framework.signature import Signature
-from e2e.framework.testutils import TestUtils, seed_for
-from e2e.generate.oracle import GENERATED_EXPLAINERS
-from e2e.generate.program import InputSpec, Program, program_name
-from e2e.generate.register import SUITE_FILE
-from e2e.generate.types import torch_dtype
-
-
-def _module_class(program: Program, name: str) -> type:
-    """`program.module_class()` named `name`: regression tests of one seed are different
-    programs, and torch.jit.script reads a class's source by its file name in linecache
-    (`<generated Gen_14>` for all of them would script the last one registered)."""
-    source = program.to_python().replace(f"class {program.name}(", f"class {name}(", 1)
-    filename = f"<generated {name}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace: dict = {}
-    exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - the program's own text
-    return namespace[name]
-
-
-def program_test(program: Program, name: str | None = None) -> Test:
-    """`program` as a suite test named `name` (default its own), not registered: built as
-    `e2e.generate.register.register_program` builds it (its module class, `-1` annotations
-    for dynamic dims), its inputs drawn as the generator drew them for `program.seed`, and
-    the generated programs' oracle carried (`Test.explainers`)."""
-    name = name or program.name
-    module_class = _module_class(program, name)
-    annotations = program.annotations()
-    if annotations:
-        types = [i.type for i in program.inputs]
-        arguments = [(shape, torch_dtype(t.dtype), True) for shape, t in zip(annotations, types)]
-        module_class.forward = annotate_args([None, *arguments])(module_class.forward)
-
-    def invoke(module, tu: TestUtils) -> None:
-        module.forward(*program.make_inputs(tu))
-
-    original = program_name(program.seed)
-    return Test(
-        name,
-        module_class,
-        invoke,
-        program.tolerance,
-        source=f"{SUITE_FILE}:1",
-        explainers=GENERATED_EXPLAINERS,
-        test_utils=lambda _seed: TestUtils(seed_for(original)),
-    )
+from e2e.generate.program import InputSpec, Program
+from e2e.generate.register import program_test
 
 
 def run_program(program: Program, config_name: str, reports_dir: Path, seconds: float = 120.0) -> Result:

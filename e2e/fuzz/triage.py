@@ -70,7 +70,7 @@ def alone_signature(one, config: str, work: Path) -> str | None:
 def judge_by_oracle(rows: list[dict], work: Path, seconds: float = 600.0, log=print) -> int:
     """Wrong results the oracle has not judged (a test registered without
     `Test.explainers`), judged now: the program run again on its config with the oracle
-    carried (`e2e.fuzz.shrink.program_test`); a pair it acquits becomes a pass with the
+    carried (`e2e.generate.register.program_test`); a pair it acquits becomes a pass with the
     oracle's note, in `rows`. Returns how many were judged."""
     from e2e.fuzz.shrink import run_program
     from e2e.generate.oracle import ORACLE_NOTE

@@ -141,15 +141,18 @@ class Program:
         lines.append(f"        return {', '.join(self.outputs)}")
         return "\n".join(lines) + "\n"
 
-    def module_class(self) -> type[torch.nn.Module]:
-        """`to_python()` compiled: its text is put in linecache, so tracebacks show it and
-        torch.jit.script (which reads a method's source) can script it."""
-        source = self.to_python()
-        filename = f"<generated {self.name}>"
+    def module_class(self, name: str | None = None) -> type[torch.nn.Module]:
+        """`to_python()` compiled, its class named `name` (default the program's): its text
+        is put in linecache under that name, so tracebacks show it and torch.jit.script
+        (which reads a method's source by its file name) scripts this program, not another
+        of the same seed (regression tests of one seed are different programs)."""
+        name = name or self.name
+        source = self.to_python().replace(f"class {self.name}(", f"class {name}(", 1)
+        filename = f"<generated {name}>"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
         namespace: dict[str, Any] = {}
         exec(compile(source, filename, "exec"), namespace)
-        return namespace[self.name]
+        return namespace[name]
 
     def intermediates(self, inputs: list[torch.Tensor]) -> dict[str, torch.Tensor]:
         """Every value of the program on `inputs` (inputs and node results, by name), run

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Iterable
 
 from e2e.framework.registry import Test, annotate_args, register
-from e2e.framework.testutils import TestUtils
+from e2e.framework.testutils import TestUtils, seed_for
 from e2e.generate.grow import generate
 from e2e.generate.oracle import GENERATED_EXPLAINERS
 from e2e.generate.program import Program
@@ -20,10 +20,12 @@ ENV = "E2E_GENERATE"
 SUITE_FILE = Path(__file__).with_name("suite.py")
 
 
-def register_program(program: Program) -> str:
-    """Register `program` as the test `program.name` (its module class, its inputs drawn
-    from the test's seeded TestUtils, its dynamic dims as `-1` annotations); its name."""
-    module_class = program.module_class()
+def program_test(program: Program, name: str | None = None) -> Test:
+    """`program` as a suite test named `name` (default its own), not registered: its module
+    class, its dynamic dims as `-1` annotations, its inputs drawn as the generator drew them
+    (a `TestUtils` seeded by the program's own name, whatever the test is called), and the
+    generated programs' oracle: the float64 distance and spec-refusal checks (docs/fuzz.md)."""
+    module_class = program.module_class(name)
     annotations = program.annotations()
     if annotations:
         types = [i.type for i in program.inputs]
@@ -33,17 +35,20 @@ def register_program(program: Program) -> str:
     def invoke(module, tu: TestUtils) -> None:
         module.forward(*program.make_inputs(tu))
 
-    # The float64 oracle and the spec-refusal check judge a generated program's failures (docs/fuzz.md).
-    register(
-        Test(
-            program.name,
-            module_class,
-            invoke,
-            program.tolerance,
-            source=f"{SUITE_FILE}:1",
-            explainers=GENERATED_EXPLAINERS,
-        )
+    return Test(
+        name or program.name,
+        module_class,
+        invoke,
+        program.tolerance,
+        source=f"{SUITE_FILE}:1",
+        explainers=GENERATED_EXPLAINERS,
+        test_utils=lambda _seed: TestUtils(seed_for(program.name)),
     )
+
+
+def register_program(program: Program) -> str:
+    """Register `program` as the test `program.name` (`program_test`); its name."""
+    register(program_test(program))
     return program.name
 
 
