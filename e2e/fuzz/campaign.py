@@ -29,6 +29,7 @@ from typing import Callable, Sequence
 from e2e.framework.results_files import load_rows
 from e2e.framework.run_record import write_json_atomic
 from e2e.framework.shards import ShardSpec
+from e2e.fuzz import pytest_command
 from e2e.merge import merge
 
 BATCHES = "batches"
@@ -83,24 +84,9 @@ class Campaign:
     batches: list[Batch] = field(default_factory=list)
 
     def pytest_command(self, first_seed: int, count: int, directory: Path) -> list[str]:
-        command = [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "--generate",
-            str(count),
-            "--generate-seed",
-            str(first_seed),
-            "--config",
-            ",".join(self.configs),
-            "--reports-dir",
-            str(directory),
-        ]
-        if self.workers > 1:
-            command += ["-n", str(self.workers)]
+        command = pytest_command(
+            self.configs, directory, self.workers, "--generate", str(count), "--generate-seed", str(first_seed)
+        )
         return command + self.extra
 
     def run(self, log: Callable[[str], None] = print) -> dict:

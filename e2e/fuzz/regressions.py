@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
+from e2e.fuzz import pytest_command
 from e2e.generate.program import Program
 
 SUITE_FILE = Path(__file__).resolve().parents[1] / "test_suite" / "generated_regressions.py"
@@ -69,24 +70,9 @@ def write_programs(programs: Mapping[str, str], path: Path = SUITE_FILE) -> None
 def run_regressions(names: list[str], configs: list[str], reports_dir: Path, workers: int = 1) -> int:
     """Run the regression tests `names` on `configs` through pytest (bundles written);
     pytest's exit status."""
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "-q",
-        str(SUITE_FILE),
-        "--config",
-        ",".join(configs),
-        "--reports-dir",
-        str(reports_dir),
-        "--no-result-cache",
-        "-k",
-        " or ".join(names),
-    ]
-    if workers > 1:
-        command += ["-n", str(workers)]
+    command = pytest_command(
+        configs, reports_dir, workers, str(SUITE_FILE), "--no-result-cache", "-k", " or ".join(names)
+    )
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     reports_dir.mkdir(parents=True, exist_ok=True)
     (reports_dir / "pytest.log").write_text(" ".join(command) + "\n" + done.stdout)
