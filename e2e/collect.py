@@ -13,6 +13,7 @@ import pytest
 from e2e.framework.cache import pair_key
 from e2e.framework.report import failure_text
 from e2e.framework.result import ERROR, SKIP, Result
+from e2e.framework.signature import Signature
 from e2e.session import STATE, E2EState
 
 
@@ -207,6 +208,7 @@ class E2EItem(ResultItem):
             not result.cached
             and state.reduce
             and result.outcome != ERROR
+            and (not state.reduce_unnamed_only or _names_no_op(result))
             and (not expected or self.config.getoption("reduce_xfailed") or self.config.getoption("runxfail"))
         ):  # every unexpected failure gets a bundle, and with --runxfail (reported failed) every failure
             self._reduce(state, test, result)
@@ -245,3 +247,10 @@ class E2EItem(ResultItem):
 
     def reportinfo(self):
         return self.path, None, f"{self.test_name} on {self.config_name}"
+
+
+def _names_no_op(result: Result) -> bool:
+    """Whether a failure is a wrong result or a crash whose signature names no op: only its
+    bundle's guilty op tells it apart from another (`--reduce-unnamed`)."""
+    signature = Signature.parse(result.signature or "")
+    return signature.stage in ("compare", "crash") and signature.op is None

@@ -161,6 +161,12 @@ def pytest_addoption(parser):
         "(as python -m e2e.diff does), for the pairs this run ran",
     )
     group.addoption("--no-reduce", action="store_true", help="do not write reproducer bundles for failures")
+    group.addoption(
+        "--reduce-unnamed",
+        action="store_true",
+        help="write bundles only for wrong results and crashes whose signature names no op: the bundle's "
+        "guilty op is what tells such failures apart (a fuzzing campaign's blocks)",
+    )
     group.addoption("--reduce-timeout", type=float, default=60.0, help="reducer time box per failure, s (default 60)")
     group.addoption("--reduce-xfailed", action="store_true", help="write bundles for expected failures too")
     parser.addini("e2e_suite", type="paths", default=[], help="directories of e2e tests run by default")

@@ -78,6 +78,7 @@ class E2EState:
         self.memory_cap = int(cap * GIB) if cap and cap > 0 else None
         self.isolate = not config.getoption("no_isolation")
         self.reduce = not config.getoption("no_reduce")
+        self.reduce_unnamed_only = config.getoption("reduce_unnamed")
         cache_dir = None
         if not config.getoption("no_result_cache") and self.isolate and getattr(config, "cache", None):
             cache_dir = Path(config.cache.mkdir("e2e-results"))

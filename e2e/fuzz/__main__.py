@@ -26,7 +26,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--minutes", type=float, default=None, help="time budget (default: none; give --programs)")
     parser.add_argument("--programs", type=int, default=None, help="stop after this many programs")
     parser.add_argument("--seed", type=int, default=0, help="the first seed (default 0)")
-    parser.add_argument("--block", type=int, default=16, help="programs per pytest run (default 16)")
+    parser.add_argument("--block", type=int, default=64, help="programs per pytest run (default 64)")
     parser.add_argument("--config", default="linalg", help="comma-separated configs (default linalg)")
     parser.add_argument("-n", dest="workers", type=int, default=2, help="pytest-xdist workers (default 2)")
     parser.add_argument("--reports-dir", type=Path, required=True)

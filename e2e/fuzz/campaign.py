@@ -85,7 +85,18 @@ class Campaign:
 
     def pytest_command(self, first_seed: int, count: int, directory: Path) -> list[str]:
         command = pytest_command(
-            self.configs, directory, self.workers, "--generate", str(count), "--generate-seed", str(first_seed)
+            self.configs,
+            directory,
+            self.workers,
+            "--generate",
+            str(count),
+            "--generate-seed",
+            str(first_seed),
+            # A bug is reduced once, after triage; a block bundles only the failures whose
+            # signature names no op (wrong results, crashes), whose bundle names the guilty op.
+            "--reduce-unnamed",
+            "--reduce-timeout",
+            "30",
         )
         return command + self.extra
 
