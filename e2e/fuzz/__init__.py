@@ -7,10 +7,19 @@ from pathlib import Path
 from typing import Sequence
 
 
-def pytest_command(configs: Sequence[str], reports_dir: Path, workers: int, *arguments: str) -> list[str]:
-    """The pytest command the campaign runs a selection with: quiet, without pytest's own
-    cache, on `configs`, writing to `reports_dir` (one `--reports-dir=` word: given as two,
-    pytest takes the directory for its rootdir before the plugin's options are known)."""
-    command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", *arguments]
+def pytest_command(
+    configs: Sequence[str], reports_dir: Path, workers: int, *arguments: str, cache_dir: Path | None = None
+) -> list[str]:
+    """The pytest command the campaign runs a selection with: quiet, on `configs`, writing to
+    `reports_dir` (one `--reports-dir=` word: given as two, pytest takes the directory for its
+    rootdir before the plugin's options are known). Without `cache_dir`, pytest's cache is off;
+    with it, only the program cache is kept there (compiled programs: an op a generated program
+    shares with an earlier one, with the same types, is compiled once per campaign), never a
+    verdict or a capture."""
+    if cache_dir is None:
+        cache = ["-p", "no:cacheprovider"]
+    else:
+        cache = ["-o", f"cache_dir={cache_dir}", "--no-result-cache", "--no-frontend-cache"]
+    command = [sys.executable, "-m", "pytest", *cache, "-q", *arguments]
     command += ["--config", ",".join(configs), f"--reports-dir={reports_dir}"]
     return command + (["-n", str(workers)] if workers > 1 else [])

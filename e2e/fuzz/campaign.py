@@ -33,6 +33,7 @@ from e2e.fuzz import pytest_command
 from e2e.merge import merge
 
 BATCHES = "batches"
+PROGRAM_CACHE = "cache"  # pytest's cache dir for the blocks: the program cache only
 BUILT_IN = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
 # pytest's exit statuses that still mean a finished run: all passed, some failed.
 FINISHED = (0, 1)
@@ -97,6 +98,7 @@ class Campaign:
             "--reduce-unnamed",
             "--reduce-timeout",
             "30",
+            cache_dir=self.reports_dir / PROGRAM_CACHE,
         )
         return command + self.extra
 
