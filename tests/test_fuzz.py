@@ -142,6 +142,24 @@ def test_a_tiny_real_campaign_writes_a_run_and_its_report(tmp_path):
     assert "3 programs, 3 pairs" in report and "new distinct bugs" in report
     assert "<svg" in (reports / "fuzz.html").read_text()
     assert "Fuzzing campaign: distinct bugs" in (reports / "index.html").read_text()
+    assert (reports / "cache" / "d" / "e2e-programs").is_dir()  # the blocks' shared program cache
+
+
+def test_a_campaign_block_bundles_only_failures_whose_signature_names_no_op():
+    """`--reduce-unnamed`: a wrong result or a crash needs its bundle's guilty op to be told
+    apart; a compile failure names its op and is reduced once, after triage."""
+    from e2e.collect import _names_no_op
+    from e2e.framework.result import Result
+
+    def failing(signature: str) -> Result:
+        return Result("Gen_0", "linalg", "fail", signature=signature)
+
+    assert _names_no_op(failing("compare | values"))
+    assert _names_no_op(failing("crash | execute | Fatal Python error: Aborted"))
+    assert not _names_no_op(
+        failing("backend | convert-torch-to-tosa | loc: failed to legalize operation 'torch.aten.cumsum'")
+    )
+    assert not _names_no_op(failing("capture | - | LTC has no lowering for aten::amax"))
 
 
 def test_a_node_alone_and_a_node_cut_keep_the_types_of_what_they_replace():
