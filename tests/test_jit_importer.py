@@ -262,7 +262,37 @@ def test_ltc_traces_ops_it_lacks_through_their_decompositions():
     compiled = compile_jit_module(LazyDecomposed(), (x, y), frontend="ltc")
     for got, expected in zip(compiled(x, y), LazyDecomposed()(x, y)):
         torch.testing.assert_close(got, expected)
-    assert {"hardtanh", "mish", "logical_and", "dot", "floor_divide"} <= set(LAZY_DECOMPOSED_OPS)
+    assert {"hardtanh", "mish", "dot", "floor_divide"} <= set(LAZY_DECOMPOSED_OPS)
+
+
+class LogicalAndBroadcast(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.logical_and(x, y), torch.diag(y > 0)  # diag of bool calls logical_and
+
+
+def test_ltc_logical_and_broadcasts_without_a_view():
+    # PyTorch's decomposition broadcasts with `expand`, a view the lazy device cannot
+    # take below functionalization (as_strided): ours must not.
+    x, y = torch.randn(5, 1), torch.randn(5)
+    x[2] = 0
+    compiled = compile_jit_module(LogicalAndBroadcast(), (x, y), frontend="ltc")
+    for got, expected in zip(compiled(x, y), LogicalAndBroadcast()(x, y)):
+        torch.testing.assert_close(got, expected)
+
+
+class Rotations(torch.nn.Module):
+    def forward(self, x):
+        return tuple(
+            torch.rot90(x, k, dims) for k, dims in [(1, (0, 1)), (2, (1, 2)), (3, (2, 0)), (-1, (1, 0)), (4, (0, 2))]
+        )
+
+
+def test_ltc_rot90_traces_without_an_in_place_view():
+    # PyTorch's rot90 ends in transpose_, which the lazy device runs eagerly (as_strided_).
+    x = torch.randn(5, 4, 3)
+    compiled = compile_jit_module(Rotations(), (x,), frontend="ltc")
+    for got, expected in zip(compiled(x), Rotations()(x)):
+        torch.testing.assert_close(got, expected)
 
 
 class Factories(torch.nn.Module):
