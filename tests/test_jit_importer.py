@@ -295,6 +295,21 @@ def test_ltc_rot90_traces_without_an_in_place_view():
         torch.testing.assert_close(got, expected)
 
 
+def test_a_bool_list_constant_held_as_ints_imports():
+    # LTC's graph holds native_layer_norm_backward's output_mask as `bool[]` of ints.
+    graph = torch._C.parse_ir(
+        """graph(%g : Tensor, %x : Tensor, %mean : Tensor, %rstd : Tensor):
+          %shape : int[] = prim::Constant[value=[4]]()
+          %none : NoneType = prim::Constant()
+          %mask : bool[] = prim::Constant[value=[1, 0, 0]]()
+          %a : Tensor, %b : Tensor, %c : Tensor = aten::native_layer_norm_backward(%g, %x, %shape, %mean, %rstd, %none, %none, %mask)
+          return (%a)"""
+    )
+    inputs = [TensorArg((3, 4), torch.float32)] * 2 + [TensorArg((3, 1), torch.float32)] * 2
+    text = module_text(import_graph(graph, inputs).module)
+    assert "torch.prim.ListConstruct %true, %false, %false_0 : (!torch.bool, !torch.bool, !torch.bool)" in text
+
+
 class Factories(torch.nn.Module):
     def forward(self, x):
         return torch.arange(2, 8, dtype=torch.int32) + x, torch.eye(3) * 2, torch.linspace(0, 1, 5) + 1
