@@ -36,17 +36,23 @@ def torch_backend_ir(
 ) -> str:
     """Stage torch-backend: raw torch dialect -> the backend contract, by `pipeline`
     (default: the FX one keeping `backend_legal_ops` whole)."""
+    raw = parse_imported(raw_ir)
+    if pipeline is None:
+        pipeline = pipelines.fx_to_torch_backend(backend_legal_ops)
+    return module_text(run_stage(raw, "torch-backend", pipeline, snapshots))
+
+
+def parse_imported(raw_ir: str) -> ir.Module:
+    """The importer's raw torch IR, parsed; StageError("import") naming the first error
+    when it does not verify (the importer wrote invalid IR)."""
     try:
-        raw = parse_module(raw_ir, new_context())
-    except ir.MLIRError as error:  # the importer wrote IR that does not verify
+        return parse_module(raw_ir, new_context())
+    except ir.MLIRError as error:
         lines = str(error).splitlines()
         detail = next((line.strip() for line in lines if "error:" in line), first_line(error))
         raise StageError(
             "import", f"the imported module does not verify: {detail}", diagnostics=lines[1:], input_ir=raw_ir
         ) from None
-    if pipeline is None:
-        pipeline = pipelines.fx_to_torch_backend(backend_legal_ops)
-    return module_text(run_stage(raw, "torch-backend", pipeline, snapshots))
 
 
 def compile_torch_backend_ir(
@@ -88,9 +94,13 @@ def lower_torch_backend_ir(
 
 
 def _backend_module(torch_ir: str, chain: Toolchain, snapshots: Snapshots) -> tuple[ir.Module, list]:
-    """Stage `backend`: torch IR parsed and converted by `chain.to_backend`; @main's result dtypes."""
+    """Stage `backend`: torch IR parsed and converted by `chain.to_backend`; @main's result dtypes.
+
+    A chain that takes torch IR as it is (`TORCH_INPUT`) is given the importer's raw IR:
+    it is verified first, as the torch-backend stage would, so IR the importer wrote
+    invalid is blamed on the import (printed in generic form, it has no @main to read)."""
+    module = parse_imported(torch_ir) if chain.backend == TORCH_INPUT else parse_module(torch_ir, new_context())
     dtypes = result_dtypes(torch_ir)
-    module = parse_module(torch_ir, new_context())
     if chain.backend != TORCH_INPUT:
         module = run_stage(module, "backend", chain.to_backend, snapshots)
     return module, dtypes

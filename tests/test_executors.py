@@ -405,3 +405,27 @@ def test_a_wrong_interpreter_result_says_the_program_is_wrong_by_the_spec(tmp_pa
     verdict = result.verdict_reason
     assert verdict.startswith("verdict: runtime-side (the StableHLO interpreter): the RefBackend twin `stablehlo`")
     assert "by the spec, torch -> stablehlo emitted a wrong program" in verdict
+
+
+# The raw IR FxImporter wrote for `F.pad(x, ..., mode="reflect")` with dynamic dims: an int
+# where a tensor is wanted. It does not verify, so MLIR printed it in generic form.
+_INVALID_RAW_IR = """
+"builtin.module"() ({
+  "func.func"() <{function_type = (!torch.vtensor<[2],f32>) -> !torch.vtensor<[2],f32>, sym_name = "main"}> ({
+  ^bb0(%arg0: !torch.vtensor<[2],f32>):
+    %0 = "torch.constant.int"() <{value = 1 : i64}> : () -> !torch.int
+    %1 = "torch.aten.sub.Tensor"(%0, %arg0, %0) : (!torch.int, !torch.vtensor<[2],f32>, !torch.int) -> !torch.vtensor<[2],f32>
+    "func.return"(%1) : (!torch.vtensor<[2],f32>) -> ()
+  }) : () -> ()
+}) : () -> ()
+"""
+
+
+def test_a_runtime_given_raw_torch_ir_that_does_not_verify_blames_the_import():
+    from compiler.backend_compile import compile_backend_ir
+
+    with pytest.raises(StageError) as raised:
+        compile_backend_ir(_INVALID_RAW_IR, toolchain("fx", "torch", "iree"))
+    assert raised.value.stage == "import"
+    assert "the imported module does not verify" in str(raised.value)
+    assert "'torch.aten.sub.Tensor' op operand #0 must be Any Torch tensor type" in str(raised.value)

@@ -47,6 +47,9 @@ def test_a_failing_decomposition_is_not_blamed_on_torch_export(monkeypatch):
     assert raised.value.stage == "capture"
     assert raised.value.message.startswith("decompositions: RuntimeError: this decomposition is broken")
     assert "torch.export" not in raised.value.message
+    # Where it was raised travels with it, for the xfail updater's own-code rule.
+    assert 'test_fx_frontend.py", line' in "\n".join(raised.value.diagnostics)
+    assert "in broken_tanh" in "\n".join(raised.value.diagnostics)
 
 
 class MaskedRows(torch.nn.Module):

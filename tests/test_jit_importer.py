@@ -262,7 +262,52 @@ def test_ltc_traces_ops_it_lacks_through_their_decompositions():
     compiled = compile_jit_module(LazyDecomposed(), (x, y), frontend="ltc")
     for got, expected in zip(compiled(x, y), LazyDecomposed()(x, y)):
         torch.testing.assert_close(got, expected)
-    assert {"hardtanh", "mish", "logical_and", "dot", "floor_divide"} <= set(LAZY_DECOMPOSED_OPS)
+    assert {"hardtanh", "mish", "dot", "floor_divide"} <= set(LAZY_DECOMPOSED_OPS)
+
+
+class LogicalAndBroadcast(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.logical_and(x, y), torch.diag(y > 0)  # diag of bool calls logical_and
+
+
+def test_ltc_logical_and_broadcasts_without_a_view():
+    # PyTorch's decomposition broadcasts with `expand`, a view the lazy device cannot
+    # take below functionalization (as_strided): ours must not.
+    x, y = torch.randn(5, 1), torch.randn(5)
+    x[2] = 0
+    compiled = compile_jit_module(LogicalAndBroadcast(), (x, y), frontend="ltc")
+    for got, expected in zip(compiled(x, y), LogicalAndBroadcast()(x, y)):
+        torch.testing.assert_close(got, expected)
+
+
+class Rotations(torch.nn.Module):
+    def forward(self, x):
+        return tuple(
+            torch.rot90(x, k, dims) for k, dims in [(1, (0, 1)), (2, (1, 2)), (3, (2, 0)), (-1, (1, 0)), (4, (0, 2))]
+        )
+
+
+def test_ltc_rot90_traces_without_an_in_place_view():
+    # PyTorch's rot90 ends in transpose_, which the lazy device runs eagerly (as_strided_).
+    x = torch.randn(5, 4, 3)
+    compiled = compile_jit_module(Rotations(), (x,), frontend="ltc")
+    for got, expected in zip(compiled(x), Rotations()(x)):
+        torch.testing.assert_close(got, expected)
+
+
+def test_a_bool_list_constant_held_as_ints_imports():
+    # LTC's graph holds native_layer_norm_backward's output_mask as `bool[]` of ints.
+    graph = torch._C.parse_ir(
+        """graph(%g : Tensor, %x : Tensor, %mean : Tensor, %rstd : Tensor):
+          %shape : int[] = prim::Constant[value=[4]]()
+          %none : NoneType = prim::Constant()
+          %mask : bool[] = prim::Constant[value=[1, 0, 0]]()
+          %a : Tensor, %b : Tensor, %c : Tensor = aten::native_layer_norm_backward(%g, %x, %shape, %mean, %rstd, %none, %none, %mask)
+          return (%a)"""
+    )
+    inputs = [TensorArg((3, 4), torch.float32)] * 2 + [TensorArg((3, 1), torch.float32)] * 2
+    text = module_text(import_graph(graph, inputs).module)
+    assert "torch.prim.ListConstruct %true, %false, %false_0 : (!torch.bool, !torch.bool, !torch.bool)" in text
 
 
 class Factories(torch.nn.Module):

@@ -69,3 +69,17 @@ def test_scripted_dynamic_dims_take_every_call_with_one_program():
     assert compare_traces(prepared.golden, trace) is None
     assert len(compiled.programs) == 1
     assert not any(note.startswith("compiled static shapes") for note in compiled.notes)
+
+
+class MadeOnTheHost(torch.nn.Module):
+    """A factory given `device="cpu"` (as OpInfo's samples give it): LTC never sees it."""
+
+    @annotate_args([None, ([3], torch.float32, True)])
+    def forward(self, x):
+        return torch.full((2, 3), 1.5, device="cpu")
+
+
+def test_ltc_on_a_test_that_makes_its_output_on_the_host_is_not_applicable():
+    prepared = prepare(Test("MadeOnTheHost_Full", MadeOnTheHost, lambda module, tu: module.forward(tu.rand(3))))
+    with pytest.raises(NotApplicable, match="output leaf 0 is made on cpu by the method itself"):
+        compile_and_run("ltc", prepared)

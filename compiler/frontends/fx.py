@@ -27,6 +27,7 @@ from torch_mlir.extras.fx_importer import FxImporter
 
 from compiler.frontends.decompose import run_decompositions
 from compiler.replay_runtime.frontend_step import StepFailure, export_program
+from compiler.replay_runtime.mlir import python_diagnostics
 from compiler.stages import StageError, first_line, new_context
 
 
@@ -102,7 +103,9 @@ def capture(
             )
         return program
     step, error = first_error
-    raise StageError("capture", f"{step}: {type(error).__name__}: {first_line(error)}") from error
+    message = f"{step}: {type(error).__name__}: {first_line(error)}"
+    # Raised once no exception is being handled: the first attempt's frames are given.
+    raise StageError("capture", message, diagnostics=python_diagnostics(message, error)) from error
 
 
 def import_program(program: ExportedProgram, context: ir.Context | None = None) -> ir.Module:

@@ -328,6 +328,10 @@ class _Emitter:
         """Emit a constant for a python value; returns its SSA name."""
         if python_value is None:
             return self.op("torch.constant.none", [], ["!torch.none"])[0]
+        if jit_type is not None and jit_type.kind() == "BoolType" and type(python_value) is int:
+            # LTC's graph holds a bool list constant (native_layer_norm_backward's
+            # output_mask) as ints, which TorchScript tolerates and the torch dialect does not.
+            python_value = bool(python_value)
         if isinstance(python_value, bool):
             ssa = self.op(
                 "torch.constant.bool", [], ["!torch.bool"], attributes=f"value = {str(python_value).lower()}"

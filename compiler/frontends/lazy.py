@@ -36,12 +36,19 @@ class LazyCapture:
     out_spec: pytree.TreeSpec
 
 
+class NotOnLazyDevice(ValueError):
+    """The method makes an output on another device itself (a factory given `device="cpu"`,
+    `x.to("cpu")`): LTC never sees it, so there is nothing of it to trace or to compile."""
+
+
 def capture(module: torch.nn.Module, example_inputs: Sequence[object], method: str = "forward") -> LazyCapture:
-    """Stage `capture`: trace `module.<method>(*example_inputs)` on the lazy device."""
+    """Stage `capture`: trace `module.<method>(*example_inputs)` on the lazy device.
+
+    Raises `NotOnLazyDevice` for a method that puts an output on another device itself."""
     init_ts_backend()
     try:
         return _capture(module, example_inputs, method)
-    except StageError:
+    except (StageError, NotOnLazyDevice):
         raise
     except Exception as error:
         raise StageError("capture", f"lazy tensor trace: {type(error).__name__}: {first_line(error)}") from error
@@ -107,8 +114,10 @@ def _trace(
     if not flat_outputs:
         raise StageError("capture", "the method returns no tensors")
     for i, leaf in enumerate(flat_outputs):
-        if leaf.device.type != "lazy":  # e.g. made without lazy inputs; LTC never saw it
-            raise StageError("capture", f"output leaf {i} is on {leaf.device}, not traced on the lazy device")
+        if leaf.device.type != "lazy":
+            raise NotOnLazyDevice(
+                f"output leaf {i} is made on {leaf.device} by the method itself; ltc traces the lazy device"
+            )
 
     # First: this gives every output an IR value (a device data node for an output that
     # is an input or a constant), and the backend dump below skips tensors without one:

@@ -34,7 +34,6 @@ LAZY_DECOMPOSED_OPS = (
     "floor_divide",
     "linalg_vector_norm",
     "count_nonzero.dim_IntList",
-    "logical_and",
 )
 
 
@@ -56,8 +55,33 @@ def _var_mean(x, dim=None, *, correction=None, keepdim=False):
     return var, mean if keepdim else x.mean(dims)  # squeeze would need as_strided
 
 
+def _logical_and(a, b):
+    """logical_and from ne and bitwise_and, which broadcast themselves (PyTorch's own
+    broadcasts with `expand`, a view the lazy device cannot take: as_strided)."""
+    return torch.bitwise_and(a != 0, b != 0)
+
+
+def _rot90(x, k=1, dims=(0, 1)):
+    """rot90 from flip and transpose_copy (PyTorch's own ends in an in-place transpose_,
+    which the lazy device runs eagerly as as_strided_)."""
+    torch._check(len(dims) == 2, lambda: f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    torch._check(x.dim() >= 2, lambda: f"expected total dims >= 2, but got total dims = {x.dim()}")
+    first, second = (d % x.dim() for d in dims)
+    torch._check(first != second, lambda: f"expected rotation dims to be different, but got dim0 = {first}")
+    k %= 4
+    if k == 1:
+        return torch.transpose_copy(torch.flip(x, [second]), first, second)
+    if k == 2:
+        return torch.flip(x, [first, second])
+    if k == 3:
+        return torch.transpose_copy(torch.flip(x, [first]), first, second)
+    return x.clone()
+
+
 # Ops without a lowering whose decomposition we write here.
 LAZY_OWN_DECOMPOSITIONS = {
+    "rot90": _rot90,
+    "logical_and": _logical_and,
     "var_mean.correction": _var_mean,
     "var.correction": lambda *args, **kwargs: _var_mean(*args, **kwargs)[0],
 }

@@ -42,7 +42,7 @@ class StageError(Exception):
         # frontends do: `raise StageError(...) from error`) keeps where that exception was
         # raised, as its traceback's last frames: the cause is lost when the error crosses
         # the fork boundary, and the xfail updater reads from them whose code failed.
-        self.diagnostics = list(diagnostics) or _python_diagnostics(message)
+        self.diagnostics = list(diagnostics) or python_diagnostics(message)
         # IR just before the failing pass (or the stage input when not localized).
         self.input_ir = input_ir
 
@@ -53,9 +53,10 @@ class StageError(Exception):
         )
 
 
-def _python_diagnostics(message: str) -> list[str]:
-    """[message, the last frames of the Python exception being handled] or []."""
-    handled = sys.exc_info()[1]
+def python_diagnostics(message: str, handled: BaseException | None = None) -> list[str]:
+    """[message, the last frames of `handled` (default: the Python exception being
+    handled)] or []: for a StageError raised from an exception no longer being handled."""
+    handled = handled if handled is not None else sys.exc_info()[1]
     if handled is None or isinstance(handled, StageError):
         return []
     frames = traceback.format_exception(handled, limit=-3)

@@ -17,6 +17,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from compiler.backend_compile import compile_torch_backend_ir
+from compiler.frontends.lazy import NotOnLazyDevice
 from compiler.jit_compile import JitTorchBackendIR, StaticShapesOnly, jit_import, jit_torch_backend
 from compiler.stages import Snapshots
 from compiler.toolchain import Toolchain, toolchain
@@ -82,6 +83,8 @@ class JitConfig:
             )
         except StaticShapesOnly as error:
             raise NotApplicable(f"{error}: run with --shapes static to compile the example inputs' shapes") from None
+        except NotOnLazyDevice as error:
+            raise NotApplicable(str(error)) from None
         lowered = jit_torch_backend(imported, self.frontend, snapshots)
         reason = lowered.notes.get("fallback_reason")
         if reason and not any(note.startswith("torch.jit.script failed") for note in compiled.notes):
