@@ -21,17 +21,16 @@ class ControllerProbes:
     xfail sets first, from the test names the probes report; the workers then import the
     files without probing them again."""
 
-    def __init__(self, state: E2EState):
-        self.files: dict[Path, SuiteFile] = load_suite(
-            state.suite_paths, state.import_limits, register=False, probes=state.probes
-        )
-        load_xfail_sets(state, list(self.files.values()))
+    def __init__(self, files: dict[Path, SuiteFile]):
+        self.files = files
 
     @classmethod
     def configure(cls, config: pytest.Config, state: E2EState) -> None:
         """Probe and check, on an xdist controller with xfail sets; kept under `PROBES`."""
         if getattr(config.option, "numprocesses", None) and state.xfail_dir:
-            config.stash[PROBES] = cls(state)
+            probes = cls(load_suite(state.suite_paths, state.import_limits, register=False, probes=state.probes))
+            load_xfail_sets(state, list(probes.files.values()))
+            config.stash[PROBES] = probes
 
 
 PROBES = pytest.StashKey[ControllerProbes]()
