@@ -1,7 +1,7 @@
 """Collection: suite files become one collector per test and one item per config.
 
 `<file>::<TestName>::<config>`: a test's items share a node id prefix, which is the
-xdist scope that keeps them on one worker (see `plugin.pytest_xdist_make_scheduler`).
+xdist scope that keeps them on one worker (see `e2e.hooks.scheduling.pytest_xdist_make_scheduler`).
 """
 
 from __future__ import annotations

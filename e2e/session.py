@@ -26,7 +26,6 @@ from e2e.framework.host import TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import Result
-from e2e.framework.run_record import RunRecord
 from e2e.framework.runner import PreparedCache, run_pair, warm_up
 from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, SuiteFile, load_suite, suite_files
 from e2e.opinfo import SLICES as OPINFO_SLICES
@@ -41,7 +40,8 @@ NO_ISOLATION_TURNS_OFF = (
 
 
 class E2EState:
-    """Everything the plugin keeps for one pytest process (in `config.stash`)."""
+    """The run's settings, suite files, caches and test hosts for one pytest process (in
+    `config.stash`); the plugin's roles keep their own state (`e2e.hooks`)."""
 
     def __init__(self, config: pytest.Config):
         self.config = config
@@ -101,18 +101,10 @@ class E2EState:
         keep_probes = self.isolate and getattr(config, "cache", None) is not None
         self.probes = ProbeCache(config.cache if keep_probes else None, known)
         keep_imports(Path(config.cache.mkdir("e2e-imports")) if keep_probes else None)
-        self.probed: dict[Path, SuiteFile] = {}  # the controller's probes, under xdist
         self._suite: dict[Path, SuiteFile] = {}  # the suite files loaded so far, by resolved path
         self.prepared = PreparedCache()  # --no-isolation only
         self.host: TestHost | None = None
-        self.record: RunRecord | None = None
-        self.peaks: dict[str, tuple] = {}  # worker -> (own MiB, largest child MiB, largest host MiB, its test)
         self.largest_host: tuple[float, str] = (0.0, "")  # MiB, test
-        self.html_report: Path | None = None
-        self.shard = None  # --shard: a ShardSpec (e2e.framework.shards)
-        self.shard_summary: dict | None = None  # this shard's plan, for run.json (from a worker, under xdist)
-        self.baseline: list[dict] | None = None  # --baseline: the earlier run's rows
-        self.baseline_diff = None  # an e2e.diff.Diff from the baseline to this run, once it finished
 
     def _ini_xfail_dir(self) -> Path | None:
         """The ini's xfail sets are those of the ini's suite: another suite has its own or none."""

@@ -181,3 +181,28 @@ def test_k_collects_the_items_pytest_alone_would_keep(pytester):
         assert prefiltered == alone, expression
     assert collected("xfail") == {"suite/ops.py::Mm::tosa"}
     assert collected("models and linalg") == {"suite/ops.py::SinMarked::linalg"}
+
+
+ROLES = ("options", "watchdog", "scheduling", "reporting", "collection")
+
+
+def test_the_plugin_registers_its_roles_each_keeping_its_own_state(pytester):
+    from e2e.hooks.reporting import RECORDER
+    from e2e.hooks.scheduling import SHARDER
+    from e2e.session import STATE
+
+    config = pytester.parseconfigure("--shard", "2/3", "-p", "no:cacheprovider")
+    assert all(config.pluginmanager.has_plugin(f"e2e.hooks.{role}") for role in ROLES)
+    sharder, recorder = config.stash[SHARDER], config.stash[RECORDER]
+    assert (sharder.spec.index, sharder.spec.count) == (2, 3) and sharder.summary is None
+    assert config.pluginmanager.get_plugin("e2e-sharder") is sharder
+    assert recorder.record is None and recorder.baseline is None  # not a suite run; no --baseline
+    assert not hasattr(config.stash[STATE], "shard")
+
+
+def test_pytest_imports_the_roles_itself_so_it_can_rewrite_them(pytester):
+    """A role module imported before pytest registers it (from the top of `e2e.plugin`)
+    misses assertion rewriting, and pytest warns on every run."""
+    result = pytester.runpytest_subprocess("-p", "e2e.plugin", "-p", "no:cacheprovider", "--co", "-q")
+    assert "cannot be rewritten" not in result.stdout.str() + result.stderr.str()
+    assert "e2e.hooks" not in result.stdout.str() + result.stderr.str()

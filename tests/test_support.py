@@ -154,9 +154,9 @@ def test_a_sweep_shard_uses_only_options_that_exist_and_keeps_the_plan_cache_fre
     configs = command[command.index("--config") + 1].split(",")
     assert configs[:6] == ["linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager"]
     assert "torch@iree" in configs and not any(c.startswith("onnx") for c in configs)
-    plugin = (Path(__file__).resolve().parents[1] / "e2e" / "plugin.py").read_text()
+    options = (Path(__file__).resolve().parents[1] / "e2e" / "hooks" / "options.py").read_text()
     for option in (word for word in command if word.startswith("--")):
-        assert f'"{option}"' in plugin, option
+        assert f'"{option}"' in options, option
 
 
 def test_sweep_and_results_together_is_a_usage_error(tmp_path):
