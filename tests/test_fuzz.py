@@ -162,3 +162,42 @@ def test_a_node_alone_and_a_node_cut_keep_the_types_of_what_they_replace():
     smaller = cut(program, 0)
     assert smaller.ops == ["add"] and [i.name for i in smaller.inputs] == ["x0", "v0_in"]
     assert smaller.nodes[0].inputs == ("v0_in", "x0") and smaller.outputs == ("v1",)
+
+
+def test_a_cut_node_becomes_an_input_drawn_where_its_values_were():
+    """log(exp(x)) with exp cut: its new input, drawn in exp's range, is positive (valid);
+    drawn anywhere in [-2, 2] it is not (the generator's domain check turns it away)."""
+    from e2e.fuzz.shrink import cut, cut_nodes, value_domains
+    from e2e.generate.grow import invalid
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import TensorType
+
+    f32 = TensorType((16,), "float32")
+    x = InputSpec("x0", f32)
+    program = Program(3, (x,), (Node("v0", "exp", ("x0",), (), f32), Node("v1", "log", ("v0",), (), f32)), ("v1",))
+    assert invalid(program) is None
+    kept = cut_nodes(program, ["v0"], value_domains(program))
+    assert kept.ops == ["log"] and kept.inputs[0].domain.low > 0 and invalid(kept) is None
+    assert invalid(cut(program, 0)) == "domain"
+
+
+def test_a_shrink_reaches_one_op_on_the_smallest_shapes_in_plain_dtypes():
+    """The search alone (any `still_fails` will do): a bug that needs `exp` shrinks to exp
+    of a float32 tensor of one element, cones, cuts, shapes and dtypes each taking a step."""
+    from e2e.fuzz.shrink import shrink
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import TensorType
+
+    f16 = TensorType((4, 3), "float16")
+    nodes = (
+        Node("v0", "abs", ("x0",), (), f16),
+        Node("v1", "exp", ("v0",), (), f16),
+        Node("v2", "neg", ("v1",), (), f16),
+        Node("v3", "add", ("v2", "x0"), (), f16),
+    )
+    program = Program(11, (InputSpec("x0", f16, dynamic=(0,)),), nodes, ("v3",))
+    tried = []
+    reduced, count = shrink(program, lambda c: tried.append(c) or "exp" in c.ops, seconds=60)
+    assert reduced.ops == ["exp"] and count == len(tried)
+    assert [(i.type.shape, i.type.dtype) for i in reduced.inputs] == [((1, 1), "float32")]
+    assert reduced.nodes[0].type == TensorType((1, 1), "float32")
