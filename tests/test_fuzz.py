@@ -201,3 +201,35 @@ def test_a_shrink_reaches_one_op_on_the_smallest_shapes_in_plain_dtypes():
     assert reduced.ops == ["exp"] and count == len(tried)
     assert [(i.type.shape, i.type.dtype) for i in reduced.inputs] == [((1, 1), "float32")]
     assert reduced.nodes[0].type == TensorType((1, 1), "float32")
+
+
+ORPHAN_CPU = """
+import os, sys, time
+from e2e.fuzz.campaign import adopt_orphans, cpu_seconds, reap_orphans
+
+adopted = sys.argv[1] == "adopt" and adopt_orphans()
+if os.fork() == 0:  # a child that leaves behind a grandchild burning 0.5 s of CPU
+    if os.fork() == 0:
+        end = time.process_time() + 0.5
+        while time.process_time() < end:
+            pass
+    os._exit(0)
+os.wait()
+time.sleep(1.5)  # the orphan ends meanwhile
+reap_orphans()
+print(adopted, cpu_seconds())
+"""
+
+
+def test_the_campaigns_cpu_counts_a_descendant_orphaned_under_it():
+    """A grandchild whose parent never waits for it: counted once the campaign adopts it."""
+    import subprocess
+    import sys
+
+    def measured(mode: str) -> tuple[str, float]:
+        done = subprocess.run([sys.executable, "-c", ORPHAN_CPU, mode], capture_output=True, text=True, check=True)
+        adopted, cpu = done.stdout.split()
+        return adopted, float(cpu)
+
+    (adopted, with_it), (_, without) = measured("adopt"), measured("no")
+    assert adopted == "True" and with_it - without > 0.4

@@ -173,10 +173,18 @@ def analyse(reports_dir: Path, configs: list[str] | None = None, reduce_seconds:
     rows = copy.deepcopy(recorded)  # judged again by the oracle below; the run's record stays as it ran
     campaign = load_campaign(reports_dir, run)
     configs = configs or campaign.get("configs") or sorted({row["config"] for row in rows})
+    from e2e.fuzz.campaign import cpu_seconds
+
+    # The triage's own cost, beside the blocks' (`cpu_s`): the report gives both.
+    begun = cpu_seconds()
     judge_by_oracle(rows, reports_dir / "triage", log=log)
     classified = classify_campaign(reports_dir, configs, rows)
+    campaign["triage_cpu_s"] = round(cpu_seconds() - begun, 1)
     if reduce_seconds > 0:
+        begun, started = cpu_seconds(), time.monotonic()
         reduce_bugs(classified.new, configs, reports_dir, reduce_seconds, log)
+        campaign["reduce_cpu_s"] = round(cpu_seconds() - begun, 1)
+        campaign["reduce_wall_s"] = round(time.monotonic() - started, 1)
 
     def bug_ops(bug: Bug) -> tuple[str, ...]:
         return tuple(bug.reduced.ops) if bug.reduced is not None else ops_of(bug.first.test)
