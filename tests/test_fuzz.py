@@ -183,7 +183,7 @@ def test_a_cut_node_becomes_an_input_drawn_where_its_values_were():
 
 def test_a_shrink_reaches_one_op_on_the_smallest_shapes_in_plain_dtypes():
     """The search alone (any `still_fails` will do): a bug that needs `exp` shrinks to exp
-    of a float32 tensor of one element, cones, cuts, shapes and dtypes each taking a step."""
+    of a float32 scalar tensor, cones, cuts, shapes, dims and dtypes each taking a step."""
     from e2e.fuzz.shrink import shrink
     from e2e.generate.program import Node, Program
     from e2e.generate.types import TensorType
@@ -199,8 +199,8 @@ def test_a_shrink_reaches_one_op_on_the_smallest_shapes_in_plain_dtypes():
     tried = []
     reduced, count = shrink(program, lambda c: tried.append(c) or "exp" in c.ops, seconds=60)
     assert reduced.ops == ["exp"] and count == len(tried)
-    assert [(i.type.shape, i.type.dtype) for i in reduced.inputs] == [((1, 1), "float32")]
-    assert reduced.nodes[0].type == TensorType((1, 1), "float32")
+    assert [(i.type.shape, i.type.dtype, i.dynamic) for i in reduced.inputs] == [((), "float32", ())]
+    assert reduced.nodes[0].type == TensorType((), "float32")
 
 
 ORPHAN_CPU = """

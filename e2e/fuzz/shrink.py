@@ -8,7 +8,9 @@ is a program the generator could have written, so its regression test reads like
    first, then quarters... then single nodes), the smallest candidates first;
 2. smaller shapes: each size of the inputs' dims made 1, 2 or half, everywhere at once
    or in one input's dim, the node types inferred again through the op specs;
-3. plainer dtypes: f16/bf16 inputs and casts made f32, i8/i32 made i64, types inferred again.
+3. fewer dims: a dim of size 1 dropped (the leading one of every input of the highest
+   rank, then one input's), types inferred again;
+4. plainer dtypes: f16/bf16 inputs and casts made f32, i8/i32 made i64, types inferred again.
 
 A candidate is tried only when it is valid (`e2e.generate.grow.invalid`: its inputs,
 drawn as the suite draws them, keep every intermediate finite and every operand in its
@@ -174,6 +176,28 @@ def smaller_shapes(program: Program) -> Iterator[Program]:
                 yield retyped(program, program.inputs[:k] + (changed,) + program.inputs[k + 1 :])
 
 
+def without_dim(spec: InputSpec, dim: int) -> InputSpec:
+    """`spec` without its dim `dim` (of size 1), its dynamic dims renumbered."""
+    shape = spec.type.shape[:dim] + spec.type.shape[dim + 1 :]
+    dynamic = tuple(d - (d > dim) for d in spec.dynamic if d != dim)
+    return replace(spec, type=TensorType(shape, spec.type.dtype), dynamic=dynamic)
+
+
+def fewer_dims(program: Program) -> Iterator[Program | None]:
+    """Candidates of lower rank: the leading dim dropped from every input of the highest
+    rank when it is 1 in each (broadcasting aligns dims from the end), then one input's
+    dim of size 1 dropped. Ops whose attributes name dims refuse most (the specs' `infer`,
+    then torch itself in `invalid`)."""
+    top = max((i.type.rank for i in program.inputs), default=0)
+    highest = [i for i in program.inputs if i.type.rank == top]
+    if top > 0 and all(i.type.shape[0] == 1 for i in highest):
+        yield retyped(program, tuple(without_dim(i, 0) if i.type.rank == top else i for i in program.inputs))
+    for k, spec in enumerate(program.inputs):
+        for d, s in enumerate(spec.type.shape):
+            if s == 1:
+                yield retyped(program, program.inputs[:k] + (without_dim(spec, d),) + program.inputs[k + 1 :])
+
+
 def plainer_dtypes(program: Program) -> Iterator[Program]:
     """Candidates in plainer dtypes (f16/bf16 -> f32, i8/i32 -> i64): all at once, then
     each input and each cast alone."""
@@ -197,10 +221,11 @@ def plainer_dtypes(program: Program) -> Iterator[Program]:
 
 
 def candidates(program: Program) -> Iterator[Program]:
-    """Smaller programs, the most promising first: fewer ops, then smaller shapes, then
-    plainer dtypes (None where a spec refuses the new types)."""
+    """Smaller programs, the most promising first: fewer ops, then smaller shapes, fewer
+    dims, then plainer dtypes (None where a spec refuses the new types)."""
     yield from fewer_ops(program)
     yield from smaller_shapes(program)
+    yield from fewer_dims(program)
     yield from plainer_dtypes(program)
 
 
@@ -217,10 +242,11 @@ def keeps_op(program: Program, op: str | None) -> bool:
     return not op or any(op == n.op or op in n.expression() for n in program.nodes)
 
 
-def size(program: Program) -> tuple[int, int, int]:
-    """What a shrink makes smaller, in order: ops, then elements, then narrow dtypes."""
+def size(program: Program) -> tuple[int, int, int, int]:
+    """What a shrink makes smaller, in order: ops, then elements, then narrow dtypes, then dims."""
     types: list[TensorType] = [i.type for i in program.inputs] + [n.type for n in program.nodes]
-    return len(program.nodes), sum(t.numel for t in types), sum(t.dtype in PLAINER for t in types)
+    narrow = sum(t.dtype in PLAINER for t in types)
+    return len(program.nodes), sum(t.numel for t in types), narrow, sum(t.rank for t in types)
 
 
 def shrink(
