@@ -233,3 +233,13 @@ def test_the_campaigns_cpu_counts_a_descendant_orphaned_under_it():
 
     (adopted, with_it), (_, without) = measured("adopt"), measured("no")
     assert adopted == "True" and with_it - without > 0.4
+
+
+def test_a_shrink_keeps_the_guilty_op_only_where_the_signature_names_none():
+    from e2e.fuzz.shrink import op_to_keep
+
+    assert op_to_keep("crash | backend | Fatal Python error: Segmentation fault", "torch.aten.matmul") == "matmul"
+    assert op_to_keep("compare | values", "aten.remainder.Tensor") == "remainder"
+    assert op_to_keep("compare | values", "arith.select") is None  # not a program's op
+    named = "backend | convert-torch-to-tosa | loc: failed to legalize operation 'torch.aten.cumsum'"
+    assert op_to_keep(named, "torch.aten.cumsum") is None  # the signature keeps it

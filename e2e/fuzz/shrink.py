@@ -16,7 +16,8 @@ A candidate is tried only when it is valid (`e2e.generate.grow.invalid`: its inp
 drawn as the suite draws them, keep every intermediate finite and every operand in its
 op's domain, the generator's own checks) and not tried before; it is kept when its pair
 on the config fails as the bug does (`still_fails`: the same signature, the oracle
-carried, and for a wrong result the guilty op still in the program); then the order
+carried, and when the signature names no op, a wrong result's or a crash's, the guilty
+aten op still in the program); then the order
 starts over from the smaller program, until no candidate is kept or the time box ends.
 
 Each candidate runs through the suite's runner in this (warm) process: `prepare` runs
@@ -234,6 +235,17 @@ def same_bug(result: Result, signature: str) -> bool:
     if result.passed or not result.signature:
         return False
     return Signature.parse(result.signature) == Signature.parse(signature)
+
+
+def op_to_keep(signature: str, guilty: str | None) -> str | None:
+    """The op a shrink of a bug must keep (short aten name), or None: the bug's guilty aten
+    op when its signature names no op (a wrong result's `compare | values`, a crash's
+    `Fatal Python error: ...`), where the signature alone would take another op's bug for it."""
+    from e2e.framework.signature import guilty_op
+
+    if guilty is None or guilty_op(signature) or not guilty.startswith(("torch.aten.", "aten.")):
+        return None
+    return guilty.split("aten.", 1)[1].split(".")[0].rstrip("_") or None
 
 
 def keeps_op(program: Program, op: str | None) -> bool:

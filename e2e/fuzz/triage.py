@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from e2e.framework.results_files import load_rows
-from e2e.fuzz.bugs import CRASH, WRONG, Bug, Classified, KnownSignatures, classify, short_op
+from e2e.fuzz.bugs import CRASH, Bug, Classified, KnownSignatures, classify
 from e2e.fuzz.coverage import Support
 from e2e.fuzz.programs import ops_of, program, seed_of
 from e2e.fuzz.report import campaign_table, discovery, html_page, markdown
@@ -113,7 +113,7 @@ def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds:
     the regression programs written (name -> JSON)."""
     from e2e.configs.update_xfails import update
     from e2e.fuzz.regressions import read_programs, run_regressions, test_name, verify_bundle, write_programs
-    from e2e.fuzz.shrink import keeps_op, run_program, same_bug, shrink
+    from e2e.fuzz.shrink import keeps_op, op_to_keep, run_program, same_bug, shrink
 
     work = reports_dir / "triage"
     deadline = time.monotonic() + seconds
@@ -130,8 +130,8 @@ def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds:
         share = max(0.0, (deadline - time.monotonic()) / (len(bugs) - number))
         if bug.kind == CRASH and bug.stage == "timeout":
             share = 0.0  # every candidate of a hang takes the whole limit
-        # A wrong result's signature names no op: a candidate must still compute the guilty one.
-        guilty = short_op(bug.guilty_op) if bug.kind == WRONG else None
+        # A wrong result's or a crash's signature names no op: a candidate must still compute the guilty one.
+        guilty = op_to_keep(bug.signature, bug.guilty_op)
 
         def still_fails(candidate: Program, bug: Bug = bug, guilty: str | None = guilty) -> bool:
             if not keeps_op(candidate, guilty):
