@@ -148,7 +148,7 @@ def retyped(program: Program, inputs: tuple[InputSpec, ...], casts: dict[str, st
             attrs["dtype"] = casts[node.name]
         try:
             kind = CATALOGUE[node.op].infer([types[name] for name in node.inputs], attrs)
-        except (ValueError, RuntimeError, IndexError, KeyError, TypeError):
+        except Exception:  # noqa: BLE001 - a spec given types it was never drawn for may raise anything: refused
             return None
         if 0 in kind.shape:
             return None
