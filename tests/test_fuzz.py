@@ -243,3 +243,14 @@ def test_a_shrink_keeps_the_guilty_op_only_where_the_signature_names_none():
     assert op_to_keep("compare | values", "arith.select") is None  # not a program's op
     named = "backend | convert-torch-to-tosa | loc: failed to legalize operation 'torch.aten.cumsum'"
     assert op_to_keep(named, "torch.aten.cumsum") is None  # the signature keeps it
+
+
+def test_a_candidate_a_spec_cannot_type_is_refused_not_raised():
+    """any(x, dim=0) of a (1,) input: its one dim dropped, the spec's infer divides by the rank."""
+    from e2e.fuzz.shrink import fewer_dims
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import TensorType
+
+    x = InputSpec("x0", TensorType((1,), "bool"))
+    node = Node("v0", "any", ("x0",), (("dim", 0), ("keepdim", False)), TensorType((), "bool"))
+    assert list(fewer_dims(Program(1, (x,), (node,), ("v0",)))) == [None, None]
