@@ -208,15 +208,20 @@ import os, sys, time
 from e2e.fuzz.campaign import adopt_orphans, cpu_seconds, reap_orphans
 
 adopted = sys.argv[1] == "adopt" and adopt_orphans()
+ended, alive = os.pipe()  # EOF on `ended` once the grandchild has exited
 if os.fork() == 0:  # a child that leaves behind a grandchild burning 0.5 s of CPU
     if os.fork() == 0:
+        os.close(ended)
         end = time.process_time() + 0.5
         while time.process_time() < end:
             pass
     os._exit(0)
+os.close(alive)
 os.wait()
-time.sleep(1.5)  # the orphan ends meanwhile
-reap_orphans()
+os.read(ended, 1)
+deadline = time.monotonic() + 30
+while adopted and not reap_orphans() and time.monotonic() < deadline:
+    time.sleep(0.05)
 print(adopted, cpu_seconds())
 """
 
