@@ -259,3 +259,15 @@ def test_a_candidate_a_spec_cannot_type_is_refused_not_raised():
     x = InputSpec("x0", TensorType((1,), "bool"))
     node = Node("v0", "any", ("x0",), (("dim", 0), ("keepdim", False)), TensorType((), "bool"))
     assert list(fewer_dims(Program(1, (x,), (node,), ("v0",)))) == [None, None]
+
+
+def test_a_bypassed_node_hands_its_operand_to_what_read_it():
+    from e2e.fuzz.shrink import bypass
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import TensorType
+
+    f32 = TensorType((3,), "float32")
+    x = InputSpec("x0", f32, dynamic=(0,))
+    nodes = (Node("v0", "exp", ("x0",), (), f32), Node("v1", "neg", ("v0",), (), f32))
+    smaller = bypass(Program(2, (x,), nodes, ("v1",)), "v0", "x0")
+    assert smaller.ops == ["neg"] and smaller.nodes[0].inputs == ("x0",) and smaller.inputs == (x,)

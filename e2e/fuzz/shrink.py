@@ -4,8 +4,9 @@ Delta-debugging style, greedy, on the `Program` value (not the FX graph: every c
 is a program the generator could have written, so its regression test reads like one):
 
 1. fewer ops: one node's cone alone (the node as the only output: what comes after it
-   dropped), chunks of nodes cut (each cut node made a new input of its type; halves
-   first, then quarters... then single nodes), the smallest candidates first;
+   dropped), chunks of nodes cut (each cut node made a new input of its type, its dims
+   dynamic too in a program with dynamic dims; halves first, then quarters... then single
+   nodes), a node bypassed (replaced by an operand of its type), the smallest candidates first;
 2. smaller shapes: each size of the inputs' dims made 1, 2 or half, everywhere at once
    or in one input's dim, the node types inferred again through the op specs;
 3. fewer dims: a dim of size 1 dropped (the leading one of every input of the highest
@@ -73,10 +74,18 @@ def _used(program: Program, outputs: tuple[str, ...]) -> Program:
     return replace(program, inputs=inputs, nodes=tuple(reversed(nodes)), outputs=outputs)
 
 
-def cut_nodes(program: Program, names: Iterable[str], domains: dict[str, Domain] | None = None) -> Program:
+def cut_nodes(
+    program: Program, names: Iterable[str], domains: dict[str, Domain] | None = None, dynamic: bool = False
+) -> Program:
     """`program` with the nodes `names` made inputs of their types (what reads one reads
-    the input, drawn in `domains[name]`), and what no output needs then dropped."""
-    cut = {n.name: InputSpec(f"{n.name}_in", n.type, (domains or {}).get(n.name, FREE)) for n in program.nodes}
+    the input, drawn in `domains[name]`; with `dynamic`, its dims but those of size 1
+    dynamic, as a computed value's may have been), and what no output needs then dropped."""
+
+    def fresh_input(node) -> InputSpec:
+        dims = tuple(d for d, size in enumerate(node.type.shape) if size > 1) if dynamic else ()
+        return InputSpec(f"{node.name}_in", node.type, (domains or {}).get(node.name, FREE), dims)
+
+    cut = {n.name: fresh_input(n) for n in program.nodes}
     cut = {name: fresh for name, fresh in cut.items() if name in set(names)}
     rename = lambda name: cut[name].name if name in cut else name  # noqa: E731
     nodes = tuple(replace(n, inputs=tuple(map(rename, n.inputs))) for n in program.nodes if n.name not in cut)
@@ -84,6 +93,15 @@ def cut_nodes(program: Program, names: Iterable[str], domains: dict[str, Domain]
     shrunk = replace(program, inputs=(*program.inputs, *cut.values()), nodes=nodes, outputs=outputs)
     fresh = {i.name for i in cut.values()}
     return _used(shrunk, tuple(o for o in outputs if o not in fresh) or outputs)
+
+
+def bypass(program: Program, name: str, operand: str) -> Program:
+    """`program` without node `name`: what read it reads its operand `operand` (of its type)."""
+    rename = lambda value: operand if value == name else value  # noqa: E731
+    nodes = tuple(replace(n, inputs=tuple(map(rename, n.inputs))) for n in program.nodes if n.name != name)
+    outputs = tuple(dict.fromkeys(map(rename, program.outputs)))
+    computed = {n.name for n in nodes}
+    return _used(replace(program, nodes=nodes), tuple(o for o in outputs if o in computed) or outputs)
 
 
 def cut(program: Program, index: int) -> Program:
@@ -122,16 +140,24 @@ def value_domains(program: Program) -> dict[str, Domain]:
 
 
 def fewer_ops(program: Program) -> list[Program]:
-    """Candidates with fewer ops: each node's cone alone and chunks of nodes cut (halves,
-    then quarters, ... then single nodes), the smallest first."""
+    """Candidates with fewer ops: each node's cone alone, chunks of nodes cut (halves,
+    then quarters, ... then single nodes; in a program with dynamic dims, also with the
+    new inputs' dims dynamic), each node bypassed (replaced by an operand of its type,
+    which keeps what flows through it, dynamic dims included), the smallest first."""
     names = [n.name for n in program.nodes]
     domains = value_domains(program)
     found = [_used(program, (name,)) for name in names]
     size = len(names) // 2
     while size >= 1:
         for start in range(0, len(names), size):
-            found.append(cut_nodes(program, names[start : start + size], domains))
+            for dynamic in (False, True) if program.dynamic else (False,):
+                found.append(cut_nodes(program, names[start : start + size], domains, dynamic))
         size //= 2
+    types = {i.name: i.type for i in program.inputs} | {n.name: n.type for n in program.nodes}
+    for node in program.nodes:
+        for operand in dict.fromkeys(node.inputs):
+            if types[operand] == node.type:
+                found.append(bypass(program, node.name, operand))
     found = [c for c in found if c.nodes and len(c.nodes) < len(program.nodes)]
     return sorted(found, key=lambda c: (len(c.nodes), len(c.inputs)))
 
