@@ -180,3 +180,113 @@ def test_a_node_alone_and_a_node_cut_keep_the_types_of_what_they_replace():
     smaller = cut(program, 0)
     assert smaller.ops == ["add"] and [i.name for i in smaller.inputs] == ["x0", "v0_in"]
     assert smaller.nodes[0].inputs == ("v0_in", "x0") and smaller.outputs == ("v1",)
+
+
+def test_a_cut_node_becomes_an_input_drawn_where_its_values_were():
+    """log(exp(x)) with exp cut: its new input, drawn in exp's range, is positive (valid);
+    drawn anywhere in [-2, 2] it is not (the generator's domain check turns it away)."""
+    from e2e.fuzz.shrink import cut, cut_nodes, value_domains
+    from e2e.generate.grow import invalid
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import TensorType
+
+    f32 = TensorType((16,), "float32")
+    x = InputSpec("x0", f32)
+    program = Program(3, (x,), (Node("v0", "exp", ("x0",), (), f32), Node("v1", "log", ("v0",), (), f32)), ("v1",))
+    assert invalid(program) is None
+    kept = cut_nodes(program, ["v0"], value_domains(program))
+    assert kept.ops == ["log"] and kept.inputs[0].domain.low > 0 and invalid(kept) is None
+    assert invalid(cut(program, 0)) == "domain"
+
+
+def test_a_shrink_reaches_one_op_on_the_smallest_shapes_in_plain_dtypes():
+    """The search alone (any `still_fails` will do): a bug that needs `exp` shrinks to exp
+    of a float32 scalar tensor, cones, cuts, shapes, dims and dtypes each taking a step."""
+    from e2e.fuzz.shrink import shrink
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import TensorType
+
+    f16 = TensorType((4, 3), "float16")
+    nodes = (
+        Node("v0", "abs", ("x0",), (), f16),
+        Node("v1", "exp", ("v0",), (), f16),
+        Node("v2", "neg", ("v1",), (), f16),
+        Node("v3", "add", ("v2", "x0"), (), f16),
+    )
+    program = Program(11, (InputSpec("x0", f16, dynamic=(0,)),), nodes, ("v3",))
+    tried = []
+    reduced, count = shrink(program, lambda c: tried.append(c) or "exp" in c.ops, seconds=60)
+    assert reduced.ops == ["exp"] and count == len(tried)
+    assert [(i.type.shape, i.type.dtype, i.dynamic) for i in reduced.inputs] == [((), "float32", ())]
+    assert reduced.nodes[0].type == TensorType((), "float32")
+
+
+ORPHAN_CPU = """
+import os, sys, time
+from e2e.fuzz.campaign import adopt_orphans, cpu_seconds, reap_orphans
+
+adopted = sys.argv[1] == "adopt" and adopt_orphans()
+before = cpu_seconds()  # after the imports, whose cost varies
+ended, alive = os.pipe()  # EOF on `ended` once the grandchild has exited
+if os.fork() == 0:  # a child that leaves behind a grandchild burning 0.5 s of CPU
+    if os.fork() == 0:
+        os.close(ended)
+        end = time.process_time() + 0.5
+        while time.process_time() < end:
+            pass
+    os._exit(0)
+os.close(alive)
+os.wait()
+os.read(ended, 1)
+deadline = time.monotonic() + 30
+while adopted and not reap_orphans() and time.monotonic() < deadline:
+    time.sleep(0.05)
+print(adopted, cpu_seconds() - before)
+"""
+
+
+def test_the_campaigns_cpu_counts_a_descendant_orphaned_under_it():
+    """A grandchild whose parent never waits for it: counted once the campaign adopts it."""
+    import subprocess
+    import sys
+
+    def measured(mode: str) -> tuple[str, float]:
+        done = subprocess.run([sys.executable, "-c", ORPHAN_CPU, mode], capture_output=True, text=True, check=True)
+        adopted, cpu = done.stdout.split()
+        return adopted, float(cpu)
+
+    (adopted, with_it), (_, without) = measured("adopt"), measured("no")
+    assert adopted == "True" and with_it > 0.45 and without < 0.25
+
+
+def test_a_shrink_keeps_the_guilty_op_only_where_the_signature_names_none():
+    from e2e.fuzz.shrink import op_to_keep
+
+    assert op_to_keep("crash | backend | Fatal Python error: Segmentation fault", "torch.aten.matmul") == "matmul"
+    assert op_to_keep("compare | values", "aten.remainder.Tensor") == "remainder"
+    assert op_to_keep("compare | values", "arith.select") is None  # not a program's op
+    named = "backend | convert-torch-to-tosa | loc: failed to legalize operation 'torch.aten.cumsum'"
+    assert op_to_keep(named, "torch.aten.cumsum") is None  # the signature keeps it
+
+
+def test_a_candidate_a_spec_cannot_type_is_refused_not_raised():
+    """any(x, dim=0) of a (1,) input: its one dim dropped, the spec's infer divides by the rank."""
+    from e2e.fuzz.shrink import fewer_dims
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import TensorType
+
+    x = InputSpec("x0", TensorType((1,), "bool"))
+    node = Node("v0", "any", ("x0",), (("dim", 0), ("keepdim", False)), TensorType((), "bool"))
+    assert list(fewer_dims(Program(1, (x,), (node,), ("v0",)))) == [None, None]
+
+
+def test_a_bypassed_node_hands_its_operand_to_what_read_it():
+    from e2e.fuzz.shrink import bypass
+    from e2e.generate.program import Node, Program
+    from e2e.generate.types import TensorType
+
+    f32 = TensorType((3,), "float32")
+    x = InputSpec("x0", f32, dynamic=(0,))
+    nodes = (Node("v0", "exp", ("x0",), (), f32), Node("v1", "neg", ("v0",), (), f32))
+    smaller = bypass(Program(2, (x,), nodes, ("v1",)), "v0", "x0")
+    assert smaller.ops == ["neg"] and smaller.nodes[0].inputs == ("x0",) and smaller.inputs == (x,)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -460,3 +461,22 @@ def test_each_failing_pair_is_taken_by_its_strategies(outcome, stage, frontend, 
         SimpleNamespace(test="T", outcome=outcome, stage=stage), SimpleNamespace(module=module), config, ""
     )
     assert [type(strategy).__name__ for strategy in candidates(pair)] == expected
+
+
+class Scale(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.exp(x) * y
+
+
+def test_a_bf16_miscompile_gets_a_bundle_that_keeps_bf16_as_its_bit_pattern(tmp_path):
+    """numpy has no bfloat16: inputs.npz and expected.npz hold int16 bit patterns, which
+    the replay reads back as bf16 (@main's argument types, the case's result dtypes)."""
+    chain = stage_pipelines(load_config("linalg"))["backend"]
+    broken = [*chain[: -len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]
+    inputs = [torch.rand(3, 4, dtype=torch.bfloat16), torch.rand(3, 4, dtype=torch.bfloat16)]
+    outcome = reduce_mismatch(Scale(), inputs, broken, test="T", config="c", reports_dir=tmp_path, time_box=40)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "aten.mul.Tensor"
+    with np.load(outcome.bundle / "inputs.npz") as arrays:
+        assert {arrays[k].dtype for k in arrays.files} == {np.dtype(np.int16)}
+    assert run_repro(outcome.bundle).returncode == 1

@@ -94,9 +94,10 @@ def to_storage_array(tensor: torch.Tensor) -> np.ndarray:
     return np.ascontiguousarray(tensor.numpy()).view(spec.numpy)
 
 
-def from_storage_array(array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
+def from_storage_array(array: np.ndarray, dtype: torch.dtype | None) -> torch.Tensor:
+    """`to_storage_array`'s inverse: a bf16 value comes back from its int16 bit pattern."""
     tensor = torch.from_numpy(np.require(array, requirements="C"))
-    return tensor.view(torch.bfloat16) if dtype == torch.bfloat16 else tensor
+    return tensor.view(torch.bfloat16) if dtype == torch.bfloat16 and tensor.dtype == torch.int16 else tensor
 
 
 def memref_view(unranked: UnrankedMemRef, storage: np.dtype) -> np.ndarray:

@@ -106,6 +106,21 @@ def load_arrays(path: Path) -> list:
         return [data[f"arg{i}"] for i in range(len(data.files))]
 
 
+def argument_elements(module) -> list[str]:
+    """The element type of each @main argument (`bf16` of `tensor<3xbf16>` and of
+    `!torch.vtensor<[3],bf16>`; "" for a non-tensor)."""
+    from torch_mlir import ir
+
+    for op in module.body.operations:
+        if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+            types = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).inputs
+            return [
+                str(t.element_type) if isinstance(t, ir.ShapedType) else str(t).rpartition(",")[2].rstrip(">")
+                for t in types
+            ]
+    return []
+
+
 def arity(text: str) -> int:
     """How many arguments @main takes (a mismatch candidate must keep its inputs)."""
     from torch_mlir import ir
@@ -122,13 +137,14 @@ def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=Non
     import torch
 
     from .compare import Tolerance, compare_tensors
-    from .engine import RefBackendProgram
+    from .engine import RefBackendProgram, from_storage_array
 
     assert bundle_dir is not None, "a mismatch case needs its inputs.npz and expected.npz"
     signature, _ = compile_signature(text, "lower", [], None)
     if signature is not None:
         return signature
     module = parse_module(text, new_context())
+    bf16 = [element == "bf16" for element in argument_elements(module)]
     dtypes = [getattr(torch, name) for name in case.result_dtypes]
     runtime = case.pipeline[-1] if case.pipeline[-1].startswith(RUNTIME_PASS) else None
     try:
@@ -139,8 +155,13 @@ def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=Non
         return stage_signature("lower", f"{type(error).__name__}: {error}")
     if not runtime:
         program = RefBackendProgram(module, dtypes)
-    inputs = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "inputs.npz")]
-    expected = [torch.from_numpy(a) for a in load_arrays(bundle_dir / "expected.npz")]
+    # numpy has no bfloat16: the arrays hold a bf16 value's int16 bit pattern (`to_storage_array`).
+    arrays = load_arrays(bundle_dir / "inputs.npz")
+    inputs = [
+        from_storage_array(a, torch.bfloat16 if i < len(bf16) and bf16[i] else None) for i, a in enumerate(arrays)
+    ]
+    arrays = load_arrays(bundle_dir / "expected.npz")
+    expected = [from_storage_array(a, dtypes[i] if i < len(dtypes) else None) for i, a in enumerate(arrays)]
     if arity(text) != len(inputs):
         return Signature("invalid", f"@main does not take the {len(inputs)} inputs").format()
     actual = program(*inputs)

@@ -11,12 +11,21 @@ Seeds are dealt in blocks: block k holds seeds S + kB .. S + (k+1)B - 1, and sha
 runs the blocks k = I-1, I-1+N, ... So the same seed, block size and shard give the same
 programs, and their verdicts; the budget only decides where the campaign stops, recorded
 in `run.json` (`campaign`: blocks run, first and last seed).
+
+CPU time (`cpu_s`, what "new distinct bugs over CPU time" is plotted against) is the
+campaign process's own (merges) and every descendant's: pytest, its xdist workers, their
+forked hosts and pairs, runtimes' subprocesses. A descendant's CPU reaches its parent's
+`RUSAGE_CHILDREN` only when it is waited for; the campaign makes itself a child subreaper
+(Linux), so a process orphaned under it (a worker's host whose worker died) is adopted
+and reaped by it, and counted, not lost to init.
 """
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
+import os
 import resource
 import shlex
 import subprocess
@@ -37,6 +46,34 @@ PROGRAM_CACHE = "cache"  # pytest's cache dir for the blocks: the program cache 
 BUILT_IN = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
 # pytest's exit statuses that still mean a finished run: all passed, some failed.
 FINISHED = (0, 1)
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def adopt_orphans() -> bool:
+    """Make this process the reaper of its orphaned descendants (Linux); whether it is."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def reap_orphans() -> int:
+    """Wait for the adopted descendants that have ended (their CPU then counts); how many."""
+    reaped = 0
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return reaped
+        if pid == 0:
+            return reaped
+        reaped += 1
+
+
+def cpu_seconds() -> float:
+    """User and system CPU of this process and of every descendant waited for so far."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 @dataclass(frozen=True)
@@ -68,7 +105,7 @@ class Batch:
     programs: int
     pairs: int
     wall_s: float
-    cpu_s: float  # the pytest process and its workers, children included
+    cpu_s: float  # since the previous block ended: this pytest run and its descendants, the campaign's merge
     exit_status: int
     directory: str
 
@@ -83,6 +120,7 @@ class Campaign:
     programs: int | None = None  # stop after this many programs (instead of, or before, the budget)
     extra: list[str] = field(default_factory=list)  # more pytest arguments
     batches: list[Batch] = field(default_factory=list)
+    cpu_mark: float | None = None  # `cpu_seconds()` when the last block ended (or the campaign began)
 
     def pytest_command(self, first_seed: int, count: int, directory: Path) -> list[str]:
         command = pytest_command(
@@ -105,6 +143,8 @@ class Campaign:
     def run(self, log: Callable[[str], None] = print) -> dict:
         """Run blocks until the budget is spent; merge them into the reports directory."""
         self.reports_dir.mkdir(parents=True, exist_ok=True)
+        adopt_orphans()
+        self.cpu_mark = cpu_seconds()
         started = time.monotonic()
         budget = None if self.minutes is None else self.minutes * 60
         done = 0
@@ -128,11 +168,13 @@ class Campaign:
     def run_batch(self, first_seed: int, count: int) -> Batch:
         directory = self.reports_dir / BATCHES / f"{first_seed:08d}"
         command = self.pytest_command(first_seed, count, directory)
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if self.cpu_mark is None:
+            self.cpu_mark = cpu_seconds()
         begun = time.monotonic()
         done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         wall = time.monotonic() - begun
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        reap_orphans()
+        mark, self.cpu_mark = self.cpu_mark, cpu_seconds()
         (directory / "pytest.log").parent.mkdir(parents=True, exist_ok=True)
         (directory / "pytest.log").write_text(shlex.join(command) + "\n" + done.stdout)
         if done.returncode not in FINISHED:
@@ -143,7 +185,7 @@ class Campaign:
                 f"rerun: {shlex.join(command)}"
             )
         rows, _ = load_rows(directory)
-        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+        cpu = self.cpu_mark - mark
         batch = Batch(first_seed, count, len(rows), round(wall, 2), round(cpu, 2), done.returncode, str(directory))
         self.batches.append(batch)
         return batch

@@ -116,6 +116,19 @@ def generator_checks(programs) -> tuple[Counter, int]:
     return turned, repairs
 
 
+def _triage_cost(campaign: dict) -> list[str]:
+    """What the triage cost beside the blocks (classification, and reduction if asked)."""
+    if "triage_cpu_s" not in campaign:
+        return []
+    text = f"Triage (oracle, ops run alone): {campaign['triage_cpu_s']:.0f} CPU s"
+    if "reduce_cpu_s" in campaign:
+        text += (
+            f"; reduction (shrinks, regression runs, bundles): {campaign['reduce_cpu_s']:.0f} CPU s, "
+            f"{campaign['reduce_wall_s']:.0f} s wall"
+        )
+    return [text + ".", ""]
+
+
 def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, programs=()) -> str:
     """The campaign's report as markdown. `ops_of(bug)`: the ops of the bug's smallest
     program; `programs`: the campaign's programs (for the generator's checks)."""
@@ -131,8 +144,10 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, p
         + ", ".join(f"{a}..{b}" for a, b in campaign.get("seeds", []))
         + f" (last seed {campaign.get('last_seed')}).",
         "",
-        f"{programs} programs, {pairs} pairs in {wall:.0f} s wall, {cpu:.0f} CPU s ({rate}).",
+        f"{programs} programs, {pairs} pairs in {wall:.0f} s wall, {cpu:.0f} CPU s ({rate}; CPU s: the "
+        "campaign process and every descendant, pytest, its workers, hosts and pairs).",
         "",
+        *_triage_cost(campaign),
         f"**{len(classified.new)} new distinct bugs**, {len(classified.known)} known (an xfail entry of the "
         f"hand-written suites carries the signature); {len(classified.gaps)} coverage gaps (config, op); "
         f"{len(classified.broken)} pairs of programs torch itself refused. The new bugs are "

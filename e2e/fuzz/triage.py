@@ -113,7 +113,7 @@ def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds:
     the regression programs written (name -> JSON)."""
     from e2e.configs.update_xfails import update
     from e2e.fuzz.regressions import read_programs, run_regressions, test_name, verify_bundle, write_programs
-    from e2e.fuzz.shrink import run_program, same_bug, shrink
+    from e2e.fuzz.shrink import keeps_op, op_to_keep, run_program, same_bug, shrink
 
     work = reports_dir / "triage"
     deadline = time.monotonic() + seconds
@@ -130,14 +130,22 @@ def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds:
         share = max(0.0, (deadline - time.monotonic()) / (len(bugs) - number))
         if bug.kind == CRASH and bug.stage == "timeout":
             share = 0.0  # every candidate of a hang takes the whole limit
-        reduced, tried = shrink(
-            original, lambda c, b=bug: same_bug(run_program(c, b.config, work, seconds=60), b.signature), share
-        )
+        # A wrong result's or a crash's signature names no op: a candidate must still compute the guilty one.
+        guilty = op_to_keep(bug.signature, bug.guilty_op)
+
+        def still_fails(candidate: Program, bug: Bug = bug, guilty: str | None = guilty) -> bool:
+            if not keeps_op(candidate, guilty):
+                return False
+            return same_bug(run_program(candidate, bug.config, work, seconds=60), bug.signature)
+
+        started = time.monotonic()
+        reduced, tried = shrink(original, still_fails, share)
         bug.reduced = reduced
         bug.regression = test_name(reduced, bug.config)
         written[bug.regression] = reduced.to_json()
         log(
-            f"fuzz: {bug.config}: {bug.first.test} shrunk from {len(original.nodes)} to {len(reduced.nodes)} ops ({tried} tried)"
+            f"fuzz: {bug.config}: {bug.first.test} shrunk from {len(original.nodes)} to {len(reduced.nodes)} ops "
+            f"({tried} candidates tried in {time.monotonic() - started:.0f} s)"
         )
     if not written:
         return written
@@ -165,10 +173,18 @@ def analyse(reports_dir: Path, configs: list[str] | None = None, reduce_seconds:
     rows = copy.deepcopy(recorded)  # judged again by the oracle below; the run's record stays as it ran
     campaign = load_campaign(reports_dir, run)
     configs = configs or campaign.get("configs") or sorted({row["config"] for row in rows})
+    from e2e.fuzz.campaign import cpu_seconds
+
+    # The triage's own cost, beside the blocks' (`cpu_s`): the report gives both.
+    begun = cpu_seconds()
     judge_by_oracle(rows, reports_dir / "triage", log=log)
     classified = classify_campaign(reports_dir, configs, rows)
+    campaign["triage_cpu_s"] = round(cpu_seconds() - begun, 1)
     if reduce_seconds > 0:
+        begun, started = cpu_seconds(), time.monotonic()
         reduce_bugs(classified.new, configs, reports_dir, reduce_seconds, log)
+        campaign["reduce_cpu_s"] = round(cpu_seconds() - begun, 1)
+        campaign["reduce_wall_s"] = round(time.monotonic() - started, 1)
 
     def bug_ops(bug: Bug) -> tuple[str, ...]:
         return tuple(bug.reduced.ops) if bug.reduced is not None else ops_of(bug.first.test)

@@ -233,7 +233,9 @@ class Grower:
         self.repairs += 1
         return self.values[-1] if domain.holds(self.values[-1].tensor) else None
 
-    def append(self, spec: OpSpec, operands: list[Value], attrs: dict, kind: TensorType) -> str | None:
+    def append(
+        self, spec: OpSpec, operands: list[Value], attrs: dict, kind: TensorType, name: str | None = None
+    ) -> str | None:
         names = [v.name for v in operands]
         expression = spec.render(names, attrs)
         tensors = [v.tensor for v in operands]
@@ -252,7 +254,7 @@ class Grower:
         wide = wide.double() if wide.is_floating_point() else wide  # int / int promotes to float32 there too
         if not conditioned(result, wide, precision):
             return "conditioned"
-        node = Node(f"v{len(self.nodes)}", spec.name, tuple(names), attrs_of(attrs), kind)
+        node = Node(name or f"v{len(self.nodes)}", spec.name, tuple(names), attrs_of(attrs), kind)
         self.nodes.append(node)
         self.values.append(Value(node.name, kind, result, False, wide, precision))
         return None
@@ -270,6 +272,39 @@ class Grower:
         if spec.check is not None:
             return spec.check(tensors, attrs, result)
         return None
+
+
+def invalid(program: Program) -> str | None:
+    """Why `program` is not a program the generator could have kept (the check its inputs,
+    drawn as the suite draws them, fail), or None: valid. Replays the grower's own checks
+    node by node (`Grower.append`): each result of its inferred type and passing every
+    check of `CHECKS`, each first operand inside its op's domain. For a program rebuilt
+    from another (a shrink: a node cut into an input, smaller shapes or dtypes)."""
+    grower = Grower(program.seed, Random(0), 0)
+    values: dict[str, Value] = {}
+    for spec_ in program.inputs:
+        if spec_.dynamic and any(spec_.type.shape[d] < 2 for d in spec_.dynamic):
+            return "applies"  # a dynamic dim of size 1 broadcasts: the suite never declares one
+        tensor = spec_.draw(grower.tu)
+        wide = tensor.double() if tensor.is_floating_point() else tensor
+        precision = spec_.type.dtype if is_float(spec_.type.dtype) else None
+        values[spec_.name] = Value(spec_.name, spec_.type, tensor, True, wide, precision)
+    for node in program.nodes:
+        spec = CATALOGUE[node.op]
+        operands = [values[name] for name in node.inputs]
+        attrs = dict(node.attrs)
+        try:
+            if not spec.domain(attrs, operands[0].type.dtype).holds(operands[0].tensor):
+                return "domain"
+            failed = grower.append(spec, operands, attrs, node.type, node.name)
+        except SpecError:
+            return "applies"  # the node's recorded type is not what torch computes
+        except Exception:  # noqa: BLE001 - a check given shapes its op was never drawn for (a shrink's): not valid
+            return "applies"
+        if failed is not None:
+            return failed
+        values[node.name] = grower.values[-1]
+    return None
 
 
 class GrowDraw(Draw):

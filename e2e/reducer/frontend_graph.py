@@ -19,6 +19,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import torch
+
+from compiler.replay_runtime.engine import to_storage_array
 from compiler.replay_runtime.frontend_step import DECOMPOSITIONS_STEP
 from compiler.stages import StageError, first_line
 from e2e.framework.signature import Signature, normalize, stage_signature
@@ -134,6 +137,7 @@ def repro_script(
     expected = Signature.parse(signature).message
     needs = "torch, torch-mlir and numpy only"
     table = ""
+    bf16 = [i for i, x in enumerate(built.inputs) if x.dtype == torch.bfloat16]
     if decompositions is not None:
         needs = "torch and numpy only: DECOMPOSITIONS are torch's own, the fewest of torch-mlir's table that still fail"
         table = f"\nDECOMPOSITIONS = {decompositions!r}  # (op, registered decomposition or the op's own CIA kernel)\n"
@@ -164,8 +168,11 @@ class Repro(torch.nn.Module):
 
 
 def inputs():
+    # numpy has no bfloat16: a bf16 input is stored as its int16 bit pattern.
+    bf16 = {bf16!r}
     with np.load(Path(__file__).resolve().parent / "inputs.npz") as data:
-        return [torch.from_numpy(data[f"arg{{i}}"]) for i in range(len(data.files))]
+        arrays = [torch.from_numpy(data[f"arg{{i}}"]) for i in range(len(data.files))]
+    return [a.view(torch.bfloat16) if i in bf16 else a for i, a in enumerate(arrays)]
 
 
 if __name__ == "__main__":
@@ -238,7 +245,7 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
     (bundle_dir / "repro.py").write_text(repro_script(built, frontend, result.signature, decompositions))
     (bundle_dir / "case.json").write_text(case.to_json())
     (bundle_dir / "graph.txt").write_text(str(built.module.graph))
-    save_arrays(bundle_dir / "inputs.npz", [x.numpy() for x in built.inputs])
+    save_arrays(bundle_dir / "inputs.npz", [to_storage_array(x) for x in built.inputs])
     reduced = time.monotonic()
     verification = verify(bundle_dir, case)
     tests = add_test(bundle_dir, result.test, config.name)

@@ -31,6 +31,8 @@ import numpy as np
 import torch
 import torch.utils._pytree as pytree
 
+from compiler.replay_runtime.engine import to_storage_array
+
 # Ops whose values say nothing about a compiler (uninitialized memory, randomness).
 UNREPRODUCIBLE = frozenset(
     {
@@ -316,8 +318,8 @@ class GraphSearch:
             nodes=built.nodes,
             targets=[str(self.by_name[n].target) for n in group],
             torch_backend_ir=torch_ir,
-            inputs=[x.numpy() for x in built.inputs],
-            expected=[x.numpy() for x in expected],
+            inputs=[to_storage_array(x) for x in built.inputs],
+            expected=[to_storage_array(x) for x in expected],
             result_dtypes=[str(d).removeprefix("torch.") for d in dtypes],
             signature=found[0],
             detail=found[1],

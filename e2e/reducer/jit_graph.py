@@ -21,6 +21,7 @@ import numpy as np
 import torch
 from torch.utils import _pytree as pytree
 
+from compiler.replay_runtime.engine import to_storage_array
 from e2e.reducer.finish import mismatch_bundle
 from e2e.reducer.graph import ONE_MINIMAL
 from e2e.reducer.localize import stage_pipelines
@@ -216,8 +217,8 @@ def localize_jit(module, inputs, to_executor, *, tolerance=None, deadline: float
         node=text,
         kind=node.kind(),
         torch_backend_ir=torch_ir,
-        inputs=[t.numpy() for t in arguments],
-        expected=[torch.as_tensor(e).numpy() for e in expected],
+        inputs=[to_storage_array(t) for t in arguments],
+        expected=[to_storage_array(torch.as_tensor(e)) for e in expected],
         result_dtypes=[str(d).removeprefix("torch.") for d in dtypes],
         signature=found[0],
         detail=found[1],
