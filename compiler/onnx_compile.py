@@ -17,10 +17,11 @@ from typing import Sequence
 
 import torch
 
+from compiler import pipelines
 from compiler.backend_compile import torch_backend_ir
+from compiler.frontends import ReducerFacts
 from compiler.frontends import onnx as onnx_frontend
 from compiler.stages import Snapshots, StageError, module_text
-from compiler.toolchain import TO_TORCH_BACKEND
 
 MODEL_FILE = "model.onnx"
 
@@ -75,7 +76,7 @@ def onnx_torch_backend_ir(raw_ir: str, *, snapshots: Snapshots | None = None) ->
     The conversion leaves an ONNX op it has no pattern for as it is (the backend stage
     would then fail on an anonymous `torch.operator`): such ops fail this stage by name.
     """
-    lowered = torch_backend_ir(raw_ir, snapshots=snapshots, pipeline=TO_TORCH_BACKEND["onnx"])
+    lowered = torch_backend_ir(raw_ir, snapshots=snapshots, pipeline=pipelines.ONNX_TO_TORCH_BACKEND)
     left = sorted(set(_UNCONVERTED.findall(lowered)))
     if left:
         raise StageError(
@@ -91,3 +92,41 @@ def onnx_torch_backend_ir(raw_ir: str, *, snapshots: Snapshots | None = None) ->
 
 CONVERT_PASS = "func.func(convert-torch-onnx-to-torch)"
 _UNCONVERTED = re.compile(r'torch\.operator "([^"]+)"')
+
+
+class _Warm(torch.nn.Module):
+    def forward(self, x):
+        return torch.tanh(x @ x.t()).sum(0) + 1
+
+
+@dataclass(frozen=True)
+class OnnxFrontend:
+    """torch.onnx.export (dynamo), then torch-mlir's ONNX importer."""
+
+    name = "onnx"
+    imported_ir = "onnx"  # torch-onnx IR: `torch.operator "onnx.*"` ops
+    keeps = None  # the export is shared within a run only
+    reducer = ReducerFacts(repro_step="onnx", fx_graph_search=False, onnx_graph_search=True)
+
+    def to_torch_backend(self, backend: str) -> pipelines.Pipeline:
+        return pipelines.ONNX_TO_TORCH_BACKEND
+
+    def missing(self) -> str | None:
+        if missing := onnx_frontend.missing_packages():
+            return f"{', '.join(missing)}: {onnx_frontend.INSTALL_LINE}"
+        return None
+
+    def torch_backend_ir(self, imported: OnnxImport, pipeline: pipelines.Pipeline, snapshots: Snapshots) -> str:
+        return onnx_torch_backend_ir(imported.raw_ir, snapshots=snapshots)
+
+    def producer(self, ir_name: str) -> str:
+        return "the ONNX export and importer"
+
+    def warm_up(self) -> None:
+        """The exporter's and importer's first call in a process (seconds)."""
+        if not onnx_frontend.missing_packages():
+            model = onnx_export(_Warm(), [torch.rand(3, 4)], [[-1, 4]])
+            onnx_torch_backend_ir(onnx_import(model).raw_ir)
+
+    def check(self, module, inputs, dynamic_dims) -> None:
+        onnx_frontend.import_model(onnx_frontend.export(module, inputs, dynamic_dims))

@@ -111,7 +111,7 @@ def load_config(spec: str) -> Config:
     elif spec in RUNTIME_CONFIG_NAMES or "@" in spec:  # `<input>@<executor>`
         config = importlib.import_module("e2e.configs.runtime").runtime_config(spec)
         # Import the runtime's Python package now, before test hosts fork (jax: ~1.6 s each).
-        config.toolchain().executor().missing()
+        config.toolchain().executor.missing()
     elif ":" in spec:
         module, _, attribute = spec.partition(":")
         try:

@@ -128,7 +128,7 @@ def recapture(prepared, call: TraceItem, dynamic: bool):
 
 def installed_executor(chain: Toolchain):
     """The chain's executor; a pair whose runtime is not installed skips with its install line."""
-    executor = chain.executor()
+    executor = chain.executor
     if (install := executor.missing()) is not None:
         raise NotApplicable(f"the {chain.executor_name} runtime is not installed: {install}")
     return executor

@@ -94,7 +94,7 @@ class OnRuntime:
                 f"verdict: {RUNTIME_SIDE} ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
                 f"torch; {self.runtime} {runtime}"
             )
-            if runtime.startswith("gives wrong results") and self.toolchain().executor().by_the_spec:
+            if runtime.startswith("gives wrong results") and self.toolchain().executor.by_the_spec:
                 text += (
                     f": by the spec, {self._produced_by()} emitted a wrong program, which the twin's lowering departs "
                     f"from as torch does (or {self.runtime} is wrong)"
@@ -117,9 +117,7 @@ class OnRuntime:
         return Explanation([text], verdict=kind, verdict_reason=text)
 
     def _produced_by(self) -> str:
-        if self.toolchain().frontend == "onnx":
-            return "the ONNX export and importer"
-        return f"torch -> {self.ir_name}"
+        return self.toolchain().frontend.producer(self.ir_name)
 
     def _shared_below(self) -> str:
         """What both executors run of their own below the shared IR (each its own copy)."""
@@ -190,7 +188,7 @@ class RuntimeConfig(OnRuntime, FxConfig):
     twin: str = ""  # the RefBackend config that compiles the same backend IR
 
     def twin_config(self) -> FxConfig:
-        static = getattr(self.toolchain().executor(), "static_only", False)
+        static = getattr(self.toolchain().executor, "static_only", False)
         return FxConfig(self.twin, backend="linalg" if self.backend == TORCH_INPUT else self.backend, static=static)
 
 
