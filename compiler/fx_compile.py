@@ -55,6 +55,10 @@ class FxCapture:
                 self._saved = None
         return self._program
 
+    def lost_on_the_way(self) -> str | None:
+        """None when the program is here (loaded, if it was kept); else why it was lost."""
+        return self.lost if self.program is None else None
+
     def __getstate__(self) -> dict:
         if self._saved is None and self.lost is None and self._program is not None:
             if specialized := specialized_values(self._program):
@@ -179,6 +183,9 @@ class FxFrontend:
         return pipelines.fx_to_torch_backend(pipelines.BACKEND_LEGAL_OPS.get(backend, ()))
 
     def missing(self) -> str | None:
+        return None
+
+    def given(self, module) -> None:
         return None
 
     def capture(self, module, inputs, dynamic_dims, method: str, snapshots: Snapshots) -> FxCapture:

@@ -20,7 +20,7 @@ from torch_mlir import ir
 
 from compiler import pipelines
 from compiler.backend_compile import compile_torch_backend_ir
-from compiler.frontends import KEEPS_IMPORT, ReducerFacts, jit, lazy, load_frontend, torchscript
+from compiler.frontends import KEEPS_IMPORT, ReducerFacts, StaticShapesOnly, jit, lazy, load_frontend, torchscript
 from compiler.refbackend import RefBackendProgram
 from compiler.replay_runtime.passes import ERASE_DEAD_ALLOCATIONS  # after the torch-backend pipeline
 from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
@@ -42,10 +42,6 @@ __all__ = [
 ]
 
 FRONTENDS = ("ltc", "torchscript")
-
-
-class StaticShapesOnly(ValueError):
-    """Dynamic dims were asked for, but the capture recorded static shapes (LTC, torch.jit.trace)."""
 
 
 @dataclass
@@ -80,6 +76,22 @@ class JitImport:
     jit_graph: str
     notes: dict[str, Any] = field(default_factory=dict)
     unknown_ops: list[str] = field(default_factory=list)  # imported as torch.operator
+    shapes: str = ""  # the call's tensors, for the notes of a static program ("f32[3, 4]")
+    method: str = "forward"
+    static_fallback: bool = False  # never: dynamic dims a capture cannot honour raise StaticShapesOnly
+
+    @property
+    def result_notes(self) -> list[str]:
+        notes = []
+        if reason := self.notes.get("fallback_reason"):
+            notes.append(f"torch.jit.script failed, traced instead: {reason}")
+        if self.notes.get("static_shapes"):
+            notes.append(f"compiled static shapes: {self.method}({self.shapes})")
+        return notes
+
+    def arguments(self, inputs: Sequence[object]) -> list[torch.Tensor]:
+        tensors = [x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
+        return [tensors[i] for i in self.argument_indices]
 
 
 def jit_import(
@@ -125,6 +137,8 @@ def jit_import(
         str(captured.graph),
         notes,
         list(imported.unknown_ops),
+        _shapes_text(example_inputs),
+        method,
     )
 
 
@@ -201,6 +215,9 @@ class JitFrontend:
         `StaticShapesOnly` when it records static shapes although dynamic dims were asked for."""
         raise NotImplementedError
 
+    def given(self, module) -> None:
+        return None
+
     def capture(self, module, inputs, dynamic_dims, method: str, snapshots: Snapshots) -> JitImport:
         """Capture and import together (the capture is live objects): what the suite keeps."""
         return jit_import(module, inputs, self, dynamic_dims, snapshots=snapshots, method=method, static_ok=False)
@@ -256,6 +273,11 @@ class TorchScriptFrontend(JitFrontend):
                 f"{list(dynamic_dims)} were asked for ({captured.fallback_reason})"
             )
         return captured
+
+
+def _shapes_text(inputs: Sequence[object]) -> str:
+    tensors = [x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
+    return ", ".join(f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}" for x in tensors)
 
 
 def _result_count(module) -> int:

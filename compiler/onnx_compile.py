@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import torch
+import torch.utils._pytree as pytree
 
 from compiler import pipelines
 from compiler.backend_compile import torch_backend_ir
@@ -27,6 +28,15 @@ MODEL_FILE = "model.onnx"
 
 
 @dataclass
+class OnnxCapture:
+    """Stage `capture` of a torch module: its ONNX model, and the exporter's notes."""
+
+    model: bytes
+    notes: list[str] = field(default_factory=list)
+    static_fallback: bool = False  # the dynamic export failed: the model takes the example shapes alone
+
+
+@dataclass
 class OnnxImport:
     """An ONNX model imported as raw torch dialect (`torch.operator "onnx.*"` ops in `@main`)."""
 
@@ -35,6 +45,24 @@ class OnnxImport:
     output_names: list[str]
     opset: int | None
     notes: list[str] = field(default_factory=list)
+    model: bytes = b""
+    given: bool = True  # the model was given (an ONNX test), not exported here
+    static_fallback: bool = False
+    out_spec: None = None  # the golden outputs' structure
+
+    @property
+    def result_notes(self) -> list[str]:
+        return self.notes
+
+    def arguments(self, inputs: Sequence[object]) -> list[torch.Tensor]:
+        """The call's tensors, which the model must take one for one."""
+        tensors = [x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
+        if len(self.input_names) != len(tensors):
+            raise StageError(
+                "import" if self.given else "capture",
+                f"the ONNX model takes {len(self.input_names)} inputs, the call passes {len(tensors)} tensors",
+            )
+        return tensors
 
 
 def onnx_export(
@@ -67,6 +95,7 @@ def onnx_import(model: bytes, *, snapshots: Snapshots | None = None) -> OnnxImpo
         [value.name for value in proto.graph.input if value.name not in initialized],
         [value.name for value in proto.graph.output],
         onnx_frontend.opset_of(proto),
+        model=model,
     )
 
 
@@ -115,6 +144,23 @@ class OnnxFrontend:
         if missing := onnx_frontend.missing_packages():
             return f"{', '.join(missing)}: {onnx_frontend.INSTALL_LINE}"
         return None
+
+    def given(self, module) -> bytes | None:
+        """The ONNX model a test carries (`onnx_model`: the ONNX backend suite), compiled as it is."""
+        return getattr(module, "onnx_model", None)
+
+    def capture(self, module, inputs, dynamic_dims, method: str, snapshots: Snapshots) -> OnnxCapture:
+        snapshots.enter("capture")
+        notes: list[str] = []
+        model, fell_back = onnx_frontend.export_static_fallback(module, inputs, dynamic_dims, method, notes)
+        return OnnxCapture(model, notes, fell_back)
+
+    def import_capture(self, captured: OnnxCapture | bytes, snapshots: Snapshots) -> OnnxImport:
+        if isinstance(captured, bytes):  # a given model
+            return onnx_import(captured, snapshots=snapshots)
+        imported = onnx_import(captured.model, snapshots=snapshots)
+        imported.notes, imported.given, imported.static_fallback = list(captured.notes), False, captured.static_fallback
+        return imported
 
     def torch_backend_ir(self, imported: OnnxImport, pipeline: pipelines.Pipeline, snapshots: Snapshots) -> str:
         return onnx_torch_backend_ir(imported.raw_ir, snapshots=snapshots)

@@ -59,19 +59,23 @@ class ReducerFacts:
     torch_only_decompositions: bool = False  # a decompositions failure: searched for torch's own table
 
 
+class StaticShapesOnly(ValueError):
+    """Dynamic dims were asked for, but the capture records static shapes (LTC, torch.jit.trace)."""
+
+
 @runtime_checkable
 class Imported(Protocol):
     """One call's program as a frontend imported it."""
 
     raw_ir: str  # the imported module (`@main`)
-    out_spec: Any  # pytree spec of the outputs
-    notes: list[str]
+    out_spec: Any  # pytree spec of the outputs; None: the golden outputs' structure
+    result_notes: list[str]  # for the pair's Result
     # The program takes only the call's shapes although dynamic dims were asked for (a
     # capture that fell back to static shapes, or traced them).
     static_fallback: bool
 
     def arguments(self, inputs: Sequence[object]) -> list[Any]:
-        """The tensors @main takes, from a call's inputs."""
+        """The tensors @main takes, from a call's inputs (a `StageError` where it takes others)."""
 
 
 @runtime_checkable
@@ -86,6 +90,9 @@ class Frontend(Protocol):
 
     def missing(self) -> str | None:
         """None when usable; else what to run to install what it needs."""
+
+    def given(self, module: Any) -> Any:
+        """A capture the test carries (an ONNX model), compiled as it is; else None."""
 
     def capture(self, module: Any, inputs: Sequence[object], dynamic_dims: Any, method: str, snapshots: Any) -> Any:
         """Stage `capture` of `module.<method>` called with `inputs` (raises `StageError`)."""

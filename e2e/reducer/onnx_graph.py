@@ -347,7 +347,7 @@ def reduce_onnx_result(result, prepared, config, reports_dir, time_box: float) -
     """A compare failure of the onnx config: the failing call's model, exported again as the
     config exports it (or the test's own ONNX model), reduced over its nodes."""
     from compiler.onnx_compile import onnx_export
-    from e2e.configs.fx import tensor_leaves
+    from e2e.configs.pipeline import tensor_leaves
     from e2e.reducer.localize import stage_pipelines
 
     method, call = prepared.failing_call(result.failing_call)
