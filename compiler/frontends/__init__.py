@@ -36,6 +36,7 @@ FRONTENDS: dict[str, str] = {
     "ltc": "compiler.jit_compile:LtcFrontend",
     "torchscript": "compiler.jit_compile:TorchScriptFrontend",
     "onnx": "compiler.onnx_compile:OnnxFrontend",
+    "dynamo": "compiler.frontends.dynamo:DynamoFrontend",
 }
 ENTRY_POINTS = "e2e_conformance.frontends"
 

@@ -45,7 +45,7 @@ __all__ = [
 
 CONFIG_NAMES = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
 # Built in, run only when named (`--config onnx`): an optional extra, and slower per pair.
-OPT_IN_CONFIG_NAMES = ("onnx",)
+OPT_IN_CONFIG_NAMES = ("onnx", "dynamo")
 # Real runtimes as executors (e2e/configs/runtime.py): not in the default set.
 RUNTIME_CONFIG_NAMES = ("tosa@tosa-ref", "stablehlo@xla", "stablehlo@interp", "linalg@iree", "torch@iree", "onnx@iree")
 ENTRY_POINT_GROUP = "e2e_conformance.configs"

@@ -244,4 +244,5 @@ CONFIGS: dict[str, PipelineConfig] = {
     "ltc": PipelineConfig("ltc", "ltc", "linalg"),
     "torchscript": PipelineConfig("torchscript", "torchscript", "linalg"),
     "onnx": PipelineConfig("onnx", "onnx", "linalg", model_formats=("torch", "onnx"), explainers_=(OnnxOracle(),)),
+    "dynamo": PipelineConfig("dynamo", "dynamo", "linalg"),
 }
