@@ -94,14 +94,14 @@ class PipelineConfig:
     opt_level: int | None = None  # None: the RefBackend's policy (compiler.refbackend.opt_level_for)
     static: bool = False  # compile the calls' static shapes even where the test has dynamic dims
     model_formats: tuple[str, ...] = ("torch",)  # what it compiles (`TakesModels`): the frontend's `given`
-    explainers_: tuple[Explainer, ...] = ()
+    explain_with: tuple[Explainer, ...] = ()  # asked after the runner judged (`e2e.framework.judge`)
 
     def toolchain(self) -> Toolchain:
         """Frontend, per-stage pipelines and executor: what `compile` runs and the reducer replays."""
         return toolchain(self.frontend, self.backend, self.executor)
 
     def explainers(self) -> tuple[Explainer, ...]:
-        return self.explainers_
+        return self.explain_with
 
     def warm_up(self) -> None:
         """The frontend's first capture and import in a process (seconds), before hosts fork."""
@@ -238,11 +238,11 @@ FX_EXPLAINERS: tuple[Explainer, ...] = (CaptureCheck(recapture),)
 
 # The built-in pipeline configs, by name.
 CONFIGS: dict[str, PipelineConfig] = {
-    "linalg": PipelineConfig("linalg", "fx", "linalg", explainers_=FX_EXPLAINERS),
-    "tosa": PipelineConfig("tosa", "fx", "tosa", explainers_=FX_EXPLAINERS),
-    "stablehlo": PipelineConfig("stablehlo", "fx", "stablehlo", explainers_=FX_EXPLAINERS),
+    "linalg": PipelineConfig("linalg", "fx", "linalg", explain_with=FX_EXPLAINERS),
+    "tosa": PipelineConfig("tosa", "fx", "tosa", explain_with=FX_EXPLAINERS),
+    "stablehlo": PipelineConfig("stablehlo", "fx", "stablehlo", explain_with=FX_EXPLAINERS),
     "ltc": PipelineConfig("ltc", "ltc", "linalg"),
     "torchscript": PipelineConfig("torchscript", "torchscript", "linalg"),
-    "onnx": PipelineConfig("onnx", "onnx", "linalg", model_formats=("torch", "onnx"), explainers_=(OnnxOracle(),)),
+    "onnx": PipelineConfig("onnx", "onnx", "linalg", model_formats=("torch", "onnx"), explain_with=(OnnxOracle(),)),
     "dynamo": PipelineConfig("dynamo", "dynamo", "linalg"),
 }

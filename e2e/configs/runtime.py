@@ -212,7 +212,7 @@ def runtime_config(name: str) -> OnRuntime:
 
 def _as(twin: PipelineConfig) -> dict:
     """What a runtime config takes over from its twin: the models it compiles, its explainers."""
-    return {"model_formats": twin.model_formats, "explainers_": twin.explainers_}
+    return {"model_formats": twin.model_formats, "explain_with": twin.explain_with}
 
 
 # The runtime configs this project documents and records xfail sets for; any other
