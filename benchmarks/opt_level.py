@@ -28,7 +28,7 @@ from compiler.backend_compile import compile_torch_backend_ir  # noqa: E402
 from compiler.fx_compile import fx_to_torch_backend_ir  # noqa: E402
 from compiler.refbackend import largest_tensor_elements  # noqa: E402
 from compiler.stages import StageError  # noqa: E402
-from e2e.configs.fx import tensor_leaves  # noqa: E402
+from e2e.configs.pipeline import tensor_leaves  # noqa: E402
 from e2e.framework import isolation  # noqa: E402
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
 from e2e.framework.runner import prepare  # noqa: E402

@@ -79,7 +79,7 @@ def compile_backend_ir(
     snapshots = snapshots if snapshots is not None else Snapshots()
     module, dtypes = _backend_module(torch_ir, chain, snapshots)
     level = opt_level_for(torch_ir) if opt_level is None else opt_level
-    return chain.executor().program_for(module, dtypes, snapshots, opt_level=level)
+    return chain.executor.program_for(module, dtypes, snapshots, opt_level=level)
 
 
 def lower_torch_backend_ir(
@@ -90,7 +90,7 @@ def lower_torch_backend_ir(
     chain = toolchain(executor="refbackend", frontend="fx", backend=backend)
     module, dtypes = _backend_module(torch_backend_ir, chain, snapshots)
     level = opt_level_for(torch_backend_ir) if opt_level is None else opt_level
-    return chain.executor().lowered_for(module, dtypes, snapshots, opt_level=level)
+    return chain.executor.lowered_for(module, dtypes, snapshots, opt_level=level)
 
 
 def _backend_module(torch_ir: str, chain: Toolchain, snapshots: Snapshots) -> tuple[ir.Module, list]:

@@ -12,6 +12,7 @@ torch-mlir rebuild (`FxCapture` pickles as `torch.export.save` bytes) and import
 
 from __future__ import annotations
 
+import functools
 import io
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -22,9 +23,9 @@ from torch.export import ExportedProgram
 
 from compiler import pipelines
 from compiler.backend_compile import compile_torch_backend_ir, torch_backend_ir
-from compiler.frontends import fx
+from compiler.frontends import KEEPS_CAPTURE, ReducerFacts, fx
 from compiler.refbackend import RefBackendProgram
-from compiler.stages import Snapshots, first_line, module_text
+from compiler.stages import Snapshots, StageError, first_line, module_text
 
 
 class FxCapture:
@@ -53,6 +54,10 @@ class FxCapture:
                 self.lost = f"torch.export.load: {type(error).__name__}: {first_line(error)[:200]}"
                 self._saved = None
         return self._program
+
+    def lost_on_the_way(self) -> str | None:
+        """None when the program is here (loaded, if it was kept); else why it was lost."""
+        return self.lost if self.program is None else None
 
     def __getstate__(self) -> dict:
         if self._saved is None and self.lost is None and self._program is not None:
@@ -98,9 +103,20 @@ class FxImport:
     notes: list[str] = field(default_factory=list)  # capture fallbacks, dropped mutations
     # The captured (decomposed) ExportedProgram, to run natively; not sent between processes.
     exported: Any = None
+    # Not set by the FX frontend: its program stays keyed by the dynamic dims asked for even
+    # when torch.export fell back to static shapes (then other shapes fail at execute).
+    static_fallback: bool = False
 
     def __getstate__(self) -> dict:
         return {**self.__dict__, "exported": None}
+
+    @property
+    def result_notes(self) -> list[str]:
+        return self.notes
+
+    def arguments(self, inputs: Sequence[object]) -> list[torch.Tensor]:
+        """@main takes the call's tensors, in order."""
+        return [x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
 
 
 def fx_import(
@@ -130,6 +146,78 @@ def fx_capture(
     notes: list[str] = []
     snapshots.enter("capture")
     return FxCapture(fx.capture(module, example_inputs, dynamic_dims, method, notes), notes)
+
+
+class _Warm(torch.nn.Module):
+    def forward(self, x):
+        return torch.tanh(x @ x.t()).sum(0) + 1
+
+
+@functools.cache
+def warm_up() -> None:
+    """Pay once per process, before any fork, for what every child would pay again.
+
+    The first torch.export, decomposition table, FX import and pass pipelines of a
+    process take ~1-3 s of lazy initialization; a child's warm-up dies with it. Run
+    here, the children inherit it.
+    """
+    torch_ir, _ = fx_to_torch_backend_ir(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
+    for backend in pipelines.BACKENDS:
+        try:
+            compile_torch_backend_ir(torch_ir, backend).close()
+        except StageError:
+            pass  # a backend that cannot lower the warm-up still warmed its passes
+
+
+@dataclass(frozen=True)
+class FxFrontend:
+    """torch.export (with torch-mlir's decompositions), then torch-mlir's FxImporter."""
+
+    name = "fx"
+    imported_ir = "torch"
+    keeps = KEEPS_CAPTURE
+    reducer = ReducerFacts(repro_step="fx", torch_only_decompositions=True)
+
+    def to_torch_backend(self, backend: str) -> pipelines.Pipeline:
+        """Keeping `backend`'s legal ops whole, as upstream's FX configs do."""
+        return pipelines.fx_to_torch_backend(pipelines.BACKEND_LEGAL_OPS.get(backend, ()))
+
+    def missing(self) -> str | None:
+        return None
+
+    def given(self, module) -> None:
+        return None
+
+    def capture(self, module, inputs, dynamic_dims, method: str, snapshots: Snapshots) -> FxCapture:
+        return fx_capture(module, inputs, dynamic_dims, method=method, snapshots=snapshots)
+
+    def import_capture(self, captured: FxCapture, snapshots: Snapshots) -> FxImport:
+        return fx_import_captured(captured, snapshots=snapshots)
+
+    def torch_backend_ir(self, imported: FxImport, pipeline: pipelines.Pipeline, snapshots: Snapshots) -> str:
+        return torch_backend_ir(imported.raw_ir, snapshots=snapshots, pipeline=pipeline)
+
+    def producer(self, ir_name: str) -> str:
+        """What made the IR an executor is given, for a verdict's words."""
+        return f"torch -> {ir_name}"
+
+    def warm_up(self) -> None:
+        warm_up()
+
+    def check(self, module, inputs, dynamic_dims) -> None:
+        fx.import_program(fx.capture(module, inputs, dynamic_dims))
+
+
+@dataclass(frozen=True)
+class EagerFrontend(FxFrontend):
+    """The eager config's: each op is imported alone with the FX importer, at its call's shapes."""
+
+    name = "eager"
+    reducer = ReducerFacts(repro_step="fx", dynamic_graph_search=False, torch_only_decompositions=True)
+
+    def to_torch_backend(self, backend: str) -> pipelines.Pipeline:
+        """Single ops: no legal ops kept whole."""
+        return pipelines.FX_TO_TORCH_BACKEND
 
 
 def fx_import_captured(captured: FxCapture, *, snapshots: Snapshots | None = None) -> FxImport:

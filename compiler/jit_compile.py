@@ -5,7 +5,7 @@
     compiled(x)
 
 Stages: `capture` (lazy trace, or torch.jit.script/trace) -> `import` (JIT IR importer)
--> `torch-backend` (`toolchain.TO_TORCH_BACKEND[frontend]`, pass by pass: `run_torch_backend`, the reducer's too);
+-> `torch-backend` (`JitFrontend.to_torch_backend`, pass by pass: `run_torch_backend`, the reducer's too);
 the rest is `compile_torch_backend_ir`.
 """
 
@@ -18,14 +18,18 @@ import torch
 import torch.utils._pytree as pytree
 from torch_mlir import ir
 
+from compiler import pipelines
 from compiler.backend_compile import compile_torch_backend_ir
-from compiler.frontends import jit, lazy, torchscript
+from compiler.frontends import KEEPS_IMPORT, ReducerFacts, StaticShapesOnly, jit, lazy, load_frontend, torchscript
 from compiler.refbackend import RefBackendProgram
+from compiler.replay_runtime.passes import ERASE_DEAD_ALLOCATIONS  # after the torch-backend pipeline
 from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
-from compiler.toolchain import TO_TORCH_BACKEND
 
 __all__ = [
     "FRONTENDS",
+    "JitFrontend",
+    "LtcFrontend",
+    "TorchScriptFrontend",
     "JitCompiledModule",
     "JitImport",
     "JitTorchBackendIR",
@@ -38,10 +42,6 @@ __all__ = [
 ]
 
 FRONTENDS = ("ltc", "torchscript")
-
-
-class StaticShapesOnly(ValueError):
-    """Dynamic dims were asked for, but the capture recorded static shapes (LTC, torch.jit.trace)."""
 
 
 @dataclass
@@ -76,12 +76,28 @@ class JitImport:
     jit_graph: str
     notes: dict[str, Any] = field(default_factory=dict)
     unknown_ops: list[str] = field(default_factory=list)  # imported as torch.operator
+    shapes: str = ""  # the call's tensors, for the notes of a static program ("f32[3, 4]")
+    method: str = "forward"
+    static_fallback: bool = False  # never: dynamic dims a capture cannot honour raise StaticShapesOnly
+
+    @property
+    def result_notes(self) -> list[str]:
+        notes = []
+        if reason := self.notes.get("fallback_reason"):
+            notes.append(f"torch.jit.script failed, traced instead: {reason}")
+        if self.notes.get("static_shapes"):
+            notes.append(f"compiled static shapes: {self.method}({self.shapes})")
+        return notes
+
+    def arguments(self, inputs: Sequence[object]) -> list[torch.Tensor]:
+        tensors = [x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
+        return [tensors[i] for i in self.argument_indices]
 
 
 def jit_import(
     module: torch.nn.Module,
     example_inputs: Sequence[object],
-    frontend: str = "ltc",
+    frontend: str | JitFrontend = "ltc",
     dynamic_dims: Sequence[Sequence[int] | None] | None = None,
     *,
     snapshots: Snapshots | None = None,
@@ -95,26 +111,13 @@ def jit_import(
     `StaticShapesOnly` before anything is imported.
     """
     snapshots = snapshots if snapshots is not None else Snapshots()
+    frontend = load_frontend(frontend) if isinstance(frontend, str) else frontend
+    if not isinstance(frontend, JitFrontend):
+        raise ValueError(f"not a JIT frontend: {frontend.name!r}; known: {', '.join(FRONTENDS)}")
     notes: dict[str, Any] = {}
     dynamic = any(shape and -1 in shape for shape in dynamic_dims or [])
     snapshots.enter("capture")
-    if frontend == "ltc":
-        if dynamic and not static_ok:
-            raise StaticShapesOnly(f"ltc traces static shapes; dynamic dims {list(dynamic_dims)} were asked for")
-        captured = lazy.capture(module, example_inputs, method)
-        notes["capture"] = "lazy"
-    elif frontend == "torchscript":
-        captured = torchscript.capture(module, example_inputs, dynamic_dims, method)
-        notes["capture"] = captured.method
-        if captured.fallback_reason:
-            notes["fallback_reason"] = captured.fallback_reason
-        if dynamic and captured.method == "trace" and not static_ok:
-            raise StaticShapesOnly(
-                f"torchscript fell back to torch.jit.trace, which traces static shapes; dynamic dims "
-                f"{list(dynamic_dims)} were asked for ({captured.fallback_reason})"
-            )
-    else:
-        raise ValueError(f"unknown JIT frontend {frontend!r}; known: {', '.join(FRONTENDS)}")
+    captured = frontend.capture_graph(module, example_inputs, dynamic_dims, method, dynamic and not static_ok, notes)
     notes["static_shapes"] = not (dynamic and notes["capture"] == "script")
 
     snapshots.enter("import")
@@ -134,10 +137,14 @@ def jit_import(
         str(captured.graph),
         notes,
         list(imported.unknown_ops),
+        _shapes_text(example_inputs),
+        method,
     )
 
 
-def jit_torch_backend(imported: JitImport, frontend: str, snapshots: Snapshots | None = None) -> JitTorchBackendIR:
+def jit_torch_backend(
+    imported: JitImport, frontend: str | JitFrontend, snapshots: Snapshots | None = None
+) -> JitTorchBackendIR:
     """Stage `torch-backend` of an imported JIT program (parsed from its text, so a capture
     of an earlier run gives the same result as a new one)."""
     try:
@@ -177,7 +184,7 @@ def jit_to_torch_backend_ir(
     return jit_torch_backend(imported, frontend, snapshots)
 
 
-def run_torch_backend(module: ir.Module, frontend: str, snapshots: Snapshots | None = None) -> ir.Module:
+def run_torch_backend(module: ir.Module, frontend: str | JitFrontend, snapshots: Snapshots | None = None) -> ir.Module:
     """Stage `torch-backend` of a JIT frontend's imported module; returns the torch backend module.
 
     Run pass by pass (`run_stage(pass_by_pass=True)`): the pipeline's costly pass,
@@ -185,7 +192,92 @@ def run_torch_backend(module: ir.Module, frontend: str, snapshots: Snapshots | N
     ten iterations that each parse torch-mlir's shape and dtype library twice; run whole,
     a failure ran it once more to be localized.
     """
-    return run_stage(module, "torch-backend", TO_TORCH_BACKEND[frontend], snapshots, pass_by_pass=True)
+    frontend = load_frontend(frontend) if isinstance(frontend, str) else frontend
+    return run_stage(module, "torch-backend", frontend.to_torch_backend(""), snapshots, pass_by_pass=True)
+
+
+class JitFrontend:
+    """A capture as a TorchScript graph, imported by the project's JIT IR importer."""
+
+    name: str
+    imported_ir = "torch"
+    keeps = KEEPS_IMPORT  # the capture is a graph of live objects: kept imported
+    reducer = ReducerFacts()
+
+    def to_torch_backend(self, backend: str) -> pipelines.Pipeline:
+        return (*pipelines.JIT_TO_TORCH_BACKEND, ERASE_DEAD_ALLOCATIONS)
+
+    def missing(self) -> str | None:
+        return None
+
+    def capture_graph(self, module, example_inputs, dynamic_dims, method: str, static_refused: bool, notes: dict):
+        """The TorchScript graph of `module.<method>`; `static_refused`: raise
+        `StaticShapesOnly` when it records static shapes although dynamic dims were asked for."""
+        raise NotImplementedError
+
+    def given(self, module) -> None:
+        return None
+
+    def capture(self, module, inputs, dynamic_dims, method: str, snapshots: Snapshots) -> JitImport:
+        """Capture and import together (the capture is live objects): what the suite keeps."""
+        return jit_import(module, inputs, self, dynamic_dims, snapshots=snapshots, method=method, static_ok=False)
+
+    def import_capture(self, captured: JitImport, snapshots: Snapshots) -> JitImport:
+        return captured
+
+    def torch_backend_ir(self, imported: JitImport, pipeline: pipelines.Pipeline, snapshots: Snapshots) -> str:
+        return jit_torch_backend(imported, self, snapshots).torch_backend_ir
+
+    def producer(self, ir_name: str) -> str:
+        return f"torch -> {ir_name}"
+
+    def warm_up(self) -> None:
+        """Nothing the FX frontend's warm-up does not pay."""
+
+    def check(self, module, inputs, dynamic_dims) -> None:
+        raise NotImplementedError(f"the {self.name} frontend's failures are not reduced")
+
+
+@dataclass(frozen=True)
+class LtcFrontend(JitFrontend):
+    """The module on the `lazy` device (TorchScript backend), its forward one lazy graph."""
+
+    name = "ltc"
+    reducer = ReducerFacts(repro_step="ltc", device="lazy", dynamic_graph_search=False)
+
+    def capture_graph(self, module, example_inputs, dynamic_dims, method, static_refused, notes):
+        if static_refused:
+            raise StaticShapesOnly(f"ltc traces static shapes; dynamic dims {list(dynamic_dims)} were asked for")
+        notes["capture"] = "lazy"
+        return lazy.capture(module, example_inputs, method)
+
+    def check(self, module, inputs, dynamic_dims) -> None:
+        lazy.capture(module, inputs)
+
+
+@dataclass(frozen=True)
+class TorchScriptFrontend(JitFrontend):
+    """torch.jit.script, or torch.jit.trace where scripting fails."""
+
+    name = "torchscript"
+    reducer = ReducerFacts(jit_graph_search=True)
+
+    def capture_graph(self, module, example_inputs, dynamic_dims, method, static_refused, notes):
+        captured = torchscript.capture(module, example_inputs, dynamic_dims, method)
+        notes["capture"] = captured.method
+        if captured.fallback_reason:
+            notes["fallback_reason"] = captured.fallback_reason
+        if static_refused and captured.method == "trace":
+            raise StaticShapesOnly(
+                f"torchscript fell back to torch.jit.trace, which traces static shapes; dynamic dims "
+                f"{list(dynamic_dims)} were asked for ({captured.fallback_reason})"
+            )
+        return captured
+
+
+def _shapes_text(inputs: Sequence[object]) -> str:
+    tensors = [x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
+    return ", ".join(f"{str(x.dtype).removeprefix('torch.')}{list(x.shape)}" for x in tensors)
 
 
 def _result_count(module) -> int:

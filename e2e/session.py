@@ -19,14 +19,13 @@ from e2e.configs import (
     available_configs,
     load_config,
 )
-from e2e.configs.fx import FxConfig
 from e2e.framework import isolation, registry
 from e2e.framework.cache import FrontendCache, ProgramCache, ResultCache, keep_imports
 from e2e.framework.host import TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import Result
-from e2e.framework.runner import PreparedCache, run_pair, warm_up
+from e2e.framework.runner import PreparedCache, run_pair
 from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, SuiteFile, load_suite, suite_files
 from e2e.opinfo import SLICES as OPINFO_SLICES
 
@@ -198,11 +197,7 @@ class E2EState:
         if self.isolate:
             result = self.host_for(test).run(config, self.reports_dir, limits)
             loaded = load_config(self.configs[config])
-            if isinstance(loaded, WarmsUp):
-                warmed = loaded.host_paid_warm_up(result)
-            else:
-                warmed = isinstance(loaded, FxConfig) and "capture" in (result.stage_seconds or {})
-            if warmed:
+            if isinstance(loaded, WarmsUp) and loaded.host_paid_warm_up(result):
                 self.captured = True  # later hosts would pay it too
             return result
         prepared = self.prepared.get(test, self.shape_mode)
@@ -232,7 +227,6 @@ class E2EState:
                 # come from the frontend cache never pays it), and only while enough hosts
                 # are still to start: the warm-up costs about what one host pays for it,
                 # so with one test left (the last of `-k TEST`) it would only add its time.
-                warm_up()
                 warm_up_configs(tuple(self.configs.values()))
             self.host = TestHost(
                 test,

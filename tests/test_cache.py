@@ -351,7 +351,7 @@ def test_the_frontend_sources_cover_every_project_file_a_capture_runs(frontend):
 def _import_neg(store: "cache.FrontendCache") -> tuple[str, set, list[str]]:
     """`Tmp_Neg`'s FX capture and import in a new run (every fingerprint computed again):
     the raw torch IR, what the run took from the frontend cache of earlier runs, the notes."""
-    from e2e.configs.fx import shared_import
+    from e2e.configs.pipeline import shared_import
     from e2e.framework.runner import prepare
 
     cache.forget_files()

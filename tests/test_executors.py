@@ -24,7 +24,7 @@ RUNTIMES = [("tosa", "tosa-ref"), ("stablehlo", "xla"), ("stablehlo", "interp"),
 
 
 def needs(executor: str, backend: str = "linalg") -> None:
-    missing = toolchain("fx", backend, executor).executor().missing()
+    missing = toolchain("fx", backend, executor).executor.missing()
     if missing:
         pytest.skip(f"{executor} not installed: {missing}")
 

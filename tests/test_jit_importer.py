@@ -9,12 +9,11 @@ import torch
 
 from compiler import pipelines
 from compiler.backend_compile import compile_torch_backend_ir
-from compiler.frontends import torchscript
+from compiler.frontends import load_frontend, torchscript
 from compiler.frontends.jit import ConstantInput, TensorArg, import_graph
 from compiler.jit_compile import compile_jit_module, jit_to_torch_backend_ir, run_torch_backend
 from compiler.replay_runtime.signature import normalize, stage_signature
 from compiler.stages import StageError, module_text, parse_module, run_stage
-from compiler.toolchain import TO_TORCH_BACKEND
 
 
 def _compile_graph(graph: torch._C.Graph, inputs) -> tuple[str, object]:
@@ -184,7 +183,7 @@ def test_torch_backend_pass_by_pass_is_the_whole_pipeline_localized(module):
     inputs = (torch.randn(3, 6),) if isinstance(module, SmallMLP) else (torch.rand(3), torch.rand(3))
     outcomes = []
     for run in (
-        lambda m: run_stage(m, "torch-backend", TO_TORCH_BACKEND["torchscript"]),
+        lambda m: run_stage(m, "torch-backend", load_frontend("torchscript").to_torch_backend("linalg")),
         lambda m: run_torch_backend(m, "torchscript"),
     ):
         try:

@@ -11,8 +11,8 @@ import torch
 onnx = pytest.importorskip("onnx", reason='needs the onnx extra: pip install -e ".[onnx]"')
 from onnx import TensorProto, helper  # noqa: E402
 
+from compiler.frontends import onnx as onnx_frontend  # noqa: E402
 from e2e.configs import load_config  # noqa: E402
-from e2e.configs import onnx as onnx_config  # noqa: E402
 from e2e.configs.onnx_oracle import oracle_notes  # noqa: E402
 from e2e.framework import registry  # noqa: E402
 from e2e.framework.isolation import Limits  # noqa: E402
@@ -115,7 +115,7 @@ def test_oracle_blames_torch_mlir_when_onnxruntime_agrees_with_torch():
 
 
 def test_without_the_onnx_packages_pairs_are_skipped_with_the_install_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(onnx_config, "missing_packages", lambda: ["onnxscript"])
+    monkeypatch.setattr(onnx_frontend, "missing_packages", lambda names=None: ["onnxscript"])
     result = run(registry.Test("OnnxDynamic", Dynamic, lambda m, tu: m.forward(tu.rand(4, 3))), tmp_path)
     assert result.outcome == SKIP
     assert 'pip install -e ".[onnx]"' in result.error and "onnxscript" in result.error

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from compiler.frontends import load_frontend
 from compiler.fx_compile import fx_to_torch_backend_ir
 from compiler.pipelines import TORCH_BACKEND_TO_LINALG
 from compiler.refbackend import LOWER_PIPELINE
@@ -423,7 +424,9 @@ def test_a_hanging_pass_is_found_and_reduced_to_a_repro_that_ends_by_sigalrm(tmp
     )
     # The stage's passes: one that works, then one that never returns on math.tanh.
     stages = {"lower": ["func.func(canonicalize)", BROKEN + "hang_on_tanh"]}
-    config = SimpleNamespace(name="stuck", toolchain=lambda: SimpleNamespace(stages=stages, frontend="fx"))
+    config = SimpleNamespace(
+        name="stuck", toolchain=lambda: SimpleNamespace(stages=stages, frontend=load_frontend("fx"))
+    )
     result = SimpleNamespace(test="T", outcome="timeout", stage="lower", signature="timeout | lower")
     outcome = reduce_result(result, None, config, tmp_path, time_box=30)
     assert outcome.bundle is not None and outcome.verified, outcome.note
@@ -456,7 +459,7 @@ def test_each_failing_pair_is_taken_by_its_strategies(outcome, stage, frontend, 
     from e2e.reducer.strategies import candidates
 
     module = SimpleNamespace(onnx_model=b"model" if onnx_model else None)
-    config = SimpleNamespace(name="c", toolchain=lambda: SimpleNamespace(frontend=frontend))
+    config = SimpleNamespace(name="c", toolchain=lambda: SimpleNamespace(frontend=load_frontend(frontend)))
     pair = FailingPair(
         SimpleNamespace(test="T", outcome=outcome, stage=stage), SimpleNamespace(module=module), config, ""
     )

@@ -1,1 +1,136 @@
-"""Frontends: ways to capture a PyTorch program and import it into the torch dialect."""
+"""Frontends: ways to capture a PyTorch program and import it into the torch dialect.
+
+    frontend = load_frontend("fx")
+    frontend.to_torch_backend("linalg")     # imported IR -> the torch backend contract
+    frontend.imported_ir                    # "torch" (raw torch IR) or "onnx" (torch-onnx IR)
+
+A frontend is an object that owns what differs between frontends, so no caller branches
+on its name (as `compiler.executors` does for executors):
+
+- `to_torch_backend(backend)`: the pipeline from its imported IR to the torch backend
+  contract (the FX frontend keeps the backend's legal ops whole);
+- `imported_ir`: what its import gives, which an executor that takes raw input is handed
+  as it is (`torch@iree`: raw torch IR; `onnx@iree`: torch-onnx IR);
+- `capture(...)` and `import_capture(...)`: stages `capture` and `import` of one call,
+  the import an `Imported` (its IR, how to call it, its notes and typed facts);
+  `keeps`: what the suite's frontend cache keeps of it across runs;
+- `producer(ir_name)`: what made its IR, in a runtime verdict's words;
+- `warm_up()`: its first capture and import in a process, paid before test hosts fork;
+- `reducer` (`ReducerFacts`) and `check(...)`: what the reducer needs of it.
+
+Frontends are registered by name in `FRONTENDS` (module:attribute, imported when used) or
+by an installed package's `e2e_conformance.frontends` entry point.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+# frontend name -> module:attribute of its class (imported only when used)
+FRONTENDS: dict[str, str] = {
+    "fx": "compiler.fx_compile:FxFrontend",
+    "eager": "compiler.fx_compile:EagerFrontend",
+    "ltc": "compiler.jit_compile:LtcFrontend",
+    "torchscript": "compiler.jit_compile:TorchScriptFrontend",
+    "onnx": "compiler.onnx_compile:OnnxFrontend",
+    "dynamo": "compiler.frontends.dynamo:DynamoFrontend",
+}
+ENTRY_POINTS = "e2e_conformance.frontends"
+
+# `Frontend.keeps`: what the frontend cache keeps of a capture across runs.
+KEEPS_CAPTURE = "capture"  # the capture (it pickles): a torch-mlir rebuild imports it again
+KEEPS_IMPORT = "import"  # the imported IR (the capture is a graph of live objects)
+
+
+@dataclass(frozen=True)
+class ReducerFacts:
+    """What the reducer needs to know of a frontend (`e2e.reducer`)."""
+
+    # How a reproducer runs its capture and import (`replay_runtime.frontend_step`: "fx",
+    # "ltc", "onnx"); None: its capture and import failures are not reduced.
+    repro_step: str | None = None
+    device: str | None = None  # the device a candidate graph is moved to before `check` ("lazy")
+    fx_graph_search: bool = True  # wrong results: searched over the module's FX graph
+    dynamic_graph_search: bool = True  # ... with the test's dynamic dims first (else the example shapes only)
+    onnx_graph_search: bool = False  # wrong results: searched over the exported ONNX model
+    jit_graph_search: bool = False  # wrong results the FX search missed: searched over the TorchScript graph
+    torch_only_decompositions: bool = False  # a decompositions failure: searched for torch's own table
+
+
+class StaticShapesOnly(ValueError):
+    """Dynamic dims were asked for, but the capture records static shapes (LTC, torch.jit.trace)."""
+
+
+class NotCapturable(ValueError):
+    """The test, as written, is outside what the frontend captures (not a failure): the
+    message says why, and the pair is reported not applicable."""
+
+
+@runtime_checkable
+class Imported(Protocol):
+    """One call's program as a frontend imported it."""
+
+    raw_ir: str  # the imported module (`@main`)
+    out_spec: Any  # pytree spec of the outputs; None: the golden outputs' structure
+    result_notes: list[str]  # for the pair's Result
+    # The program takes only the call's shapes although dynamic dims were asked for (a
+    # capture that fell back to static shapes, or traced them).
+    static_fallback: bool
+
+    def arguments(self, inputs: Sequence[object]) -> list[Any]:
+        """The tensors @main takes, from a call's inputs (a `StageError` where it takes others)."""
+
+
+@runtime_checkable
+class Frontend(Protocol):
+    name: str
+    imported_ir: str  # "torch" or "onnx"
+    keeps: str | None  # KEEPS_CAPTURE, KEEPS_IMPORT, or None: shared within a run only
+    reducer: ReducerFacts
+
+    def to_torch_backend(self, backend: str) -> tuple[str, ...]:
+        """Imported IR -> the torch backend contract, for `backend`."""
+
+    def missing(self) -> str | None:
+        """None when usable; else what to run to install what it needs."""
+
+    def given(self, module: Any) -> Any:
+        """A capture the test carries (an ONNX model), compiled as it is; else None."""
+
+    def capture(self, module: Any, inputs: Sequence[object], dynamic_dims: Any, method: str, snapshots: Any) -> Any:
+        """Stage `capture` of `module.<method>` called with `inputs` (raises `StageError`)."""
+
+    def import_capture(self, captured: Any, snapshots: Any) -> Imported:
+        """Stage `import` of a capture (raises `StageError`)."""
+
+    def torch_backend_ir(self, imported: Imported, pipeline: tuple[str, ...], snapshots: Any) -> str:
+        """Stage `torch-backend` of an import, by `pipeline` (`to_torch_backend`)."""
+
+    def producer(self, ir_name: str) -> str:
+        """What made the IR `ir_name` an executor is given (a runtime verdict's words)."""
+
+    def warm_up(self) -> None:
+        """Its first capture and import in this process (seconds), before test hosts fork."""
+
+    def check(self, module: Any, inputs: Sequence[object], dynamic_dims: Any) -> None:
+        """Capture and import a reducer's candidate module (raises what the frontend raises)."""
+
+
+def frontend_class(name: str) -> type:
+    """The class registered as frontend `name` (built in, or an installed entry point)."""
+    if name in FRONTENDS:
+        module, _, attribute = FRONTENDS[name].partition(":")
+        return getattr(importlib.import_module(module), attribute)
+    for point in metadata.entry_points(group=ENTRY_POINTS):
+        if point.name == name:
+            return point.load()
+    known = [*FRONTENDS, *(p.name for p in metadata.entry_points(group=ENTRY_POINTS))]
+    raise ValueError(f"unknown frontend {name!r}; known: {', '.join(known)}")
+
+
+def load_frontend(name: str) -> Frontend:
+    """Frontend `name`."""
+    return frontend_class(name)()

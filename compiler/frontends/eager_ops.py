@@ -21,10 +21,10 @@ import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch_mlir.extras.fx_importer import FxImporter
 
+from compiler import pipelines
 from compiler.backend_compile import lower_torch_backend_ir
 from compiler.refbackend import LoweredProgram, RefBackendProgram
 from compiler.stages import Snapshots, StageError, module_text, new_context, run_stage
-from compiler.toolchain import TO_TORCH_BACKEND
 
 _VIEW = "view: the result aliases its input's storage"
 _RANDOM = "random: its values come from PyTorch's generator, which golden outputs share"
@@ -341,7 +341,9 @@ def lower_single_op(
         stage = "import"
         importer = FxImporter(context=new_context())
         importer.import_stateless_graph(graph, func_name="main")
-        torch_backend = run_stage(importer.module, "torch-backend", TO_TORCH_BACKEND["eager"], snapshots)
+        torch_backend = run_stage(
+            importer.module, "torch-backend", pipelines.FX_TO_TORCH_BACKEND, snapshots
+        )  # EagerFrontend.to_torch_backend
         stage = "backend"
         program = lower_torch_backend_ir(module_text(torch_backend), backend, snapshots=snapshots, opt_level=opt_level)
     except StageError:

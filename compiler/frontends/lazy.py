@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.utils._pytree as pytree
 
+from compiler.frontends import NotCapturable
 from compiler.frontends.jit import ConstantInput, GraphInput, TensorArg
 from compiler.replay_runtime.frontend_step import init_ts_backend
 from compiler.stages import StageError, first_line
@@ -36,7 +37,7 @@ class LazyCapture:
     out_spec: pytree.TreeSpec
 
 
-class NotOnLazyDevice(ValueError):
+class NotOnLazyDevice(NotCapturable):
     """The method makes an output on another device itself (a factory given `device="cpu"`,
     `x.to("cpu")`): LTC never sees it, so there is nothing of it to trace or to compile."""
 

@@ -46,10 +46,23 @@ def export(
     method: str = "forward",
     notes: list[str] | None = None,
 ) -> bytes:
-    """Stage `capture`: `module.<method>` as a serialized ONNX model.
+    """Stage `capture`: `module.<method>` as a serialized ONNX model (`export_static_fallback`'s)."""
+    return export_static_fallback(module, example_inputs, dynamic_dims, method, notes)[0]
+
+
+def export_static_fallback(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    method: str = "forward",
+    notes: list[str] | None = None,
+) -> tuple[bytes, bool]:
+    """Stage `capture`: `module.<method>` as a serialized ONNX model, and whether it fell
+    back to static shapes.
 
     With dynamic dims the exporter is asked for them; if it cannot take them, the
-    example inputs' shapes are exported and `notes` says so.
+    example inputs' shapes are exported (the model then takes those alone) and `notes`
+    says so.
     """
     require_onnx()
     _reuse_torchlib_table()
@@ -76,7 +89,7 @@ def export(
                     f"capture fallback: exported with {fallback}; the dynamic export failed with "
                     f"{type(first_error).__name__}: {first_line(first_error)[:200]}"
                 )
-        return model.SerializeToString()
+        return model.SerializeToString(), fallback is not None
     raise StageError(
         "capture", f"torch.onnx.export: {type(first_error).__name__}: {exporter_message(first_error)}"
     ) from first_error

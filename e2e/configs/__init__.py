@@ -7,7 +7,8 @@ A config compiles a prepared test and runs the golden trace's calls on what it b
         def compile(self, prepared, snapshots) -> artifact: ...
         def run(self, artifact, golden_trace) -> trace: ...
 
-The built-in configs live in `e2e/configs/<name>.py` as `CONFIG`; the runtime configs
+The built-in configs are `e2e.configs.pipeline.CONFIGS` (a frontend, a backend and an
+executor each) and `eager` (`e2e/configs/eager.py`); the runtime configs
 (`<backend>@<executor>`, e.g. `tosa@tosa-ref`) in `runtime.py`, run only when named. Others are added
 without editing the project: name them as `module:attribute` in `--config`, or publish
 them under the `e2e_conformance.configs` entry-point group. Expected failures are in
@@ -44,7 +45,7 @@ __all__ = [
 
 CONFIG_NAMES = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
 # Built in, run only when named (`--config onnx`): an optional extra, and slower per pair.
-OPT_IN_CONFIG_NAMES = ("onnx",)
+OPT_IN_CONFIG_NAMES = ("onnx", "dynamo")
 # Real runtimes as executors (e2e/configs/runtime.py): not in the default set.
 RUNTIME_CONFIG_NAMES = ("tosa@tosa-ref", "stablehlo@xla", "stablehlo@interp", "linalg@iree", "torch@iree", "onnx@iree")
 ENTRY_POINT_GROUP = "e2e_conformance.configs"
@@ -106,12 +107,14 @@ def available_configs() -> list[str]:
 @functools.cache
 def load_config(spec: str) -> Config:
     """A config by built-in name, entry-point name, or `module:attribute`."""
-    if spec in CONFIG_NAMES + OPT_IN_CONFIG_NAMES:
-        config = importlib.import_module(f"e2e.configs.{spec}").CONFIG
+    if spec == "eager":
+        config = importlib.import_module("e2e.configs.eager").CONFIG
+    elif spec in CONFIG_NAMES + OPT_IN_CONFIG_NAMES:
+        config = importlib.import_module("e2e.configs.pipeline").CONFIGS[spec]
     elif spec in RUNTIME_CONFIG_NAMES or "@" in spec:  # `<input>@<executor>`
         config = importlib.import_module("e2e.configs.runtime").runtime_config(spec)
         # Import the runtime's Python package now, before test hosts fork (jax: ~1.6 s each).
-        config.toolchain().executor().missing()
+        config.toolchain().executor.missing()
     elif ":" in spec:
         module, _, attribute = spec.partition(":")
         try:

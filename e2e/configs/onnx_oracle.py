@@ -20,8 +20,10 @@ from typing import Any, Callable
 
 import numpy as np
 import torch
+import torch.utils._pytree as pytree
 
 from e2e.framework.compare import compare_traces
+from e2e.framework.judge import Explanation, Outcome
 from e2e.framework.registry import Tolerance
 from e2e.framework.trace import Trace, TraceItem
 
@@ -110,3 +112,18 @@ def oracle_notes(
     else:
         place = "unplaced: onnxruntime agrees with neither"
     return [PREFIX + f"{agree_torch}; {agree_compiled}; {place}"]
+
+
+class OnnxOracle:
+    """The explainer (`e2e.framework.judge`) of a program that failed to run or compared
+    wrong: what onnxruntime computes on the same model."""
+
+    def explain(self, prepared, outcome: Outcome) -> Explanation | None:
+        ran_wrong = outcome.mismatch is not None
+        if not (ran_wrong or outcome.stage == "execute") or outcome.artifact is None:
+            return None
+        tensors = lambda item: [x for x in pytree.tree_leaves(item.inputs) if isinstance(x, torch.Tensor)]  # noqa: E731
+        notes = oracle_notes(
+            outcome.artifact.model_for, tensors, prepared.golden, outcome.trace, prepared.test.tolerance
+        )
+        return Explanation(notes)

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from compiler.executors import RuntimeExecutor, executor_class
 from compiler.stages import Snapshots, StageError
 from compiler.toolchain import TORCH_INPUT
-from e2e.configs.fx import FxConfig, run_programs
-from e2e.configs.onnx import OnnxConfig
+from e2e.configs.pipeline import CONFIGS as PIPELINE_CONFIGS
+from e2e.configs.pipeline import PipelineConfig, run_programs
 from e2e.configs.runtime_bundle import write_native_bundle
 from e2e.framework import isolation
 from e2e.framework.compare import compare_traces
@@ -40,7 +40,7 @@ from e2e.framework.trace import Trace
 TWIN_TIMEOUT = 120.0  # seconds for the twin's compile and run
 
 
-def twin_outcome(twin_config: FxConfig | OnnxConfig, prepared, golden: Trace) -> str | None:
+def twin_outcome(twin_config: PipelineConfig, prepared, golden: Trace) -> str | None:
     """None when the RefBackend twin matches torch; else what it did. It compiles and runs in a
     forked child: a twin that crashes (a RefBackend miscompile reading garbage) cannot take
     the runtime's pair down with it."""
@@ -66,8 +66,8 @@ def twin_outcome(twin_config: FxConfig | OnnxConfig, prepared, golden: Trace) ->
 
 class OnRuntime:
     """A config's compile and run on a real runtime, explained beside its RefBackend twin.
-    Mixed into the frontend's config (`FxConfig`, `OnnxConfig`), which compiles for the
-    executor it names and runs what it compiled; the subclass gives `twin` and `twin_config()`."""
+    Mixed into `PipelineConfig`, which compiles for the executor it names and runs what it
+    compiled; `twin` names the RefBackend config that compiles the same IR."""
 
     twin: str
 
@@ -94,7 +94,7 @@ class OnRuntime:
                 f"verdict: {RUNTIME_SIDE} ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
                 f"torch; {self.runtime} {runtime}"
             )
-            if runtime.startswith("gives wrong results") and self.toolchain().executor().by_the_spec:
+            if runtime.startswith("gives wrong results") and self.toolchain().executor.by_the_spec:
                 text += (
                     f": by the spec, {self._produced_by()} emitted a wrong program, which the twin's lowering departs "
                     f"from as torch does (or {self.runtime} is wrong)"
@@ -117,9 +117,7 @@ class OnRuntime:
         return Explanation([text], verdict=kind, verdict_reason=text)
 
     def _produced_by(self) -> str:
-        if self.toolchain().frontend == "onnx":
-            return "the ONNX export and importer"
-        return f"torch -> {self.ir_name}"
+        return self.toolchain().frontend.producer(self.ir_name)
 
     def _shared_below(self) -> str:
         """What both executors run of their own below the shared IR (each its own copy)."""
@@ -186,20 +184,14 @@ def _message(error: BaseException | None) -> str:
 
 
 @dataclass(frozen=True)
-class RuntimeConfig(OnRuntime, FxConfig):
-    twin: str = ""  # the RefBackend config that compiles the same backend IR
+class RuntimeConfig(OnRuntime, PipelineConfig):
+    twin: str = ""  # the RefBackend config that compiles the same IR
 
-    def twin_config(self) -> FxConfig:
-        static = getattr(self.toolchain().executor(), "static_only", False)
-        return FxConfig(self.twin, backend="linalg" if self.backend == TORCH_INPUT else self.backend, static=static)
-
-
-@dataclass(frozen=True)
-class OnnxRuntimeConfig(OnRuntime, OnnxConfig):
-    twin: str = "onnx"
-
-    def twin_config(self) -> OnnxConfig:
-        return OnnxConfig(self.twin)
+    def twin_config(self) -> PipelineConfig:
+        """The twin, compiling the static shapes where this config's runtime takes no others."""
+        static = getattr(self.toolchain().executor, "static_only", False)
+        twin = PIPELINE_CONFIGS[self.twin]
+        return PipelineConfig(twin.name, twin.frontend, twin.backend, static=static, model_formats=twin.model_formats)
 
 
 def runtime_config(name: str) -> OnRuntime:
@@ -212,10 +204,15 @@ def runtime_config(name: str) -> OnRuntime:
     if not issubclass(cls, RuntimeExecutor) or given not in cls.accepts:
         accepted = ", ".join(cls.accepts) if issubclass(cls, RuntimeExecutor) else "nothing: it is not a runtime"
         raise ValueError(f"config {name!r}: executor {executor!r} accepts {accepted}")
-    if given == "onnx":
-        return OnnxRuntimeConfig(name, backend=TORCH_INPUT, executor=executor)
+    if given == "onnx":  # the ONNX frontend's own IR, handed over as imported
+        return RuntimeConfig(name, "onnx", TORCH_INPUT, executor, twin="onnx", **_as(PIPELINE_CONFIGS["onnx"]))
     twin = "linalg" if given == TORCH_INPUT else given
-    return RuntimeConfig(name, backend=given, executor=executor, twin=twin)
+    return RuntimeConfig(name, "fx", given, executor, twin=twin, **_as(PIPELINE_CONFIGS[twin]))
+
+
+def _as(twin: PipelineConfig) -> dict:
+    """What a runtime config takes over from its twin: the models it compiles, its explainers."""
+    return {"model_formats": twin.model_formats, "explain_with": twin.explain_with}
 
 
 # The runtime configs this project documents and records xfail sets for; any other

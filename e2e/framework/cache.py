@@ -406,12 +406,13 @@ FRONTEND_STAGES = (CAPTURE, IMPORT)
 # lowering, a pass pipeline or an executor reuses the captures (tests/test_cache.py traces
 # a capture and checks that every project file it runs is here).
 CAPTURE_SOURCES = (
+    "compiler/frontends/__init__.py",
     "compiler/frontends/fx.py",
     "compiler/frontends/decompose.py",
     "compiler/fx_compile.py",
     "compiler/stages.py",
     "compiler/replay_runtime/frontend_step.py",
-    "e2e/configs/fx.py",
+    "e2e/configs/pipeline.py",
     "e2e/framework/runner.py",
     "e2e/framework/registry.py",
     "e2e/framework/trace.py",
@@ -429,8 +430,7 @@ FRONTEND_SOURCES = (
     "compiler/stages.py",
     "compiler/replay_runtime/frontend_step.py",
     "compiler/replay_runtime/mlir.py",
-    "e2e/configs/fx.py",
-    "e2e/configs/jit.py",
+    "e2e/configs/pipeline.py",
     "e2e/framework/runner.py",
     "e2e/framework/registry.py",
     "e2e/framework/trace.py",

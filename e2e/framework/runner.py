@@ -13,7 +13,6 @@ pair's Result of what came back: a crash or a hang of that process ends as the p
 from __future__ import annotations
 
 import copy
-import functools
 import shutil
 import time
 import traceback
@@ -190,28 +189,12 @@ class PreparedCache:
         return prepared
 
 
-@functools.cache
 def warm_up() -> None:
-    """Pay once per process, before any fork, for what every child would pay again.
+    """The FX frontend's warm-up (`compiler.fx_compile.warm_up`), for callers outside the
+    suite's configs (the mutation search, benchmarks); the suite warms up through `WarmsUp`."""
+    from compiler.fx_compile import warm_up as fx_warm_up
 
-    The first torch.export, decomposition table, FX import and pass pipelines of a
-    process take ~1-3 s of lazy initialization; a child's warm-up dies with it. Run
-    here, the children inherit it.
-    """
-    from compiler.backend_compile import compile_torch_backend_ir
-    from compiler.fx_compile import fx_to_torch_backend_ir
-    from compiler.pipelines import BACKENDS
-
-    class Warm(torch.nn.Module):
-        def forward(self, x):
-            return torch.tanh(x @ x.t()).sum(0) + 1
-
-    torch_ir, _ = fx_to_torch_backend_ir(Warm(), [torch.rand(3, 3)], [[-1, 3]])
-    for backend in BACKENDS:
-        try:
-            compile_torch_backend_ir(torch_ir, backend).close()
-        except StageError:
-            pass  # a backend that cannot lower the warm-up still warmed its passes
+    fx_warm_up()
 
 
 def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tuple[Result, dict]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import torch
 import torch.utils._pytree as pytree
 
-from e2e.configs.fx import run_programs
+from e2e.configs.pipeline import run_programs
 from e2e.framework.compare import EXACT, compare_traces
 from e2e.framework.testutils import TestUtils
 from e2e.framework.trace import TraceItem

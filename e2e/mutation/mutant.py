@@ -28,7 +28,7 @@ from compiler.refbackend import (
     result_dtypes,
 )
 from compiler.stages import Snapshots, StageError, module_text, new_context, parse_module, run_stage
-from e2e.configs.fx import Compiled, shared_import
+from e2e.configs.pipeline import Compiled, shared_import
 from e2e.framework.trace import call_key
 from e2e.mutation.catalogue import BOUNDARIES, Mutation
 from e2e.mutation.undefined import Fill

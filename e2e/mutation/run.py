@@ -93,7 +93,7 @@ def _run_mutant(prepared, programs, backend: str, mutation: Mutation | None, sam
     For a mutant: its verdict; a surviving one is judged on the `samples` by what it means
     (`equivalence.judge`)."""
     from compiler.stages import StageError
-    from e2e.configs.fx import run_programs
+    from e2e.configs.pipeline import run_programs
     from e2e.mutation.equivalence import Meanings, judge
     from e2e.mutation.mutant import MutationFailed, compiled
 

@@ -230,15 +230,15 @@ class FxMismatch:
     name, follows = "in the FX graph", False
 
     def applies(self, pair: FailingPair) -> bool:
-        # onnx: its own search; stablehlo (a program given as StableHLO): no FX graph to search
-        return pair.result.stage == "compare" and pair.frontend not in ("onnx", "stablehlo")
+        # onnx: its own search; a program given as StableHLO: no FX graph to search
+        return pair.result.stage == "compare" and pair.frontend.reducer.fx_graph_search
 
     def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
         prepared = pair.prepared
         method, call = prepared.failing_call(pair.result.failing_call)
         shapes = prepared.arg_shapes(method)
-        # LTC traces and eager ops are compiled for the example inputs' shapes.
-        tries = [None] if pair.frontend in ("ltc", "eager") or shapes is None else [shapes, None]
+        # LTC traces and eager ops are compiled for the example inputs' shapes alone.
+        tries = [shapes, None] if pair.frontend.reducer.dynamic_graph_search and shapes is not None else [None]
         start = time.monotonic()
         for arg_shapes in tries:  # the test's dynamic dims first; then the example shapes
             outcome = reduce_mismatch(

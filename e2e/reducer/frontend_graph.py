@@ -35,13 +35,6 @@ from e2e.reducer.standalone import LOADER, RUNTIME_COPY, write_runtime
 
 FRONTEND = "frontend"  # Case.kind of these bundles
 
-FRONTEND_OF = {
-    "ltc": "ltc",
-    "fx": "fx",
-    "eager": "fx",
-    "onnx": "onnx",
-}  # a Toolchain's frontend -> how repro.py runs it
-
 
 def on_device(built: GroupModule, device: str) -> GroupModule:
     """Every device the graph names becomes `device` (exported graphs spell `device='cpu'`)."""
@@ -58,19 +51,13 @@ def on_device(built: GroupModule, device: str) -> GroupModule:
     return built
 
 
-def frontend_check(frontend: str, stage: str) -> Callable[[GroupModule], str | None]:
-    """In this process, with the suite's own frontend: the signature a group module shows."""
-    from compiler.frontends import fx, lazy
-    from compiler.frontends import onnx as onnx_frontend
+def frontend_check(frontend, stage: str) -> Callable[[GroupModule], str | None]:
+    """In this process, with the suite's own frontend (`compiler.frontends.Frontend.check`):
+    the signature a group module shows."""
 
     def check(built: GroupModule) -> str | None:
         try:
-            if frontend == "ltc":
-                lazy.capture(on_device(built, "lazy").module, built.inputs)
-            elif frontend == "onnx":
-                onnx_frontend.import_model(onnx_frontend.export(built.module, built.inputs, built.dynamic_dims))
-            else:
-                fx.import_program(fx.capture(built.module, built.inputs, built.dynamic_dims))
+            frontend.check(built.module, built.inputs, built.dynamic_dims)
         except StageError as error:
             return stage_signature(error.stage, error.message, error.failing_pass)
         except Exception as error:
@@ -183,10 +170,11 @@ if __name__ == "__main__":
 def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float, bundle_dir: Path):
     """The smallest FX group that fails the config's frontend like `result`; its bundle."""
     start = time.monotonic()
-    frontend = FRONTEND_OF.get(config.toolchain().frontend)
-    if frontend is None:
+    frontend = config.toolchain().frontend
+    repro_step = frontend.reducer.repro_step
+    if repro_step is None:
         return ReduceOutcome(
-            note=f"{result.stage} failures of the {config.toolchain().frontend} frontend are not reduced",
+            note=f"{result.stage} failures of the {frontend.name} frontend are not reduced",
             stopped=NO_LOCALIZATION,
         )
     method = prepared.methods()[0]
@@ -205,12 +193,13 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
             note=f"no FX graph to reduce: torch.export fails: {type(error).__name__}: {first_line(error)}"[:300],
             stopped=NO_LOCALIZATION,
         )
-    check = frontend_check(config.toolchain().frontend, result.stage)
+    check = frontend_check(frontend, result.stage)
     queries = 0
 
     def build(group):
         built = search.build(group)
-        return on_device(built, "lazy") if frontend == "ltc" else built
+        device = frontend.reducer.device
+        return on_device(built, device) if device is not None else built
 
     def fails(group) -> bool:
         nonlocal queries
@@ -230,10 +219,10 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
     built = build(group)
     message = Signature.parse(result.signature).message
     decompositions = None
-    if frontend == "fx" and message.startswith(DECOMPOSITIONS_STEP + ":"):
+    if frontend.reducer.torch_only_decompositions and message.startswith(DECOMPOSITIONS_STEP + ":"):
         decompositions = torch_only_decompositions(built, message, time.monotonic() + TABLE_BOX)
     targets = ", ".join(dict.fromkeys(str(search.by_name[n].target) for n in group))
-    case = Case(FRONTEND, result.stage, [frontend], result.signature, guilty_op=targets)
+    case = Case(FRONTEND, result.stage, [repro_step], result.signature, guilty_op=targets)
     owner = claim(Path(reports_dir) / "repro", signature_key(config.name, case), bundle_dir)
     if owner is not None:
         add_test(owner, result.test, config.name)
@@ -242,7 +231,7 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
         )
     bundle_dir.mkdir(parents=True, exist_ok=True)
     write_runtime(bundle_dir)
-    (bundle_dir / "repro.py").write_text(repro_script(built, frontend, result.signature, decompositions))
+    (bundle_dir / "repro.py").write_text(repro_script(built, repro_step, result.signature, decompositions))
     (bundle_dir / "case.json").write_text(case.to_json())
     (bundle_dir / "graph.txt").write_text(str(built.module.graph))
     save_arrays(bundle_dir / "inputs.npz", [to_storage_array(x) for x in built.inputs])

@@ -277,7 +277,7 @@ class JitGraphMismatch:
     name, follows = "in the TorchScript graph", True
 
     def applies(self, pair: FailingPair) -> bool:
-        return pair.result.stage == "compare" and pair.frontend == "torchscript"
+        return pair.result.stage == "compare" and pair.frontend.reducer.jit_graph_search
 
     def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
         method, call = pair.prepared.failing_call(pair.result.failing_call)

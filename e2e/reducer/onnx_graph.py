@@ -293,7 +293,7 @@ def reduce_onnx_mismatch(
     names what computed `golden` (for the notes).
     """
     from compiler.onnx_compile import onnx_import
-    from compiler.toolchain import TO_TORCH_BACKEND
+    from compiler.pipelines import ONNX_TO_TORCH_BACKEND
     from e2e.reducer.finish import crashed_queries_note, mismatch_bundle, nothing_localized
 
     start = time.monotonic()
@@ -328,7 +328,7 @@ def reduce_onnx_mismatch(
     return mismatch_bundle(
         found,
         found.guilty_op,
-        [*TO_TORCH_BACKEND["onnx"], *to_executor],
+        [*ONNX_TO_TORCH_BACKEND, *to_executor],
         tolerance,
         notes,
         onnx_import(model).raw_ir,
@@ -347,7 +347,7 @@ def reduce_onnx_result(result, prepared, config, reports_dir, time_box: float) -
     """A compare failure of the onnx config: the failing call's model, exported again as the
     config exports it (or the test's own ONNX model), reduced over its nodes."""
     from compiler.onnx_compile import onnx_export
-    from e2e.configs.fx import tensor_leaves
+    from e2e.configs.pipeline import tensor_leaves
     from e2e.reducer.localize import stage_pipelines
 
     method, call = prepared.failing_call(result.failing_call)
@@ -380,7 +380,7 @@ class OnnxMismatch:
     name, follows = "in the ONNX model", False
 
     def applies(self, pair: FailingPair) -> bool:
-        return pair.result.stage == "compare" and pair.frontend == "onnx"
+        return pair.result.stage == "compare" and pair.frontend.reducer.onnx_graph_search
 
     def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
         return reduce_onnx_result(pair.result, pair.prepared, pair.config, pair.reports_dir, time_box)

@@ -25,7 +25,7 @@ class FailingPair:
     reports_dir: Path
 
     @cached_property
-    def frontend(self) -> str:
+    def frontend(self):  # compiler.frontends.Frontend
         return self.config.toolchain().frontend
 
     @property

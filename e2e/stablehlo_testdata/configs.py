@@ -25,6 +25,7 @@ from typing import Any
 from torch_mlir import ir
 
 from compiler.executors import INSTALL_RUNTIMES, load_executor
+from compiler.frontends import ReducerFacts
 from compiler.stages import Snapshots, StageError, format_diagnostics, new_context, parse_module, run_stage
 from e2e.framework.result import NotApplicable
 from e2e.framework.trace import Trace
@@ -72,6 +73,14 @@ class TestdataCompiled:
 
 
 @dataclass(frozen=True)
+class GivenStableHlo:
+    """The testdata's "frontend": the program is given as StableHLO (no graph to search)."""
+
+    name = "stablehlo"
+    reducer = ReducerFacts(fx_graph_search=False)
+
+
+@dataclass(frozen=True)
 class TestdataToolchain:
     """What the reducer replays of a testdata config (`e2e.reducer.localize.stage_pipelines`):
     stage `lower`, the executor's own entries, and `execute` (`Executor.execute_entries`: an
@@ -80,14 +89,15 @@ class TestdataToolchain:
     is its own reproducer)."""
 
     executor_name: str
-    frontend: str = "stablehlo"
+    frontend: GivenStableHlo = GivenStableHlo()
 
+    @property
     def executor(self):
         return load_executor(self.executor_name, input="stablehlo")
 
     @property
     def stages(self) -> dict[str, tuple[str, ...]]:
-        executor = self.executor()
+        executor = self.executor
         return {"lower": executor.lower_entries(), "execute": executor.execute_entries()}
 
 
