@@ -28,7 +28,7 @@ from e2e.framework.registry import Test
 from e2e.framework.result import Result
 from e2e.framework.run_record import RunRecord
 from e2e.framework.runner import PreparedCache, run_pair, warm_up
-from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, SuiteFile, load_suite, suite_files
+from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, ProbeHost, SuiteFile, load_suite, suite_files
 from e2e.opinfo import SLICES as OPINFO_SLICES
 
 DEFAULT_BUDGET = 300.0  # seconds per pair when --timeout is not given
@@ -102,6 +102,9 @@ class E2EState:
         self.probes = ProbeCache(config.cache if keep_probes else None, known)
         keep_imports(Path(config.cache.mkdir("e2e-imports")) if keep_probes else None)
         self.probed: dict[Path, SuiteFile] = {}  # the controller's probes, under xdist
+        # Collection's probes share one child (what one file imports, the next need not);
+        # closed when collection ends (`close_prober`).
+        self.prober = ProbeHost()
         self._suite: dict[Path, SuiteFile] = {}  # the suite files loaded so far, by resolved path
         self.prepared = PreparedCache()  # --no-isolation only
         self.host: TestHost | None = None
@@ -187,9 +190,20 @@ class E2EState:
         path = path.resolve()
         if path not in self._suite:
             self._suite.update(
-                load_suite([path], self.import_limits, isolate=self.isolate, register=False, probes=self.probes)
+                load_suite(
+                    [path],
+                    self.import_limits,
+                    isolate=self.isolate,
+                    register=False,
+                    probes=self.probes,
+                    prober=self.prober,
+                )
             )
         return self._suite[path]
+
+    def close_prober(self) -> None:
+        """Collection is over: the probe child goes (a later load starts its own)."""
+        self.prober.close()
 
     def test(self, path: Path, name: str) -> Test:
         """A collected test, its file imported here on first use (its probe was clean)."""
