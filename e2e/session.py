@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import shlex
+import threading
 from pathlib import Path
 
 import pytest
@@ -105,6 +106,7 @@ class E2EState:
         # Collection's probes share one child (what one file imports, the next need not);
         # closed when collection ends (`close_prober`).
         self.prober = ProbeHost()
+        self._warming: threading.Thread | None = None  # the warm-up while probing (`_start_warming`)
         self._suite: dict[Path, SuiteFile] = {}  # the suite files loaded so far, by resolved path
         self.prepared = PreparedCache()  # --no-isolation only
         self.host: TestHost | None = None
@@ -199,7 +201,44 @@ class E2EState:
                     prober=self.prober,
                 )
             )
+        if self.prober.probed >= WARM_WHILE_PROBING_FROM and self.warms_while_probing:
+            self._start_warming()
         return self._suite[path]
+
+    @property
+    def warms_while_probing(self) -> bool:
+        """Whether this process warms up while collection waits for its probes: it runs
+        pairs itself (not an xdist controller), in hosts, and has not begun."""
+        option = self.config.option
+        return (
+            self.isolate
+            and self._warming is None
+            and (self.is_worker or not getattr(option, "numprocesses", None))
+            and not option.collectonly
+        )
+
+    def _start_warming(self) -> None:
+        """The warm-ups every host forked later inherits (`preload`, `warm_up`,
+        `warm_up_configs`), in a thread, while this process only waits for the probe
+        child: a collection that probes many files (`-k` across the suite, no cache)
+        waits for seconds, the warm-up then costs no wall time. The thread is joined
+        before any fork (`_join_warming`): a child forked while it imports would
+        inherit held locks."""
+
+        def warm() -> None:
+            for spec in self.configs.values():
+                if isinstance(config := load_config(spec), Preloads):
+                    preload(config)
+            if any(isinstance(load_config(spec), FxConfig) for spec in self.configs.values()):
+                try:
+                    warm_up()
+                except Exception:  # noqa: BLE001 - a frontend that cannot warm up fails in its pairs
+                    pass
+            warm_up_configs(tuple(self.configs.values()))
+
+        self._warming = threading.Thread(target=warm, name="e2e-warm-up", daemon=True)
+        _WARMING.append(self._warming)
+        self._warming.start()
 
     def close_prober(self) -> None:
         """Collection is over: the probe child goes (a later load starts its own)."""
@@ -244,6 +283,7 @@ class E2EState:
             self.host.close()
             self.host = None
         if self.host is None:
+            _join_warming()
             for name in self.host_configs.get(test.name, self.configs):
                 if isinstance(config := load_config(self.configs[name]), Preloads):
                     preload(config)  # before the first host that runs one of its pairs
@@ -300,6 +340,19 @@ class E2EImportError(Exception):
 
 STATE = pytest.StashKey[E2EState]()
 WARM_UP_PAYS_FROM = 2  # tests still to start (this one included) for a warm-up to pay off
+# Probes of a collection after which it warms up meanwhile: a run of one file probes one.
+WARM_WHILE_PROBING_FROM = 2
+# The warm-up threads started (`E2EState._start_warming`): every fork of this process waits
+# for them (a module-level list, as `os.register_at_fork` takes no state).
+_WARMING: list[threading.Thread] = []
+
+
+def _join_warming() -> None:
+    while _WARMING:
+        _WARMING.pop().join()
+
+
+os.register_at_fork(before=_join_warming)
 
 
 @functools.cache

@@ -133,12 +133,11 @@ def _source_of(obj: Any) -> str:
     gives, without its cost: that tokenizes a function's whole block and parses a class's
     whole file again for each class (a third of importing a suite file of 100 tests)."""
     try:
-        obj = inspect.unwrap(obj)
+        file = inspect.getsourcefile(obj)
+        obj = inspect.unwrap(obj)  # as getsourcelines does, after the file was found
         if inspect.isclass(obj):
-            file = inspect.getsourcefile(obj)
-            line = _class_lines("".join(linecache.getlines(file)))[obj.__qualname__]
+            line = _class_lines("".join(linecache.getlines(inspect.getsourcefile(obj))))[obj.__qualname__]
         else:
-            file = inspect.getsourcefile(obj)
             line = inspect.findsource(obj)[1] + 1
         return f"{file}:{line}"
     except Exception:  # no source (a REPL, exec'd text that does not tokenize): its repr

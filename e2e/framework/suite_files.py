@@ -191,11 +191,13 @@ class ProbeHost:
 
     def __init__(self) -> None:
         self._child: isolation.Child | None = None
+        self.probed = 0  # files probed so far
 
     def probe(self, path: Path, limits: Limits) -> Any:
         """`_probe(path)`'s reply, or how the child ended (`isolation.Crashed`, `TimedOut`, `OverMemory`)."""
         if self._child is None:
             self._child = isolation.Child(_serve_probes, name="probe")
+        self.probed += 1
         reply = self._child.request(path, limits)
         if not isinstance(reply, tuple):  # the probe took the child down: the next file gets a new one
             self._child.kill()
