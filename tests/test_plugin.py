@@ -181,3 +181,28 @@ def test_k_collects_the_items_pytest_alone_would_keep(pytester):
         assert prefiltered == alone, expression
     assert collected("xfail") == {"suite/ops.py::Mm::tosa"}
     assert collected("models and linalg") == {"suite/ops.py::SinMarked::linalg"}
+
+
+WARMING_REPORTER = """
+from e2e.session import STATE
+
+
+def pytest_collection_finish(session):
+    print("warmed while probing:", session.config.stash[STATE]._warming is not None)
+"""
+
+
+def test_a_collection_that_probes_several_files_warms_up_meanwhile_and_a_one_file_run_does_not(pytester):
+    """`-k` over a suite probes every file (with no cache): the process warms up while it
+    waits, so every host inherits it; a node id probes one file and starts its host at once."""
+    suite = pytester.mkdir("my_suite")
+    suite.joinpath("ops.py").write_text(SUITE)
+    suite.joinpath("more_ops.py").write_text(SUITE.replace('"Tanh"', '"Tanh2"').replace('"Mm"', '"Mm2"'))
+    pytester.makepyfile(warming_reporter=WARMING_REPORTER)
+    common = ("-p", "warming_reporter", "-s", "--e2e-suite", "my_suite", "--config", "linalg")
+    many = run(pytester, *common, "-k", "Tanh2")
+    many.assert_outcomes(passed=1)
+    many.stdout.fnmatch_lines(["warmed while probing: True"])
+    one = run(pytester, *common, "my_suite/ops.py::Tanh::linalg")
+    one.assert_outcomes(passed=1)
+    one.stdout.fnmatch_lines(["warmed while probing: False"])
