@@ -41,13 +41,16 @@ from e2e.framework.shards import plan as shard_plan
 from e2e.framework.suite_files import IMPORT_BUDGET, SuiteFile, clean_probes, load_suite
 from e2e.opinfo import SLICES as OPINFO_SLICES
 from e2e.report_tables import report_tables
-from e2e.session import DEFAULT_MEMORY_CAP_GIB, NO_ISOLATION_TURNS_OFF, STATE, E2EState, has_timeout
+from e2e.session import DEFAULT_MEMORY_CAP_GIB, NO_ISOLATION_TURNS_OFF, STATE, E2EState, has_timeout, start_spare
 
 
 def pytest_addhooks(pluginmanager):
     from e2e import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
+    # At registration, the plugin's earliest hook: the first host warms up from here on,
+    # beside the rest of pytest's start (`E2EState.keep_spare` ends it if unneeded).
+    start_spare()
 
 
 def pytest_addoption(parser):
@@ -195,6 +198,12 @@ def pytest_configure(config):
     _stop_on_sigterm()
     config.pluginmanager.register(RunRecorder(state), "e2e-run-recorder")
     _configure_shard_and_baseline(config, state)
+    runs_pairs = (
+        _runs_the_suite(config, state)
+        and not config.option.collectonly
+        and (state.is_worker or not getattr(config.option, "numprocesses", None))
+    )
+    state.keep_spare(runs_pairs)
     if _runs_the_suite(config, state) and not state.is_worker and not config.option.collectonly:
         if getattr(config.option, "numprocesses", None) and state.xfail_dir:
             # A worker's collection error reaches the controller as an opaque INTERNALERROR:
@@ -607,6 +616,7 @@ def pytest_sessionfinish(session, exitstatus):
     if state is None:
         return
     state.close_host()
+    state.close_spare()  # a run whose pairs all came from the result cache never adopted it
     if session.config.pluginmanager.has_plugin("hypothesispytest") and not _hypothesis_ran(session):
         # Its plugin has nothing to summarize; its summary would import hypothesis only to
         # find that out (1.3 s, a third of a one-pair run).

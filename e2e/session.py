@@ -23,12 +23,12 @@ from e2e.configs import (
 from e2e.configs.fx import FxConfig
 from e2e.framework import isolation, registry
 from e2e.framework.cache import FrontendCache, ProgramCache, ResultCache, keep_imports
-from e2e.framework.host import TestHost
+from e2e.framework.host import SpareHost, TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import Result
 from e2e.framework.run_record import RunRecord
-from e2e.framework.runner import PreparedCache, run_pair, warm_up
+from e2e.framework.runner import PreparedCache, run_pair, warm_up, warm_up_capture
 from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, ProbeHost, SuiteFile, load_suite, suite_files
 from e2e.opinfo import SLICES as OPINFO_SLICES
 
@@ -107,6 +107,7 @@ class E2EState:
         # closed when collection ends (`close_prober`).
         self.prober = ProbeHost()
         self._warming: threading.Thread | None = None  # the warm-up while probing (`_start_warming`)
+        self.spare: SpareHost | None = None  # the first host, forked early (`keep_spare`)
         self._suite: dict[Path, SuiteFile] = {}  # the suite files loaded so far, by resolved path
         self.prepared = PreparedCache()  # --no-isolation only
         self.host: TestHost | None = None
@@ -296,14 +297,16 @@ class E2EState:
                 # so with one test left (the last of `-k TEST`) it would only add its time.
                 warm_up()
                 warm_up_configs(tuple(self.configs.values()))
+            spare, self.spare = self.spare, None
             self.host = TestHost(
                 test,
                 shape_mode=self.shape_mode,
-                config_loader=lambda name: load_config(self.configs[name]),
+                config_loader=functools.partial(_load_named, dict(self.configs)),
                 golden_limits=self.limits(test),
                 reducer=_reduce_on_host,
                 frontend_cache=self.frontend_cache,
                 program_cache=self.program_cache,
+                spare=spare,
             )
         return self.host
 
@@ -327,6 +330,23 @@ class E2EState:
         for name, config in pairs:
             self.host_configs.setdefault(name, set()).add(config)
 
+    def keep_spare(self, runs_pairs: bool) -> None:
+        """Take the spare host forked at the plugin's registration (`start_spare`) when this
+        process runs pairs in hosts and an FX config will capture; else end it now."""
+        spare = _SPARE.pop() if _SPARE else None
+        if spare is None:
+            return
+        captures = any(isinstance(load_config(spec), FxConfig) for spec in self.configs.values())
+        if runs_pairs and self.isolate and captures:
+            self.spare = spare
+        else:
+            spare.close()
+
+    def close_spare(self) -> None:
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
+
     def close_host(self) -> None:
         if self.host is not None:
             self.host.close()
@@ -345,6 +365,23 @@ WARM_WHILE_PROBING_FROM = 2
 # The warm-up threads started (`E2EState._start_warming`): every fork of this process waits
 # for them (a module-level list, as `os.register_at_fork` takes no state).
 _WARMING: list[threading.Thread] = []
+
+
+# The spare host forked when the plugin was registered, until `E2EState.keep_spare` takes it.
+_SPARE: list[SpareHost] = []
+
+
+def start_spare() -> None:
+    """Fork the spare host (`SpareHost`) now, before pytest has parsed its options: the
+    frontends' one-time initialization then runs beside pytest's own start and collection.
+    A process that runs no pair ends it at configure (`keep_spare`)."""
+    if not _SPARE:
+        _SPARE.append(SpareHost(warm_up_capture))
+
+
+def _load_named(configs: dict[str, str], name: str):
+    """A host's config loader: picklable (a spare host is handed it), unlike a lambda."""
+    return load_config(configs[name])
 
 
 def _join_warming() -> None:

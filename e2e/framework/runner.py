@@ -190,6 +190,21 @@ class PreparedCache:
         return prepared
 
 
+class _Warm(torch.nn.Module):
+    def forward(self, x):
+        return torch.tanh(x @ x.t()).sum(0) + 1
+
+
+@functools.cache
+def warm_up_capture() -> None:
+    """The first FX capture's one-time initialization alone (importing torch.export's
+    tracer and torch._dynamo, the first export, the FX importer: ~1.5 s, most of a
+    one-pair run's pair), what a spare host pays before its test is known."""
+    from compiler.fx_compile import fx_import
+
+    fx_import(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
+
+
 @functools.cache
 def warm_up() -> None:
     """Pay once per process, before any fork, for what every child would pay again.
@@ -202,11 +217,7 @@ def warm_up() -> None:
     from compiler.fx_compile import fx_to_torch_backend_ir
     from compiler.pipelines import BACKENDS
 
-    class Warm(torch.nn.Module):
-        def forward(self, x):
-            return torch.tanh(x @ x.t()).sum(0) + 1
-
-    torch_ir, _ = fx_to_torch_backend_ir(Warm(), [torch.rand(3, 3)], [[-1, 3]])
+    torch_ir, _ = fx_to_torch_backend_ir(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
     for backend in BACKENDS:
         try:
             compile_torch_backend_ir(torch_ir, backend).close()
