@@ -1,7 +1,7 @@
 """The compiler engineer's loop, each command cold, as ratios to a bare import measured in the same run.
 
     python benchmarks/loop.py [--runs 3] [--pair e2e/test_suite/matmul.py::MmModule_basic::linalg]
-                              [--test MmModule_basic] [--slice matmul.py softmax.py padding.py | --whole-suite]
+                              [--test MmModule_basic] [--slice softmax.py norm.py embedding.py | --whole-suite]
                               [--edit compiler/pipelines.py] [--skip-suite]
 
 Every command is a new process started as the engineer types it, from a copy of this
@@ -42,9 +42,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from e2e.diff import compare  # noqa: E402
+from e2e.framework.results_files import load_rows  # noqa: E402
+
 NO_CACHE = ["--no-result-cache", "-p", "no:cacheprovider"]
 COPIED = ("compiler", "e2e", "torch_mlir_e2e_test", "pyproject.toml")
 
@@ -119,15 +125,15 @@ def suite_loop(copy: Path, scratch: Path, paths: list[str], edit: str) -> dict[s
 
 
 def _diff(copy: Path, scratch: Path, new: str) -> str:
+    """`python -m e2e.diff` of the cold run against `new`: its exit status (0: no new failure)
+    and the pairs whose verdict changed in any way (its kinds but `slower`: 0 is the bar)."""
+    base, now = scratch / "suite-cold", scratch / f"suite-{new}"
     done = subprocess.run(
-        [sys.executable, "-m", "e2e.diff", str(scratch / "suite-cold"), str(scratch / f"suite-{new}")],
-        cwd=copy,
-        capture_output=True,
-        text=True,
-        check=False,
+        [sys.executable, "-m", "e2e.diff", str(base), str(now)], cwd=copy, capture_output=True, check=False
     )
-    lines = [line for line in done.stdout.splitlines() if line.strip()]
-    return f"exit {done.returncode}: " + (" / ".join(lines[:3]) if lines else done.stderr.strip()[-300:])
+    changed = Counter(c.kind for c in compare(load_rows(base)[0], load_rows(now)[0]).changes if c.kind != "slower")
+    kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(changed.items()))
+    return f"e2e.diff exit {done.returncode}, {sum(changed.values())} pairs changed" + (f" ({kinds})" if kinds else "")
 
 
 def _machine() -> str:
@@ -155,7 +161,7 @@ def main() -> None:
     parser.add_argument("--pair", default="e2e/test_suite/matmul.py::MmModule_basic::linalg")
     parser.add_argument("--test", default="MmModule_basic")
     parser.add_argument(
-        "--slice", nargs="+", default=["matmul.py", "softmax.py", "padding.py"], help="topic files of (b)"
+        "--slice", nargs="+", default=["softmax.py", "norm.py", "embedding.py"], help="topic files of (b)"
     )
     parser.add_argument("--whole-suite", action="store_true", help="(b) on the whole suite, not a slice")
     parser.add_argument("--edit", default="compiler/pipelines.py", help="the file (b) edits, under compiler/")
