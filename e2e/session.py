@@ -219,23 +219,25 @@ class E2EState:
         )
 
     def _start_warming(self) -> None:
-        """The warm-ups every host forked later inherits (`preload`, `warm_up`,
-        `warm_up_configs`), in a thread, while this process only waits for the probe
-        child: a collection that probes many files (`-k` across the suite, no cache)
-        waits for seconds, the warm-up then costs no wall time. The thread is joined
+        """The warm-ups every host forked later inherits (`preload`, `warm_up_capture`), in
+        a thread, while this process only waits for the probe child: a collection that
+        probes many files (`-k` across the suite, no cache) waits for seconds, the warm-up
+        then costs no wall time. The thread is joined
         before any fork (`_join_warming`): a child forked while it imports would
         inherit held locks."""
 
         def warm() -> None:
+            # Only what every host of the run pays (imports, the FX capture's initialization),
+            # about as long as probing the suite takes: what it has not finished when the
+            # first host forks, that host waits for.
             for spec in self.configs.values():
                 if isinstance(config := load_config(spec), Preloads):
                     preload(config)
             if any(isinstance(load_config(spec), FxConfig) for spec in self.configs.values()):
                 try:
-                    warm_up()
+                    warm_up_capture()
                 except Exception:  # noqa: BLE001 - a frontend that cannot warm up fails in its pairs
                     pass
-            warm_up_configs(tuple(self.configs.values()))
 
         self._warming = threading.Thread(target=warm, name="e2e-warm-up", daemon=True)
         _WARMING.append(self._warming)
