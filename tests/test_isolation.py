@@ -436,7 +436,7 @@ SPARE_SUITE = (
 
 
 def _host_pid(prepared, state):
-    return os.getpid()
+    return os.getpid(), os.environ.get("E2E_SET_AFTER_THE_SPARE")
 
 
 def _no_config(name):  # module-level: a spare host is handed its loader by pickle
@@ -457,13 +457,15 @@ def test_a_spare_host_becomes_the_first_tests_host_or_a_host_is_forked_instead(
     (tmp_path / "spare_suite.py").write_text(SPARE_SUITE)
     spare = SpareHost(warm)
     spare_pid = spare.child.pid
+    monkeypatch.setenv("E2E_SET_AFTER_THE_SPARE", "1")  # as --jit-target sets E2E_JIT_TARGET at configure
     load_suite([tmp_path], isolate=False)  # after the fork: the spare imports the file itself
     test = registry.GLOBAL_TEST_REGISTRY["Spare_basic"] if from_file else simple_test()
     host = TestHost(test, shape_mode="annotated", config_loader=_no_config, golden_limits=LIMITS, spare=spare)
     try:
         assert host.golden_failure is None
-        pid = host.call(_host_pid, LIMITS)
-        assert isinstance(pid, int) and (pid == spare_pid) is adopted
+        pid, environ = host.call(_host_pid, LIMITS)
+        assert (pid == spare_pid) is adopted
+        assert environ == "1"  # the parent's environment at adoption, not at the spare's fork
     finally:
         host.close()
     assert not spare.child.alive or adopted

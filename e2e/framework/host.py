@@ -37,7 +37,7 @@ import site
 import sys
 import sysconfig
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -108,6 +108,12 @@ class _Adopt:
     reducer: Callable | None
     shared: dict
     caches: _Caches
+    # What the parent set up after the spare's fork (`--jit-target` sets E2E_JIT_TARGET,
+    # `--generate` the seeds; pytest puts the ini's `pythonpath` on sys.path), as a host
+    # forked now would inherit it.
+    environ: dict = field(default_factory=lambda: dict(os.environ))
+    path: list = field(default_factory=lambda: list(sys.path))
+    cwd: str = field(default_factory=os.getcwd)
 
 
 class SpareHost:
@@ -136,6 +142,11 @@ def _serve_spare(warm: Callable[[], None], channel: Channel) -> None:
         adopt = channel.receive()
     except EOFError:
         return
+    scratch = os.environ["TMPDIR"]  # its own (`Child`), which stays
+    os.environ.clear()
+    os.environ.update({**adopt.environ, "TMPDIR": scratch})
+    sys.path[:] = adopt.path
+    os.chdir(adopt.cwd)
     from e2e.framework.registry import GLOBAL_TEST_REGISTRY
     from e2e.framework.suite_files import load_suite
 
