@@ -154,6 +154,14 @@ class _Warm(torch.nn.Module):
 
 
 @functools.cache
+def warm_up_capture() -> None:
+    """The first FX capture's one-time initialization alone (importing torch.export's
+    tracer and torch._dynamo, the first export, the FX importer: ~1.5 s, most of a
+    one-pair run's pair), what a spare host pays before its test is known."""
+    fx_import(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
+
+
+@functools.cache
 def warm_up() -> None:
     """Pay once per process, before any fork, for what every child would pay again.
 
@@ -203,6 +211,10 @@ class FxFrontend:
 
     def warm_up(self) -> None:
         warm_up()
+
+    def warm_up_capture(self) -> None:
+        """The capture's one-time initialization alone (what a collection pays while it probes)."""
+        warm_up_capture()
 
     def check(self, module, inputs, dynamic_dims) -> None:
         fx.import_program(fx.capture(module, inputs, dynamic_dims))

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from compiler.replay_runtime.target import ENV as JIT_TARGET_ENV
 from e2e.framework import isolation
-from e2e.session import STATE, E2EState
+from e2e.session import STATE, E2EState, start_spare
 
 # Registered right after this module, so their hooks keep this module's place among
 # plugins. pytest imports them (each before those that import it): a module imported
@@ -48,6 +48,9 @@ def pytest_addhooks(pluginmanager):
     from e2e import hookspecs
 
     pluginmanager.add_hookspecs(hookspecs)
+    # At registration, the plugin's earliest hook: the first host warms up from here on,
+    # beside the rest of pytest's start (`E2EState.keep_spare` ends it if unneeded).
+    start_spare()
 
 
 def pytest_configure(config):
@@ -79,6 +82,12 @@ def pytest_configure(config):
     recorder = RunRecorder.configure(config, state)
     Sharder.configure(config)
     recorder.load_baseline()
+    runs_pairs = (
+        _runs_the_suite(config, state)
+        and not config.option.collectonly
+        and (state.is_worker or not getattr(config.option, "numprocesses", None))
+    )
+    state.keep_spare(runs_pairs)
     if _runs_the_suite(config, state) and not state.is_worker and not config.option.collectonly:
         ControllerProbes.configure(config, state)
         recorder.start()
@@ -105,6 +114,7 @@ def pytest_sessionfinish(session, exitstatus):
     if state is None:
         return
     state.close_host()
+    state.close_spare()  # a run whose pairs all came from the result cache never adopted it
     reporting.drop_idle_hypothesis(session)
     if not state.is_worker:
         state.frontend_cache.trim()

@@ -5,10 +5,12 @@ from __future__ import annotations
 import functools
 import os
 import shlex
+import threading
 from pathlib import Path
 
 import pytest
 
+from compiler.frontends import load_frontend
 from e2e.configs import (
     CONFIG_NAMES,
     OPT_IN_CONFIG_NAMES,
@@ -21,12 +23,12 @@ from e2e.configs import (
 )
 from e2e.framework import isolation, registry
 from e2e.framework.cache import FrontendCache, ProgramCache, ResultCache, keep_imports
-from e2e.framework.host import TestHost
+from e2e.framework.host import SpareHost, TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import Result
-from e2e.framework.runner import PreparedCache, run_pair
-from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, SuiteFile, load_suite, suite_files
+from e2e.framework.runner import PreparedCache, run_pair, warm_up_capture
+from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, ProbeHost, SuiteFile, load_suite, suite_files
 from e2e.opinfo import SLICES as OPINFO_SLICES
 
 DEFAULT_BUDGET = 300.0  # seconds per pair when --timeout is not given
@@ -100,6 +102,11 @@ class E2EState:
         keep_probes = self.isolate and getattr(config, "cache", None) is not None
         self.probes = ProbeCache(config.cache if keep_probes else None, known)
         keep_imports(Path(config.cache.mkdir("e2e-imports")) if keep_probes else None)
+        # Collection's probes share one child (what one file imports, the next need not);
+        # closed when collection ends (`close_prober`).
+        self.prober = ProbeHost()
+        self._warming: threading.Thread | None = None  # the warm-up while probing (`_start_warming`)
+        self.spare: SpareHost | None = None  # the first host, forked early (`keep_spare`)
         self._suite: dict[Path, SuiteFile] = {}  # the suite files loaded so far, by resolved path
         self.prepared = PreparedCache()  # --no-isolation only
         self.host: TestHost | None = None
@@ -178,9 +185,66 @@ class E2EState:
         path = path.resolve()
         if path not in self._suite:
             self._suite.update(
-                load_suite([path], self.import_limits, isolate=self.isolate, register=False, probes=self.probes)
+                load_suite(
+                    [path],
+                    self.import_limits,
+                    isolate=self.isolate,
+                    register=False,
+                    probes=self.probes,
+                    prober=self.prober,
+                )
             )
+        if self.prober.probed >= WARM_WHILE_PROBING_FROM and self.warms_while_probing:
+            self._start_warming()
         return self._suite[path]
+
+    @property
+    def warms_while_probing(self) -> bool:
+        """Whether this process warms up while collection waits for its probes: it runs
+        pairs itself (not an xdist controller), in hosts, and has not begun."""
+        option = self.config.option
+        return (
+            self.isolate
+            and self._warming is None
+            and (self.is_worker or not getattr(option, "numprocesses", None))
+            and not option.collectonly
+        )
+
+    def _start_warming(self) -> None:
+        """The warm-ups every host forked later inherits (`preload`, `warm_up_capture`), in
+        a thread, while this process only waits for the probe child: a collection that
+        probes many files (`-k` across the suite, no cache) waits for seconds, the warm-up
+        then costs no wall time. The thread is joined before any fork (`_join_warming`):
+        a child forked while it imports would inherit held locks."""
+
+        def warm() -> None:
+            # Only what every host of the run pays (imports, the FX capture's initialization),
+            # about as long as probing the suite takes: what it has not finished when the
+            # first host forks, that host waits for.
+            configs = [load_config(spec) for spec in self.configs.values()]
+            for config in configs:
+                if isinstance(config, Preloads):
+                    preload(config)
+            for warm_capture in self._capture_warm_ups():
+                try:
+                    warm_capture()
+                except Exception:  # noqa: BLE001 - a frontend that cannot warm up fails in its pairs
+                    pass
+
+        self._warming = threading.Thread(target=warm, name="e2e-warm-up", daemon=True)
+        _WARMING.append(self._warming)
+        self._warming.start()
+
+    def _capture_warm_ups(self) -> list:
+        """The selected configs' frontends' capture warm-ups (`warm_up_capture`, the FX
+        capture's one-time initialization), each once."""
+        names = {getattr(load_config(spec), "frontend", None) for spec in self.configs.values()}
+        frontends = [load_frontend(name) for name in sorted(n for n in names if isinstance(n, str))]
+        return [f.warm_up_capture for f in frontends if hasattr(f, "warm_up_capture")]
+
+    def close_prober(self) -> None:
+        """Collection is over: the probe child goes (a later load starts its own)."""
+        self.prober.close()
 
     def test(self, path: Path, name: str) -> Test:
         """A collected test, its file imported here on first use (its probe was clean)."""
@@ -217,6 +281,7 @@ class E2EState:
             self.host.close()
             self.host = None
         if self.host is None:
+            _join_warming()
             for name in self.host_configs.get(test.name, self.configs):
                 if isinstance(config := load_config(self.configs[name]), Preloads):
                     preload(config)  # before the first host that runs one of its pairs
@@ -228,14 +293,16 @@ class E2EState:
                 # are still to start: the warm-up costs about what one host pays for it,
                 # so with one test left (the last of `-k TEST`) it would only add its time.
                 warm_up_configs(tuple(self.configs.values()))
+            spare, self.spare = self.spare, None
             self.host = TestHost(
                 test,
                 shape_mode=self.shape_mode,
-                config_loader=lambda name: load_config(self.configs[name]),
+                config_loader=functools.partial(_load_named, dict(self.configs)),
                 golden_limits=self.limits(test),
                 reducer=_reduce_on_host,
                 frontend_cache=self.frontend_cache,
                 program_cache=self.program_cache,
+                spare=spare,
             )
         return self.host
 
@@ -259,6 +326,23 @@ class E2EState:
         for name, config in pairs:
             self.host_configs.setdefault(name, set()).add(config)
 
+    def keep_spare(self, runs_pairs: bool) -> None:
+        """Take the spare host forked at the plugin's registration (`start_spare`) when this
+        process runs pairs in hosts and an FX config will capture; else end it now."""
+        spare = _SPARE.pop() if _SPARE else None
+        if spare is None:
+            return
+        captures = bool(self._capture_warm_ups())
+        if runs_pairs and self.isolate and captures:
+            self.spare = spare
+        else:
+            spare.close()
+
+    def close_spare(self) -> None:
+        if self.spare is not None:
+            self.spare.close()
+            self.spare = None
+
     def close_host(self) -> None:
         if self.host is not None:
             self.host.close()
@@ -272,6 +356,36 @@ class E2EImportError(Exception):
 
 STATE = pytest.StashKey[E2EState]()
 WARM_UP_PAYS_FROM = 2  # tests still to start (this one included) for a warm-up to pay off
+# Probes of a collection after which it warms up meanwhile: a run of one file probes one.
+WARM_WHILE_PROBING_FROM = 2
+# The warm-up threads started (`E2EState._start_warming`): every fork of this process waits
+# for them (a module-level list, as `os.register_at_fork` takes no state).
+_WARMING: list[threading.Thread] = []
+
+
+# The spare host forked when the plugin was registered, until `E2EState.keep_spare` takes it.
+_SPARE: list[SpareHost] = []
+
+
+def start_spare() -> None:
+    """Fork the spare host (`SpareHost`) now, before pytest has parsed its options: the
+    frontends' one-time initialization then runs beside pytest's own start and collection.
+    A process that runs no pair ends it at configure (`keep_spare`)."""
+    if not _SPARE:
+        _SPARE.append(SpareHost(warm_up_capture))
+
+
+def _load_named(configs: dict[str, str], name: str):
+    """A host's config loader: picklable (a spare host is handed it), unlike a lambda."""
+    return load_config(configs[name])
+
+
+def _join_warming() -> None:
+    while _WARMING:
+        _WARMING.pop().join()
+
+
+os.register_at_fork(before=_join_warming)
 
 
 @functools.cache

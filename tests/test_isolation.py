@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from e2e.framework import deadlock, isolation
+from e2e.framework import deadlock, isolation, registry
 from e2e.framework import host as host_module
-from e2e.framework.host import TestHost
+from e2e.framework.host import SpareHost, TestHost
 from e2e.framework.isolation import MIB, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import CRASH, ERROR, FAIL, MEMORY, PASS, TIMEOUT
 from e2e.framework.runner import prepare, run_pair
+from e2e.framework.suite_files import load_suite
 
 LIMITS = Limits(20, 2048 * MIB)
 
@@ -427,3 +428,44 @@ def test_what_a_host_imported_from_a_library_is_imported_here_for_the_hosts_afte
         host.close()
         for name in ("lazylib", "lazylib.models"):
             sys.modules.pop(name, None)
+
+
+SPARE_SUITE = (
+    "import torch\nfrom e2e.framework import op_test\nop_test('Spare_basic', torch.tanh, lambda tu: [tu.rand(2, 3)])\n"
+)
+
+
+def _host_pid(prepared, state):
+    return os.getpid(), os.environ.get("E2E_SET_AFTER_THE_SPARE")
+
+
+def _no_config(name):  # module-level: a spare host is handed its loader by pickle
+    raise AssertionError(f"no config was asked for: {name}")
+
+
+@pytest.mark.parametrize(
+    "warm, from_file, adopted",
+    [(lambda: None, True, True), (os.abort, True, False), (lambda: None, False, False)],
+    ids=["adopted", "died-warming", "no-suite-file"],
+)
+def test_a_spare_host_becomes_the_first_tests_host_or_a_host_is_forked_instead(
+    tmp_path, monkeypatch, warm, from_file, adopted
+):
+    """The spare, forked before its test was known, imports the test's file and serves as
+    its host; one that died (or a test with no file to import) leaves a host forked here."""
+    monkeypatch.setattr(registry, "GLOBAL_TEST_REGISTRY", {})
+    (tmp_path / "spare_suite.py").write_text(SPARE_SUITE)
+    spare = SpareHost(warm)
+    spare_pid = spare.child.pid
+    monkeypatch.setenv("E2E_SET_AFTER_THE_SPARE", "1")  # as --jit-target sets E2E_JIT_TARGET at configure
+    load_suite([tmp_path], isolate=False)  # after the fork: the spare imports the file itself
+    test = registry.GLOBAL_TEST_REGISTRY["Spare_basic"] if from_file else simple_test()
+    host = TestHost(test, shape_mode="annotated", config_loader=_no_config, golden_limits=LIMITS, spare=spare)
+    try:
+        assert host.golden_failure is None
+        pid, environ = host.call(_host_pid, LIMITS)
+        assert (pid == spare_pid) is adopted
+        assert environ == "1"  # the parent's environment at adoption, not at the spare's fork
+    finally:
+        host.close()
+    assert not spare.child.alive or adopted

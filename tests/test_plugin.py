@@ -206,3 +206,28 @@ def test_pytest_imports_the_roles_itself_so_it_can_rewrite_them(pytester):
     result = pytester.runpytest_subprocess("-p", "e2e.plugin", "-p", "no:cacheprovider", "--co", "-q")
     assert "cannot be rewritten" not in result.stdout.str() + result.stderr.str()
     assert "e2e.hooks" not in result.stdout.str() + result.stderr.str()
+
+
+WARMING_REPORTER = """
+from e2e.session import STATE
+
+
+def pytest_collection_finish(session):
+    print("warmed while probing:", session.config.stash[STATE]._warming is not None)
+"""
+
+
+def test_a_collection_that_probes_several_files_warms_up_meanwhile_and_a_one_file_run_does_not(pytester):
+    """`-k` over a suite probes every file (with no cache): the process warms up while it
+    waits, so every host inherits it; a node id probes one file and starts its host at once."""
+    suite = pytester.mkdir("my_suite")
+    suite.joinpath("ops.py").write_text(SUITE)
+    suite.joinpath("more_ops.py").write_text(SUITE.replace('"Tanh"', '"Tanh2"').replace('"Mm"', '"Mm2"'))
+    pytester.makepyfile(warming_reporter=WARMING_REPORTER)
+    common = ("-p", "warming_reporter", "-s", "--e2e-suite", "my_suite", "--config", "linalg")
+    many = run(pytester, *common, "-k", "Tanh2")
+    many.assert_outcomes(passed=1)
+    many.stdout.fnmatch_lines(["warmed while probing: True"])
+    one = run(pytester, *common, "my_suite/ops.py::Tanh::linalg")
+    one.assert_outcomes(passed=1)
+    one.stdout.fnmatch_lines(["warmed while probing: False"])

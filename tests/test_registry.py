@@ -1,3 +1,5 @@
+import sys
+
 import pytest
 import torch
 
@@ -122,3 +124,34 @@ def test_params_go_to_whichever_of_constructor_and_inputs_names_them(empty_regis
 def test_testutils_make_zero_d_tensors():
     tu = TestUtils(0)
     assert tu.rand().shape == () and tu.randn().shape == () and tu.randint(high=3).shape == ()
+
+
+def test_a_tests_source_line_is_the_one_inspect_gives(tmp_path, monkeypatch):
+    """`Test.source` (in the result cache's keys) names the line `inspect.getsourcelines`
+    names, for decorated, nested and plain classes, functions and lambdas."""
+    import importlib.util
+    import inspect
+
+    from e2e.framework.registry import _source_of
+
+    (tmp_path / "shapes.py").write_text(
+        "import functools\n\n"
+        "class Plain:\n    class Inner:\n        pass\n\n"
+        "@functools.total_ordering\nclass Decorated:\n    def __lt__(self, other):\n        return False\n\n"
+        "def outer():\n    class Local:\n        pass\n    return Local\n\n"
+        "def invoker(module, tu):\n    pass\n\n"
+        "@functools.lru_cache\n\ndef cached(x):\n    return x\n\n"
+        "inputs = (\n    lambda tu: [tu.rand(2)]\n)\n"
+    )
+    spec = importlib.util.spec_from_file_location("shapes_for_source", tmp_path / "shapes.py")
+    shapes = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "shapes_for_source", shapes)  # a class's file is its module's
+    spec.loader.exec_module(shapes)
+    objects = [shapes.Plain, shapes.Plain.Inner, shapes.Decorated, shapes.outer(), shapes.invoker, shapes.cached]
+    objects.append(shapes.inputs)
+    for obj in objects:
+        try:
+            expected = f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
+        except TypeError:  # an lru_cache wrapper has no source file of its own
+            expected = repr(obj)
+        assert _source_of(obj) == expected, obj

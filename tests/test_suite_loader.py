@@ -108,3 +108,26 @@ def test_the_reducer_reduces_a_test_of_an_out_of_tree_suite(tmp_path):
     assert reduced.returncode == 0, reduced.stdout + reduced.stderr
     assert "Atan2 on tosa: fail: backend | convert-torch-to-tosa" in reduced.stdout
     assert (tmp_path / "r" / "repro" / "Atan2" / "tosa" / "README.md").is_file()
+
+
+PID_NAMED = """
+import os
+import torch
+from e2e.framework import op_test
+
+op_test("{name}_" + str(os.getpid()), torch.tanh, lambda tu: [tu.rand(2, 3)])
+"""
+
+
+def test_the_files_of_a_load_are_probed_in_one_child_and_a_crash_ends_only_its_own(tmp_path, monkeypatch):
+    """One child probes file after file (what one imports, the next need not); a file that
+    crashes it is its own result, and the next file gets a new child."""
+    monkeypatch.setattr(registry, "GLOBAL_TEST_REGISTRY", {})
+    for name in ("a", "b", "d"):
+        (tmp_path / f"{name}.py").write_text(PID_NAMED.format(name=name.upper()))
+    (tmp_path / "c.py").write_text("import os\nos.abort()\n")
+    loaded = _by_name_and_files(load_suite([tmp_path], Limits(120), register=False))
+    pid = {name: int(loaded[f"{name}.py"].tests[0].split("_")[1]) for name in ("a", "b", "d")}
+    assert pid["a"] == pid["b"] != pid["d"]
+    assert loaded["c.py"].broken is not None and "SIGABRT" in loaded["c.py"].broken.error
+    assert registry.GLOBAL_TEST_REGISTRY == {}

@@ -37,7 +37,7 @@ import site
 import sys
 import sysconfig
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
@@ -95,13 +95,84 @@ class _Reduce:
     limits: Limits
 
 
+@dataclass
+class _Adopt:
+    """What a spare host needs to become a test's host: the test (its file, imported
+    there, and its name) and what `TestHost` would have given a host it forked. The
+    callables are module-level functions (or partials of them): they travel by pickle."""
+
+    origin: str
+    name: str
+    shape_mode: str
+    config_loader: Callable
+    reducer: Callable | None
+    shared: dict
+    caches: _Caches
+    # What the parent set up after the spare's fork (`--jit-target` sets E2E_JIT_TARGET,
+    # `--generate` the seeds; pytest puts the ini's `pythonpath` on sys.path), as a host
+    # forked now would inherit it.
+    environ: dict = field(default_factory=lambda: dict(os.environ))
+    path: list = field(default_factory=lambda: list(sys.path))
+    cwd: str = field(default_factory=os.getcwd)
+
+
+class SpareHost:
+    """A test host forked before its test is known, as soon as the pytest process has
+    imported torch, which warms up (`warm()`, the frontends' one-time initialization)
+    while that process is still starting and collecting; the first `TestHost` adopts it
+    (`TestHost(spare=...)`), so a one-pair run does not wait for that initialization
+    after its collection. `close()` an unused one."""
+
+    def __init__(self, warm: Callable[[], None]):
+        self.child = Child(lambda channel: _serve_spare(warm, channel), name="host")
+
+    def close(self) -> None:
+        self.child.kill()
+
+
+def _serve_spare(warm: Callable[[], None], channel: Channel) -> None:
+    """The spare's life (in the child): warm up, wait for its test, import the test's file,
+    then serve as that test's host."""
+    os.dup2(2, 1)  # forked before pytest captured output: what the test prints goes with its errors
+    try:
+        warm()
+    except Exception:  # noqa: BLE001 - an initialization that fails, fails again in its pair, with a result
+        pass
+    try:
+        adopt = channel.receive()
+    except EOFError:
+        return
+    scratch = os.environ["TMPDIR"]  # its own (`Child`), which stays
+    os.environ.clear()
+    os.environ.update({**adopt.environ, "TMPDIR": scratch})
+    sys.path[:] = adopt.path
+    os.chdir(adopt.cwd)
+    from e2e.framework.registry import GLOBAL_TEST_REGISTRY
+    from e2e.framework.suite_files import load_suite
+
+    loaded = load_suite([adopt.origin], isolate=False)[Path(adopt.origin).resolve()]
+    if adopt.name not in GLOBAL_TEST_REGISTRY:  # the parent starts a host of its own
+        why = loaded.broken.error if loaded.broken is not None else loaded.skip_reason
+        channel.send(isolation.Raised(None, f"{adopt.name}: not registered by {adopt.origin}: {why}"))
+        return
+    test = GLOBAL_TEST_REGISTRY[adopt.name]
+    _serve_ready(test, adopt.shape_mode, adopt.config_loader, adopt.reducer, adopt.shared, adopt.caches, channel)
+
+
 def _serve(
     test: Test, shape_mode: str, config_loader, reducer, shared: dict, caches: _Caches, channel: Channel
 ) -> None:
     """The host's loop (in the child): prepare once, then answer requests until EOF.
     `shared`: what an earlier host of this test computed for its configs."""
-    torch.set_num_threads(1)  # a forked grandchild of a multi-threaded OpenMP process hangs
     channel.receive()  # "ready?": the golden run counts against the request's limits
+    _serve_ready(test, shape_mode, config_loader, reducer, shared, caches, channel)
+
+
+def _serve_ready(
+    test: Test, shape_mode: str, config_loader, reducer, shared: dict, caches: _Caches, channel: Channel
+) -> None:
+    """The host's loop once asked to get ready: prepare, reply "ready", then answer requests."""
+    torch.set_num_threads(1)  # a forked grandchild of a multi-threaded OpenMP process hangs
     before = set(sys.modules)
     prepared = prepare(test)
     prepared.shape_mode = shape_mode
@@ -188,12 +259,15 @@ class TestHost:
         reducer=None,
         frontend_cache: FrontendCache | None = None,
         program_cache: ProgramCache | None = None,
+        spare: SpareHost | None = None,
     ):
         """`reducer(result, prepared, config, reports_dir, time_box, memory_bytes)` reduces a
         failure on the host (the plugin hands it `e2e.reducer.failure.reduce_isolated`; the
         framework does not import the reducer). `frontend_cache`: captures of earlier runs
         (`e2e.framework.cache.FrontendCache`), read and written by the host; `program_cache`:
-        programs lowered by earlier hosts and runs (`ProgramCache`: the eager config's ops), too."""
+        programs lowered by earlier hosts and runs (`ProgramCache`: the eager config's ops), too.
+        `spare`: a `SpareHost` to adopt as the first host (then `config_loader` and `reducer`
+        must pickle); one that cannot become it is killed and a host forked here instead."""
         self.test = test
         self.shape_mode = shape_mode
         self._config_loader = config_loader
@@ -206,18 +280,34 @@ class TestHost:
         self.restarts: list[str] = []  # the configs whose pair ended or retired a host
         # Set when the test itself is broken: every config of the test reports it.
         self.golden_failure: Result | None = None
-        self._start()
+        self._start(spare)
 
-    def _start(self) -> None:
+    def _start(self, spare: SpareHost | None = None) -> None:
         test = self.test
         shared = self._shared
-        self._child = Child(
-            lambda channel: _serve(
-                test, self.shape_mode, self._config_loader, self._reducer, shared, self._caches, channel
-            ),
-            name="host",
-        )
-        reply = self._child.request("ready?", self._golden_limits)
+        reply = None
+        if spare is not None and not Path(test.origin).is_file():  # not from a suite file: it has no file to import
+            spare.close()
+            spare = None
+        if spare is not None:
+            self._child = spare.child
+            adopt = _Adopt(
+                test.origin, test.name, self.shape_mode, self._config_loader, self._reducer, shared, self._caches
+            )
+            reply = self._child.request(adopt, self._golden_limits)
+            if not (isinstance(reply, tuple) and reply[0] == "ready"):
+                # It could not become this test's host (or the test took it down: then the
+                # host forked here meets the same end, and that is the result).
+                self._child.kill()
+                reply = None
+        if reply is None:
+            self._child = Child(
+                lambda channel: _serve(
+                    test, self.shape_mode, self._config_loader, self._reducer, shared, self._caches, channel
+                ),
+                name="host",
+            )
+            reply = self._child.request("ready?", self._golden_limits)
         self.peak_rss = max(self.peak_rss, self._child.peak_rss)
         if isinstance(reply, tuple) and reply[0] == "ready":
             _, error, kind, imported = reply

@@ -24,8 +24,10 @@ which registers `Unary_Sin` and `Unary_Cos`. `op_test` wraps a plain function.
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
+import linecache
 import os
 import sys
 from dataclasses import dataclass, replace
@@ -127,10 +129,46 @@ def _real(file: str) -> str:
 
 
 def _source_of(obj: Any) -> str:
+    """The "file:line" of a test's invoker, class or inputs, the line `inspect.getsourcelines`
+    gives, without its cost: that tokenizes a function's whole block and parses a class's
+    whole file again for each class (a third of importing a suite file of 100 tests)."""
     try:
-        return f"{inspect.getsourcefile(obj)}:{inspect.getsourcelines(obj)[1]}"
+        file = inspect.getsourcefile(obj)
+        obj = inspect.unwrap(obj)  # as getsourcelines does, after the file was found
+        if inspect.isclass(obj):
+            line = _class_lines("".join(linecache.getlines(inspect.getsourcefile(obj))))[obj.__qualname__]
+        else:
+            line = inspect.findsource(obj)[1] + 1
+        return f"{file}:{line}"
     except Exception:  # no source (a REPL, exec'd text that does not tokenize): its repr
         return repr(obj)
+
+
+@functools.lru_cache(maxsize=8)
+def _class_lines(source: str) -> dict[str, int]:
+    """Every class of a module's text, by qualified name: the line of its first decorator,
+    else of its `class` (the first of a name, as `inspect.findsource` finds it)."""
+    lines: dict[str, int] = {}
+
+    class Finder(ast.NodeVisitor):
+        def __init__(self) -> None:
+            self.stack: list[str] = []
+
+        def visit_FunctionDef(self, node) -> None:
+            self.stack += [node.name, "<locals>"]
+            self.generic_visit(node)
+            del self.stack[-2:]
+
+        visit_AsyncFunctionDef = visit_FunctionDef
+
+        def visit_ClassDef(self, node) -> None:
+            self.stack.append(node.name)
+            lines.setdefault(".".join(self.stack), (node.decorator_list[0] if node.decorator_list else node).lineno)
+            self.generic_visit(node)
+            self.stack.pop()
+
+    Finder().visit(ast.parse(source))
+    return lines
 
 
 # --- the torch-mlir e2e form ---------------------------------------------------------

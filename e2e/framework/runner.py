@@ -197,6 +197,14 @@ def warm_up() -> None:
     fx_warm_up()
 
 
+def warm_up_capture() -> None:
+    """The FX capture's one-time initialization alone (`compiler.fx_compile.warm_up_capture`):
+    what a spare host pays before its test is known."""
+    from compiler.fx_compile import warm_up_capture as fx_warm_up_capture
+
+    fx_warm_up_capture()
+
+
 def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tuple[Result, dict]:
     """Compile and run (the config), judge (here, once), explain (the config's explainers)."""
     outcome = _compile_and_run_once(config, prepared, snapshots)

@@ -11,7 +11,12 @@ child (the *import probe*) under its own budget (`IMPORT_BUDGET`, `--import-time
 file such as the OpInfo sweep computes its tests at import, which takes minutes, not a
 pair's seconds): a segfault, an abort, `sys.exit()`, a hang or an exception there becomes
 that file's result (stage `import`), and only a file that imported cleanly in the child is
-imported in the loading process to register its tests. A clean probe is remembered by the
+imported in the loading process to register its tests. The files of one load are probed
+one after another in one child (`ProbeHost`), each under its own budget, so what they
+import is imported once (the model zoo's transformers, the property files' hypothesis):
+a file's probe sees the files probed before it imported, as the loading process does; a
+probe that crashes, hangs or outgrows its cap ends the child, and the next file gets a
+new one. A clean probe is remembered by the
 text of the file and of the project modules it imports, and the toolchain (`ProbeCache`).
 A file whose import needs an optional package that is not installed (or calls
 `pytest.skip`) is skipped with the reason.
@@ -121,9 +126,11 @@ def _classify(error: BaseException) -> str | None:
 
 
 def _probe(path: Path) -> tuple[str, Any]:
-    """In the child: import the file; ("ok", its tests' `TestInfo`s as lists) or (skip | error, text)."""
+    """In the child: import the file (unless an earlier file of the probe imported it, as the
+    loading process would); ("ok", its tests' `TestInfo`s as lists) or (skip | error, text)."""
     try:
-        _import(path)
+        if not _loaded(path):
+            _import(path)
     except BaseException as error:  # noqa: BLE001 - SystemExit included
         import traceback
 
@@ -178,6 +185,40 @@ def _is_info(info: Any) -> bool:
     )
 
 
+class ProbeHost:
+    """The child that probes suite files, one request a file under that file's limits,
+    started on the first probe and again after a probe that ended it."""
+
+    def __init__(self) -> None:
+        self._child: isolation.Child | None = None
+        self.probed = 0  # files probed so far
+
+    def probe(self, path: Path, limits: Limits) -> Any:
+        """`_probe(path)`'s reply, or how the child ended (`isolation.Crashed`, `TimedOut`, `OverMemory`)."""
+        if self._child is None:
+            self._child = isolation.Child(_serve_probes, name="probe")
+        self.probed += 1
+        reply = self._child.request(path, limits)
+        if not isinstance(reply, tuple):  # the probe took the child down: the next file gets a new one
+            self._child.kill()
+            self._child = None
+        return reply
+
+    def close(self) -> None:
+        if self._child is not None:
+            self._child.close()
+            self._child = None
+
+
+def _serve_probes(channel: isolation.Channel) -> None:
+    while True:
+        try:
+            path = channel.receive()
+        except EOFError:
+            return
+        channel.send(_probe(path))
+
+
 def clean_probes(files: dict[Path, SuiteFile]) -> dict[str, list]:
     """The files that imported cleanly, with their tests: a `ProbeCache`'s `known`."""
     return {
@@ -205,6 +246,7 @@ def load_suite(
     isolate: bool = True,
     register: bool = True,
     probes: ProbeCache | None = None,
+    prober: ProbeHost | None = None,
 ) -> dict[Path, SuiteFile]:
     """Every suite file under `paths` (directories or files), by resolved path, with the
     names of the tests it registers, or why it has none (broken, skipped).
@@ -213,12 +255,22 @@ def load_suite(
     cap) first (False: import it here, where
     an exception is still its result but a crash is the caller's). register: import the
     clean files here, so their tests are in the registry (False: only learn their names).
+    prober: the probe child, kept by the caller across loads (default: one for this load,
+    closed after it).
     """
     limits = limits or Limits(IMPORT_BUDGET)
-    return {
-        path: _load_file(path, limits, isolate=isolate, register=register, probes=probes or ProbeCache(None))
-        for path in suite_files(paths)
-    }
+    own = prober is None
+    prober = prober or ProbeHost()
+    try:
+        return {
+            path: _load_file(
+                path, limits, isolate=isolate, register=register, probes=probes or ProbeCache(None), prober=prober
+            )
+            for path in suite_files(paths)
+        }
+    finally:
+        if own:
+            prober.close()
 
 
 def _loaded(path: Path) -> bool:
@@ -226,7 +278,9 @@ def _loaded(path: Path) -> bool:
     return module_name(path) in sys.modules or bool(registered_from(path))
 
 
-def _load_file(path: Path, limits: Limits, *, isolate: bool, register: bool, probes: ProbeCache) -> SuiteFile:
+def _load_file(
+    path: Path, limits: Limits, *, isolate: bool, register: bool, probes: ProbeCache, prober: ProbeHost
+) -> SuiteFile:
     """One suite file (probed in a child first, unless this very file on this very toolchain
     imported cleanly before): what it registered or why not."""
     suite_file = SuiteFile(path)
@@ -235,7 +289,7 @@ def _load_file(path: Path, limits: Limits, *, isolate: bool, register: bool, pro
         if not register:
             return suite_file.know(infos)
     elif isolate and not _loaded(path):
-        probe = isolation.run_forked(lambda: _probe(path), limits.seconds, limits.memory_bytes)
+        probe = prober.probe(path, limits)
         if not isinstance(probe, tuple):  # crashed, hung, outgrew the cap
             suite_file.broken = abnormal_result(Test(name, lambda: None, lambda m, tu: None), "-", probe, "import")
             suite_file.broken.error = f"importing {path}: {suite_file.broken.error}"

@@ -125,6 +125,7 @@ def pytest_collection_finish(session):
     which decides whether warming up a frontend before a fork pays off."""
     state = session.config.stash.get(STATE, None)
     if state is not None:
+        state.close_prober()
         state.plan_hosts(session.items, getattr(session.config, "workerinput", {}).get("workercount", 1))
 
 
