@@ -39,6 +39,13 @@ def parser() -> argparse.ArgumentParser:
         help="minutes to shrink the new bugs' programs into regression tests written into the suite "
         "(e2e/test_suite/generated_regressions.py and the xfail sets); default 0: none written",
     )
+    parser.add_argument(
+        "--reduce-bugs",
+        type=int,
+        default=None,
+        help="reduce at most this many new bugs (one per signature and guilty op first, round-robin "
+        "over the configs); default: all",
+    )
     return parser
 
 
@@ -59,7 +66,11 @@ def main(argv: list[str] | None = None) -> int:
             extra=extra,
         ).run(log=lambda line: print(line, flush=True))
     log = lambda line: print(line, flush=True)  # noqa: E731
-    print(analyse(args.reports_dir, None if args.report_only else configs, args.reduce_minutes * 60, log))
+    print(
+        analyse(
+            args.reports_dir, None if args.report_only else configs, args.reduce_minutes * 60, log, args.reduce_bugs
+        )
+    )
     print(f"fuzz: report in {args.reports_dir / 'fuzz.md'} and {args.reports_dir / 'fuzz.html'}")
     return 0
 

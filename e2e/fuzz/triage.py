@@ -166,9 +166,39 @@ def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds:
     return written
 
 
-def analyse(reports_dir: Path, configs: list[str] | None = None, reduce_seconds: float = 0.0, log=print) -> str:
+def chosen_for_reduction(bugs: list[Bug], limit: int | None) -> list[Bug]:
+    """At most `limit` of the new bugs to reduce (all when None): one per (signature, guilty
+    op) first, since one failure on several configs (a frontend's, fed to each) is one
+    program to shrink, dealt round-robin over the configs so that each gets its share."""
+    if limit is None:
+        return bugs
+    by_config: dict[str, list[Bug]] = {}
+    for bug in bugs:
+        by_config.setdefault(bug.config, []).append(bug)
+    chosen: list[Bug] = []
+    seen: set[tuple[str, str | None]] = set()
+    queues = [list(queue) for _, queue in sorted(by_config.items())]
+    while len(chosen) < limit and any(queues):
+        for queue in queues:
+            while queue and (queue[0].signature, queue[0].guilty_op) in seen:
+                queue.pop(0)
+            if queue and len(chosen) < limit:
+                bug = queue.pop(0)
+                seen.add((bug.signature, bug.guilty_op))
+                chosen.append(bug)
+    return chosen
+
+
+def analyse(
+    reports_dir: Path,
+    configs: list[str] | None = None,
+    reduce_seconds: float = 0.0,
+    log=print,
+    reduce_limit: int | None = None,
+) -> str:
     """Classify the campaign in `reports_dir` (and, given `reduce_seconds`, reduce its new
-    bugs into regression tests); write its report; returns the markdown."""
+    bugs into regression tests, at most `reduce_limit` of them); write its report; returns
+    the markdown."""
     recorded, run = load_rows(reports_dir)
     rows = copy.deepcopy(recorded)  # judged again by the oracle below; the run's record stays as it ran
     campaign = load_campaign(reports_dir, run)
@@ -182,7 +212,7 @@ def analyse(reports_dir: Path, configs: list[str] | None = None, reduce_seconds:
     campaign["triage_cpu_s"] = round(cpu_seconds() - begun, 1)
     if reduce_seconds > 0:
         begun, started = cpu_seconds(), time.monotonic()
-        reduce_bugs(classified.new, configs, reports_dir, reduce_seconds, log)
+        reduce_bugs(chosen_for_reduction(classified.new, reduce_limit), configs, reports_dir, reduce_seconds, log)
         campaign["reduce_cpu_s"] = round(cpu_seconds() - begun, 1)
         campaign["reduce_wall_s"] = round(time.monotonic() - started, 1)
 
