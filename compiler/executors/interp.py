@@ -284,7 +284,8 @@ def read_results(flat: Sequence[np.ndarray], elements: Sequence[Element]) -> lis
             value.real, value.imag = real, imaginary  # exact: no arithmetic on inf or NaN
             results.append(value)
         elif element.read_as == "bits":
-            results.append(np.ascontiguousarray(flat.pop(0)).view(element.numpy))
+            bits = flat.pop(0)  # np.ascontiguousarray makes a 0-d array 1-d: its shape is given back
+            results.append(np.ascontiguousarray(bits).view(element.numpy).reshape(np.shape(bits)))
         else:
             results.append(flat.pop(0))
     return results

@@ -91,7 +91,8 @@ def to_storage_array(tensor: torch.Tensor) -> np.ndarray:
     tensor = tensor.detach().cpu().contiguous()
     if tensor.dtype == torch.bfloat16:
         tensor = tensor.view(torch.int16)
-    return np.ascontiguousarray(tensor.numpy()).view(spec.numpy)
+    # np.ascontiguousarray makes a 0-d array 1-d: the shape is given back.
+    return np.ascontiguousarray(tensor.numpy()).view(spec.numpy).reshape(tuple(tensor.shape))
 
 
 def from_storage_array(array: np.ndarray, dtype: torch.dtype | None) -> torch.Tensor:

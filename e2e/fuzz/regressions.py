@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Mapping
 
+from compiler.replay_runtime.replay import REPRODUCED
 from e2e.fuzz import pytest_command
 from e2e.generate.program import Program
 
@@ -80,9 +81,10 @@ def run_regressions(names: list[str], configs: list[str], reports_dir: Path, wor
 
 
 def verify_bundle(bundle: Path, seconds: float = 300.0) -> bool:
-    """Whether the bundle's `repro.py` exits 1 (the bug is there, as the bundle says)."""
+    """Whether the bundle's `repro.py` exits 1 saying REPRODUCED (the bug is there, as the
+    bundle says; an exception in the replay exits 1 too, without the word)."""
     try:
         done = subprocess.run([sys.executable, "repro.py"], cwd=bundle, capture_output=True, text=True, timeout=seconds)
     except subprocess.TimeoutExpired:
         return False
-    return done.returncode == 1
+    return done.returncode == 1 and REPRODUCED in done.stdout

@@ -25,7 +25,7 @@ import numpy as np
 
 from compiler.executors import INSTALL_RUNTIMES
 from compiler.pipelines import as_text
-from compiler.replay_runtime.replay import RUNTIME_PASS
+from compiler.replay_runtime.replay import REPRODUCED, RUNTIME_PASS
 from compiler.stages import write_atomic
 from e2e.framework.signature import Signature, normalize, pass_name
 from e2e.reducer.case import CRASH, HANG, MISMATCH, Case
@@ -182,7 +182,8 @@ def verify(bundle_dir: Path, case: Case, timeout: float = 120) -> Verification:
 
         ok = done.returncode == -signal.SIGALRM
     else:
-        ok = done.returncode == 1
+        # Exit 1 and the replay's own word: an uncaught exception in the replay exits 1 too.
+        ok = done.returncode == 1 and REPRODUCED in done.stdout
     detail = f"exit status {done.returncode}" + ("" if ok else f": {output[-300:]}")
     return Verification(ok, detail, output[-3000:], _opt_command(bundle_dir, case) if ok else None)
 

@@ -182,7 +182,7 @@ def dense_values(literal: str, type_text: str) -> torch.Tensor:
         raise NotTaken(f"dense literal of {array.size} elements for {type_text}")
     array = array.reshape(dims)
     if element == "bf16":
-        return torch.from_numpy(np.ascontiguousarray(array)).to(torch.bfloat16)
+        return torch.from_numpy(np.ascontiguousarray(array).reshape(array.shape)).to(torch.bfloat16)  # 0-d stays 0-d
     if element in ("f16", "f32", "f64"):
         return torch.from_numpy(array.astype(np.dtype(storage)))
     return _as_torch(array, element)
