@@ -3,6 +3,7 @@
 import ctypes
 import platform
 
+import numpy as np
 import pytest
 import torch
 
@@ -225,3 +226,22 @@ def test_matmul_and_convolution_at_o2_give_the_bits_o0_gives(monkeypatch):
         else:
             assert torch.equal(at_o0, at_o2)
     torch.testing.assert_close(o2[0], inputs[0] @ inputs[1], rtol=1e-5, atol=1e-5)
+
+
+def test_a_zero_dim_tensor_keeps_its_shape_in_storage():
+    """np.ascontiguousarray makes a 0-d array 1-d: a bundle of a 0-d bf16 input then gave the
+    replay a (1,) array where the program takes ()."""
+    for dtype in (torch.bfloat16, torch.float32):
+        x = torch.tensor(1.5, dtype=dtype)
+        assert to_storage_array(x).shape == ()
+        assert torch.equal(from_storage_array(to_storage_array(x), dtype), x)
+
+
+def test_the_interpreters_bf16_result_of_zero_dims_stays_zero_dim():
+    import ml_dtypes
+
+    from compiler.executors.interp import Element, read_results
+
+    bits = np.array(16320, dtype=np.int16)  # 1.5 in bf16
+    (value,) = read_results([bits], [Element(np.dtype(ml_dtypes.bfloat16), "bits")])
+    assert value.shape == () and float(value) == 1.5
