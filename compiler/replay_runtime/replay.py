@@ -189,7 +189,7 @@ def replay(bundle_dir: Path, case: Case, *, report=None) -> str | None:
 
 # What a replay prints when the bug is there (and exits 1): an exception in the replay
 # exits 1 too, without it.
-REPRODUCED = "REPRODUCED:"
+REPRODUCED = "REPRODUCED"  # also what the torch-only scripts of frontend failures print
 
 
 def main(bundle_dir: Path) -> int:
@@ -210,7 +210,7 @@ def main(bundle_dir: Path) -> int:
         signal.alarm(math.ceil(case.hang_seconds))
     observed = replay(bundle_dir, case, report=print)
     if observed == case.signature:
-        print(f"{REPRODUCED} {observed}")
+        print(f"{REPRODUCED}: {observed}")
         return 1
     if observed is None:
         print(f"not reproduced: the module compiles (and computes the expected values); was: {case.signature}")
@@ -235,7 +235,7 @@ def _main_crash(bundle_dir: Path, case: Case) -> int:
     ending = process_ending(done.returncode)
     observed = crash_signature(case.stage, done.stderr, ending)
     if observed == case.signature:
-        print(f"{REPRODUCED} {observed} (the replay's process was {ending})")
+        print(f"{REPRODUCED}: {observed} (the replay's process was {ending})")
         return 1
     print(f"different failure: {observed} (the replay's process was {ending})\nexpected: {case.signature}")
     return 2
