@@ -290,3 +290,23 @@ def test_a_bypassed_node_hands_its_operand_to_what_read_it():
     nodes = (Node("v0", "exp", ("x0",), (), f32), Node("v1", "neg", ("v0",), (), f32))
     smaller = bypass(Program(2, (x,), nodes, ("v1",)), "v0", "x0")
     assert smaller.ops == ["neg"] and smaller.nodes[0].inputs == ("x0",) and smaller.inputs == (x,)
+
+
+def test_a_limited_reduction_takes_one_bug_per_signature_and_op_round_robin_over_configs():
+    """`--reduce-bugs K`: one frontend failure on several configs is one program to shrink;
+    each config gets its turn before any gets a second bug."""
+    from e2e.fuzz.bugs import COMPILE, Bug
+    from e2e.fuzz.triage import chosen_for_reduction
+
+    def bug(config: str, signature: str) -> Bug:
+        return Bug(config, signature, "torch.aten.where", COMPILE, known=False)
+
+    shared = "torch-backend | p | loc: 'func.return': type mismatch"
+    bugs = [bug("linalg", shared), bug("linalg", "backend | q | a"), bug("tosa", shared), bug("tosa", "lower | r | b")]
+    chosen = chosen_for_reduction(bugs, 3)
+    assert [(b.config, b.signature) for b in chosen] == [
+        ("linalg", shared),
+        ("tosa", "lower | r | b"),  # tosa's copy of the shared failure is skipped
+        ("linalg", "backend | q | a"),
+    ]
+    assert chosen_for_reduction(bugs, None) == bugs
