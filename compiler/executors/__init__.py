@@ -28,14 +28,13 @@ Real runtimes derive from `RuntimeExecutor`.
 
 from __future__ import annotations
 
-import importlib
-from importlib import metadata
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 import torch
 
 from compiler.refbackend import ResultType
+from compiler.registry import registered_class
 from compiler.stages import Snapshots, StageError
 
 INSTALL_RUNTIMES = 'pip install -e ".[runtimes]"'
@@ -88,14 +87,7 @@ class Executor(Protocol):
 
 def executor_class(name: str) -> type:
     """The class registered as executor `name` (built in, or an installed entry point)."""
-    if name in EXECUTORS:
-        module, _, attribute = EXECUTORS[name].partition(":")
-        return getattr(importlib.import_module(module), attribute)
-    for point in metadata.entry_points(group=ENTRY_POINTS):
-        if point.name == name:
-            return point.load()
-    known = [*EXECUTORS, *(p.name for p in metadata.entry_points(group=ENTRY_POINTS))]
-    raise ValueError(f"unknown executor {name!r}; known: {', '.join(known)}")
+    return registered_class("executor", EXECUTORS, ENTRY_POINTS, name)
 
 
 def load_executor(name: str, input: str | None = None) -> Executor:

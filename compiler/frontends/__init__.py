@@ -24,10 +24,10 @@ by an installed package's `e2e_conformance.frontends` entry point.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any, Protocol, Sequence, runtime_checkable
+
+from compiler.registry import registered_class
 
 # frontend name -> module:attribute of its class (imported only when used)
 FRONTENDS: dict[str, str] = {
@@ -121,14 +121,7 @@ class Frontend(Protocol):
 
 def frontend_class(name: str) -> type:
     """The class registered as frontend `name` (built in, or an installed entry point)."""
-    if name in FRONTENDS:
-        module, _, attribute = FRONTENDS[name].partition(":")
-        return getattr(importlib.import_module(module), attribute)
-    for point in metadata.entry_points(group=ENTRY_POINTS):
-        if point.name == name:
-            return point.load()
-    known = [*FRONTENDS, *(p.name for p in metadata.entry_points(group=ENTRY_POINTS))]
-    raise ValueError(f"unknown frontend {name!r}; known: {', '.join(known)}")
+    return registered_class("frontend", FRONTENDS, ENTRY_POINTS, name)
 
 
 def load_frontend(name: str) -> Frontend:
