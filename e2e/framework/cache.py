@@ -427,6 +427,7 @@ FRONTEND_SOURCES = (
     "compiler/frontends",
     "compiler/fx_compile.py",
     "compiler/jit_compile.py",
+    "compiler/registry.py",
     "compiler/stages.py",
     "compiler/replay_runtime/frontend_step.py",
     "compiler/replay_runtime/mlir.py",
