@@ -269,6 +269,13 @@ class E2EState:
             prepared, load_config(self.configs[config]), reports_dir=self.reports_dir, limits=limits, isolate=False
         )
 
+    def rerun_pair(self, test, config: str, limits: Limits) -> Result:
+        """A pair again, on a fresh host of its test (nothing an earlier pair ran is in it):
+        for a timeout nothing confirmed (`e2e.collect`). Isolated runs only."""
+        host = self.host_for(test)
+        host.restart()
+        return host.run(config, self.reports_dir, limits)
+
     def reduce_pair(self, test, result: Result, time_box: float):
         """The reducer's outcome for a failing pair (in its test's host), or a note saying why none."""
         if not self.isolate:

@@ -330,7 +330,7 @@ class TestHost:
         if self.golden_failure is not None:
             return Result(**{**self.golden_failure.to_json(), "config": config, "shape_mode": self.shape_mode})
         start, earlier = time.monotonic(), list(self.restarts)
-        reply = self._child.request(_Run(config, reports_dir, limits), limits)
+        reply = self._child.request(_Run(config, reports_dir, limits), limits, diagnose=True)
         self.peak_rss = max(self.peak_rss, self._child.peak_rss)
         if isinstance(reply, _Retiring):  # the host exits by itself
             self._child.close()
@@ -352,6 +352,12 @@ class TestHost:
         if earlier:
             result.notes.append(f"ran on a new test host: an earlier one ended after {', '.join(earlier)}")
         return result
+
+    def restart(self) -> None:
+        """A fresh host for this test (its golden run repeated), whatever ran on the last one."""
+        self._child.kill()
+        self._child.close()
+        self._start()
 
     @property
     def alive(self) -> bool:
