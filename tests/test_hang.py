@@ -61,7 +61,7 @@ def run_hanging_suite(tmp_path: Path, *, always: bool) -> tuple[subprocess.Compl
     }
     command = [
         sys.executable, "-m", "pytest", "-p", "e2e.plugin", "-p", "no:cacheprovider",
-        "--e2e-suite", str(suite), "--config", "linalg", "--no-reduce", "--timeout", "3",
+        "--e2e-suite", str(suite), "--config", "linalg", "--no-reduce", "--timeout", "6",
         "--reports-dir", str(tmp_path / "reports"), "-q",
     ]  # fmt: skip
     run = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=120)

@@ -125,7 +125,8 @@ def _summary(threads: list[_Thread], seconds: float) -> str:
     answer to the first question about a hang."""
     if not threads:
         return "gone (no /proc entry)"
-    busy = [t for t in threads if t.cpu_seconds is not None and t.cpu_seconds >= 0.2 * seconds]
+    # Any CPU at all (two clock ticks): on a loaded machine a spinning thread gets a fraction.
+    busy = [t for t in threads if t.cpu_seconds is not None and t.cpu_seconds >= 0.02]
     count = f"{len(threads)} thread{'s' if len(threads) != 1 else ''}"
     if busy:
         spent = ", ".join(f"{t.name or t.tid} {t.cpu_seconds:.2f} s" for t in busy)
