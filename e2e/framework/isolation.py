@@ -254,6 +254,21 @@ _REAPER = _Reaper()
 atexit.register(lambda: _REAPER.poll(wait=True))
 
 
+def _no_progress_monitor() -> None:
+    """Keep tqdm from starting its monitor thread (its first progress bar does; torch.export's
+    capture makes one). With it, every process that captured is multi-threaded: the deadlock
+    watch, which needs a single thread, can never fire in a test host, and a fork while that
+    thread holds tqdm's lock leaves the child's copy held for good."""
+    try:
+        import tqdm
+    except ImportError:
+        return
+    tqdm.tqdm.monitor_interval = 0
+
+
+_no_progress_monitor()
+
+
 class Child:
     """A forked child running `serve(channel)`; `request` talks to it under limits."""
 
