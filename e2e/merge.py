@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from e2e.framework.report import hung_once
 from e2e.framework.results_files import ResultsError, load_rows, pair, results_file
 from e2e.framework.run_record import write_json_atomic
 
@@ -195,6 +196,7 @@ def merged_run(inputs: list[Input], rows: list[dict], missing: list[str], comman
         "budget_s": first.get("budget_s"),
         "memory_cap_gib": first.get("memory_cap_gib"),
         "exit_status": max((int(s.run.get("exit_status") or 0) for s in inputs), default=0),
+        "hung_once": hung_once(rows),
         "merged_from": [
             {
                 "path": str(s.path),

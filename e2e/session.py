@@ -255,11 +255,12 @@ class E2EState:
                 raise E2EImportError(f"{name}: {path} imported cleanly in its probe, not in this process: {why}")
         return registry.GLOBAL_TEST_REGISTRY[name]
 
-    def run_pair(self, test, config: str, limits: Limits) -> Result:
+    def run_pair(self, test, config: str, limits: Limits, *, diagnose: bool = True) -> Result:
         """Where a pair runs, decided here alone: on its test's host, where a crash, hang or
-        runaway allocation ends only the pair; with --no-isolation, in this process."""
+        runaway allocation ends only the pair; with --no-isolation, in this process.
+        `diagnose`: record what a host that times out was doing (not for an expected hang)."""
         if self.isolate:
-            result = self.host_for(test).run(config, self.reports_dir, limits)
+            result = self.host_for(test).run(config, self.reports_dir, limits, diagnose=diagnose)
             loaded = load_config(self.configs[config])
             if isinstance(loaded, WarmsUp) and loaded.host_paid_warm_up(result):
                 self.captured = True  # later hosts would pay it too
@@ -268,6 +269,13 @@ class E2EState:
         return run_pair(
             prepared, load_config(self.configs[config]), reports_dir=self.reports_dir, limits=limits, isolate=False
         )
+
+    def rerun_pair(self, test, config: str, limits: Limits) -> Result:
+        """A pair again, on a fresh host of its test (nothing an earlier pair ran is in it):
+        for a timeout nothing confirmed (`e2e.collect`). Isolated runs only."""
+        host = self.host_for(test)
+        host.restart()
+        return host.run(config, self.reports_dir, limits)
 
     def reduce_pair(self, test, result: Result, time_box: float):
         """The reducer's outcome for a failing pair (in its test's host), or a note saying why none."""

@@ -324,13 +324,14 @@ class TestHost:
         if self.golden_failure is None and not self._child.alive:
             self._start()
 
-    def run(self, config: str, reports_dir: Path, limits: Limits) -> Result:
-        """One pair on this host; a Result whatever happens."""
+    def run(self, config: str, reports_dir: Path, limits: Limits, *, diagnose: bool = True) -> Result:
+        """One pair on this host; a Result whatever happens. `diagnose`: a host that times out
+        is looked at before it is killed (`hang_stack`: a second, and gdb's time)."""
         self._ensure_alive()
         if self.golden_failure is not None:
             return Result(**{**self.golden_failure.to_json(), "config": config, "shape_mode": self.shape_mode})
         start, earlier = time.monotonic(), list(self.restarts)
-        reply = self._child.request(_Run(config, reports_dir, limits), limits)
+        reply = self._child.request(_Run(config, reports_dir, limits), limits, diagnose=diagnose)
         self.peak_rss = max(self.peak_rss, self._child.peak_rss)
         if isinstance(reply, _Retiring):  # the host exits by itself
             self._child.close()
@@ -352,6 +353,12 @@ class TestHost:
         if earlier:
             result.notes.append(f"ran on a new test host: an earlier one ended after {', '.join(earlier)}")
         return result
+
+    def restart(self) -> None:
+        """A fresh host for this test (its golden run repeated), whatever ran on the last one."""
+        self._child.kill()
+        self._child.close()
+        self._start()
 
     @property
     def alive(self) -> bool:

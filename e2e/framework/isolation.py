@@ -38,7 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from e2e.framework import hang_stack
 from e2e.framework.deadlock import DeadlockWatch
+from e2e.framework.hang_stack import HangStack
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -71,6 +73,7 @@ class TimedOut:
     stderr_tail: str
     peak_rss: int = 0
     deadlock: str | None = None  # ended before the deadline: what it was stuck in (`e2e.framework.deadlock`)
+    stack: HangStack | None = None  # what it was doing when killed (`request(diagnose=True)`)
 
 
 @dataclass
@@ -251,6 +254,21 @@ _REAPER = _Reaper()
 atexit.register(lambda: _REAPER.poll(wait=True))
 
 
+def _no_progress_monitor() -> None:
+    """Keep tqdm from starting its monitor thread (its first progress bar does; torch.export's
+    capture makes one). With it, every process that captured is multi-threaded: the deadlock
+    watch, which needs a single thread, can never fire in a test host, and a fork while that
+    thread holds tqdm's lock leaves the child's copy held for good."""
+    try:
+        import tqdm
+    except ImportError:
+        return
+    tqdm.tqdm.monitor_interval = 0
+
+
+_no_progress_monitor()
+
+
 class Child:
     """A forked child running `serve(channel)`; `request` talks to it under limits."""
 
@@ -305,15 +323,17 @@ class Child:
     def alive(self) -> bool:
         return self.pid != 0
 
-    def request(self, message: Any, limits: Limits) -> Any:
-        """Send `message`; the child's reply, or how the child ended (it is then reaped)."""
+    def request(self, message: Any, limits: Limits, *, diagnose: bool = False) -> Any:
+        """Send `message`; the child's reply, or how the child ended (it is then reaped).
+        `diagnose`: a child that overstays or deadlocks is looked at before it is killed
+        (`TimedOut.stack`, `e2e.framework.hang_stack`: a second, and gdb's time if on PATH)."""
         try:
             self._channel.send(message)
         except (BrokenPipeError, OSError):
             return self._ended(limits)
-        return self.wait_reply(limits)
+        return self.wait_reply(limits, diagnose=diagnose)
 
-    def wait_reply(self, limits: Limits) -> Any:
+    def wait_reply(self, limits: Limits, *, diagnose: bool = False) -> Any:
         """The reply to the request just sent. The memory cap counts what the child adds
         during this request: to its parent's pages at first, to what it holds later on."""
         deadline = time.monotonic() + limits.seconds
@@ -331,13 +351,11 @@ class Child:
             if limits.memory_bytes is not None and rss - baseline > limits.memory_bytes:
                 self.kill()
                 return OverMemory(limits.memory_bytes, self.request_peak_rss, self._stderr_tail())
-            if remaining <= 0:
+            stuck = None if remaining <= 0 else deadlock.check(self.pid)
+            if remaining <= 0 or stuck is not None:
+                stack = hang_stack.record(self.pid) if diagnose else None
                 self.kill()
-                return TimedOut(limits.seconds, self._stderr_tail(), self.request_peak_rss)
-            stuck = deadlock.check(self.pid)
-            if stuck is not None:
-                self.kill()
-                return TimedOut(limits.seconds, self._stderr_tail(), self.request_peak_rss, deadlock=stuck)
+                return TimedOut(limits.seconds, self._stderr_tail(), self.request_peak_rss, deadlock=stuck, stack=stack)
             ready, _, _ = select.select([self._channel.read_fd], [], [], min(remaining, _POLL_SECONDS))
             if ready:
                 chunk = os.read(self._channel.read_fd, 1 << 20)

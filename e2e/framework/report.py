@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from e2e.framework.result import Result
+from e2e.framework.result import PASS, Result
 
 
 def failure_text(result: Result, rerun: str) -> str:
@@ -53,6 +53,7 @@ def summarize(rows: list[dict]) -> str:
         if row["final"] not in ("passed", "xpassed") and row.get("stage"):
             stages[row["config"]][row["stage"]] += 1
     lines = []
+    once = hung_once(rows)
     for config in sorted(by_config):
         counts = by_config[config]
         total = sum(counts.values())
@@ -60,4 +61,25 @@ def summarize(rows: list[dict]) -> str:
         top = ", ".join(f"{s} {n}" for s, n in stages[config].most_common(4))
         reused = f" ({cached[config]} from the result cache)" if cached[config] else ""
         lines.append(f"{config:>10}: {total} run{reused}: {parts}" + (f"  [failing stages: {top}]" if top else ""))
+    if once["pairs"]:
+        lines.append(
+            f"{once['passed_on_rerun']} pairs hung once and passed on rerun"
+            + (f" ({once['pairs']} hung once in all)" if once["pairs"] != once["passed_on_rerun"] else "")
+            + ": "
+            + "; ".join(once["which"])
+        )
     return "\n".join(lines)
+
+
+def hung_once(rows: list[dict]) -> dict:
+    """The pairs of this run whose first attempt timed out and whose rerun in a fresh test
+    host decided their result (`Result.hung_first`), for run.json and the summary: a hang
+    that a rerun passed is counted, not hidden."""
+    pairs = [row for row in rows if row.get("hung_first") and not row.get("cached")]
+    return {
+        "pairs": len(pairs),
+        "passed_on_rerun": sum(row["outcome"] == PASS for row in pairs),
+        "which": [
+            f"{row['test']}::{row['config']} (hung in {row['hung_first']}, rerun: {row['outcome']})" for row in pairs
+        ],
+    }

@@ -25,7 +25,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from compiler.stages import Snapshots, StageError, write_atomic
-from e2e.framework import isolation
+from e2e.framework import hang_stack, isolation
 from e2e.framework.compare import compare_traces
 from e2e.framework.isolation import Limits
 from e2e.framework.judge import Annotated, Closable, Explanation, Outcome, explain
@@ -336,7 +336,7 @@ def finish_pair(
     if isinstance(outcome, Result):
         result = outcome
     else:
-        result = abnormal_result(test, config, outcome, current_stage(ir_dir))
+        result = abnormal_result(test, config, outcome, current_stage(ir_dir), ir_dir=ir_dir)
         peak_bytes = max(peak_bytes, getattr(outcome, "peak_rss", 0))
     result.duration = time.monotonic() - start
     result.peak_rss_mib = round(peak_bytes / isolation.MIB, 1)
@@ -381,7 +381,7 @@ def run_pair(
             lambda channel: (channel.receive(), channel.send(attempt_pair(prepared, config, reports_dir)))
         )
         try:
-            outcome = forked.request("go", limits)
+            outcome = forked.request("go", limits, diagnose=True)
         finally:
             peak = forked.request_peak_rss
             forked.close()
@@ -399,6 +399,45 @@ def run_pair(
         peak_bytes=peak,
         shape_mode=prepared.shape_mode,
     )
+
+
+def set_aside_first_attempt(result: Result, reports_dir: Path) -> Path:
+    """Before a timed-out pair is run again (which starts from an empty IR directory):
+    move its IR and hang stack to `<config>.first-attempt/` beside it, and point the
+    Result's paths there. The new directory."""
+    ir_dir = pair_ir_dir(reports_dir, result.test, result.config)
+    first = ir_dir.with_name(f"{result.config}.first-attempt")
+    shutil.rmtree(first, ignore_errors=True)
+    if ir_dir.exists():
+        ir_dir.rename(first)
+    old, new = str(ir_dir) + "/", str(first) + "/"
+    result.error = result.error.replace(old, new)
+    if result.ir_path is not None:
+        result.ir_path = result.ir_path.replace(old, new)
+    return first
+
+
+def after_rerun(first: Result, rerun: Result, first_dir: Path) -> Result:
+    """A timed-out pair's Result once it ran again in a fresh test host: a second timeout
+    confirms the hang (the first Result stands, noted); anything else is the pair's
+    Result, which keeps the stage the first attempt hung in (`Result.hung_first`)."""
+    stack = first_dir / hang_stack.FILE_NAME
+    where = f"its IR and stack: {first_dir}" if stack.exists() else f"its IR: {first_dir}"
+    if rerun.outcome == TIMEOUT:
+        first.notes.append(
+            f"rerun in a fresh test host under the same limits: timeout in stage {rerun.stage} again, the hang "
+            f"reproduces (the rerun's IR and stack: {first_dir.with_name(first.config)})"
+        )
+        first.duration += rerun.duration
+        return first
+    rerun.hung_first = first.stage
+    rerun.notes.append(
+        f"hung once: the first attempt timed out in stage {first.stage} ({first.error.splitlines()[0]}; {where}); "
+        f"this is the rerun's result, in a fresh test host under the same limits"
+    )
+    rerun.notes += [f"first attempt: {note}" for note in first.notes]
+    rerun.duration += first.duration
+    return rerun
 
 
 def pair_ir_dir(reports_dir: Path, test: str, config: str) -> Path:
@@ -421,15 +460,20 @@ def current_stage(ir_dir: Path) -> str:
     return marker.read_text().strip() if marker.exists() else "capture"
 
 
-def abnormal_result(test: Test, config: str, outcome, stage: str) -> Result:
+def abnormal_result(test: Test, config: str, outcome, stage: str, *, ir_dir: Path | None = None) -> Result:
     """The Result of a child that timed out, crashed, outgrew its memory cap, or raised
-    past its own handling, in `stage`."""
+    past its own handling, in `stage`; a timed-out child's stack (`TimedOut.stack`) is
+    written to `ir_dir` and named in the error."""
     if isinstance(outcome, isolation.TimedOut):
         kind, signature = TIMEOUT, ended_signature(TIMEOUT, stage)
         if outcome.deadlock:
             error = f"timeout in stage {stage}: {outcome.deadlock}; killed then, within the {outcome.seconds:.0f} s budget\n"
         else:
             error = f"timeout in stage {stage}: no result after {outcome.seconds:.0f} s (killed)\n"
+        if outcome.stack is not None and ir_dir is not None:
+            ir_dir.mkdir(parents=True, exist_ok=True)
+            write_atomic(ir_dir / hang_stack.FILE_NAME, outcome.stack.text)
+            error += f"when killed: {outcome.stack.summary}; threads and stacks: {ir_dir / hang_stack.FILE_NAME}\n"
         error += outcome.stderr_tail[-2000:]
     elif isinstance(outcome, isolation.OverMemory):
         kind, signature = MEMORY, ended_signature(MEMORY, stage)

@@ -13,7 +13,7 @@ from compiler.replay_runtime.target import jit_target
 from e2e.collect import ResultItem
 from e2e.framework.isolation import GIB
 from e2e.framework.platform import cpu_description, torch_cpu_capability
-from e2e.framework.report import header_lines, summarize
+from e2e.framework.report import header_lines, hung_once, summarize
 from e2e.framework.result import PASS, SKIP
 from e2e.framework.run_record import ReportsDirBusy, RunRecord
 from e2e.hooks import watchdog
@@ -103,6 +103,7 @@ class RunRecorder:
             tables=report_tables(self.record.rows),
             changes=self.baseline_diff.by_pair() if self.baseline_diff is not None else None,
             exit_status=int(exitstatus),
+            hung_once=hung_once(self.record.rows),
             **shard,
             peak_rss_mib={
                 w: {"worker": round(o), "largest_child": round(c), "largest_host": round(h), "largest_host_test": t}
