@@ -377,7 +377,7 @@ class ResultCache:
         if data is None:
             return None
         try:
-            result = Result(**data)
+            result = Result.from_json(data)
         except TypeError:
             return None
         if result.repro_path and not Path(result.repro_path).exists():
