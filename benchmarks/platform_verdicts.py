@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from e2e.framework.signature import Signature
+from e2e.framework.results_files import row_signature
 
 _LOAD_DEPENDENT = ("timeout", "memory")
 
@@ -29,7 +29,8 @@ def _rows(reports: Path) -> tuple[dict, dict[tuple[str, str], dict]]:
 
 
 def _verdict(row: dict) -> tuple[str, str]:
-    return row["outcome"], Signature.parse(row.get("signature") or "").key()
+    signature = row_signature(row)
+    return row["outcome"], signature.key() if signature is not None else ""
 
 
 def main(argv: list[str]) -> int:

@@ -26,6 +26,7 @@ from benchmarks.suite_report import load  # noqa: E402
 from e2e.configs.runtime import CONFIGS  # noqa: E402
 from e2e.framework.html_report import runtime_verdicts  # noqa: E402
 from e2e.framework.result import VERDICT_KINDS  # noqa: E402
+from e2e.framework.results_files import row_signature  # noqa: E402
 from e2e.framework.signature import Signature  # noqa: E402
 
 
@@ -42,7 +43,7 @@ def summary(rows: list[dict]) -> str:
 
 def signature_of(row: dict) -> str:
     """The failure's signature with its message cut short."""
-    parsed = Signature.parse(row.get("signature") or f"{row.get('stage')} | {row['outcome']}")
+    parsed = row_signature(row) or Signature(str(row.get("stage")), row["outcome"])
     return Signature(parsed.stage, parsed.where, parsed.message and parsed.message[:150]).format()
 
 

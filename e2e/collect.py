@@ -14,7 +14,6 @@ from e2e.framework.cache import pair_key
 from e2e.framework.report import failure_text
 from e2e.framework.result import ERROR, SKIP, TIMEOUT, Result
 from e2e.framework.runner import after_rerun, set_aside_first_attempt
-from e2e.framework.signature import Signature
 from e2e.session import STATE, E2EState
 
 
@@ -289,5 +288,5 @@ def _unconfirmed_hang(state: E2EState, result: Result, reduced) -> bool:
 def _names_no_op(result: Result) -> bool:
     """Whether a failure is a wrong result or a crash whose signature names no op: only its
     bundle's guilty op tells it apart from another (`--reduce-unnamed`)."""
-    signature = Signature.parse(result.signature or "")
-    return signature.stage in ("compare", "crash") and signature.op is None
+    signature = result.signature
+    return signature is not None and signature.stage in ("compare", "crash") and signature.op is None

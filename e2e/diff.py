@@ -26,8 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from e2e.framework.results_files import ResultsError, load_rows, pair, results_file
-from e2e.framework.signature import Signature
+from e2e.framework.results_files import ResultsError, load_rows, pair, results_file, row_signature
 
 # Outcomes (before xfail sets) that are failures of the compiler or of the test.
 FAILING = ("fail", "crash", "timeout", "memory", "error")
@@ -96,8 +95,8 @@ def failing(row: dict) -> bool:
 
 
 def signature_key(row: dict) -> str:
-    text = row.get("signature")
-    return Signature.parse(text).key() if text else f"{row.get('outcome')} | {row.get('stage')}"
+    signature = row_signature(row)
+    return signature.key() if signature is not None else f"{row.get('outcome')} | {row.get('stage')}"
 
 
 def _state(row: dict) -> str:

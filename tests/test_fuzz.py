@@ -8,6 +8,7 @@ from e2e.framework.compare import compare_traces
 from e2e.framework.judge import Outcome
 from e2e.framework.registry import Test
 from e2e.framework.runner import prepare
+from e2e.framework.signature import Signature
 from e2e.framework.trace import TraceItem
 from e2e.generate.oracle import Float64Oracle, SpecRefusal
 from e2e.generate.program import InputSpec
@@ -86,8 +87,8 @@ def test_two_pairs_with_one_signature_are_one_bug(tmp_path):
 def test_a_signature_an_xfail_entry_carries_is_a_known_bug(tmp_path):
     rows = [row("Gen_1", "tosa", "backend", LEGALIZE), row("Gen_3", "tosa", "execute", CRASHED, outcome="crash")]
     found = grouped(rows, tmp_path, f"Cumsum_Basic  # fail: {LEGALIZE}\n")
-    assert [b.signature for b in found.known] == [LEGALIZE]
-    assert [b.signature for b in found.new] == [CRASHED]
+    assert [b.signature.format() for b in found.known] == [LEGALIZE]
+    assert [b.signature.format() for b in found.new] == [CRASHED]
 
 
 def test_a_refusal_of_an_op_the_config_refuses_alone_is_a_coverage_gap(tmp_path):
@@ -103,7 +104,7 @@ def test_a_refusal_of_an_op_the_config_refuses_alone_is_a_coverage_gap(tmp_path)
     program = Program(7, (x,), (double, asin), ("v1",))
     result = run_program(program, "tosa", tmp_path / "work")
     assert not result.passed, result  # tosa refuses asin
-    failures = [row("Gen_7", "tosa", result.stage, result.signature, error=result.error)]
+    failures = [row("Gen_7", "tosa", result.stage, result.signature.format(), error=result.error)]
     checked = []
 
     def check(one, config):
@@ -152,7 +153,7 @@ def test_a_campaign_block_bundles_only_failures_whose_signature_names_no_op():
     from e2e.framework.result import Result
 
     def failing(signature: str) -> Result:
-        return Result("Gen_0", "linalg", "fail", signature=signature)
+        return Result("Gen_0", "linalg", "fail", signature=Signature.parse(signature))
 
     assert _names_no_op(failing("compare | values"))
     assert _names_no_op(failing("crash | execute | Fatal Python error: Aborted"))
@@ -262,10 +263,11 @@ def test_the_campaigns_cpu_counts_a_descendant_orphaned_under_it():
 def test_a_shrink_keeps_the_guilty_op_only_where_the_signature_names_none():
     from e2e.fuzz.shrink import op_to_keep
 
-    assert op_to_keep("crash | backend | Fatal Python error: Segmentation fault", "torch.aten.matmul") == "matmul"
-    assert op_to_keep("compare | values", "aten.remainder.Tensor") == "remainder"
-    assert op_to_keep("compare | values", "arith.select") is None  # not a program's op
-    named = "backend | convert-torch-to-tosa | loc: failed to legalize operation 'torch.aten.cumsum'"
+    crashed = Signature("crash", "backend", "Fatal Python error: Segmentation fault")
+    assert op_to_keep(crashed, "torch.aten.matmul") == "matmul"
+    assert op_to_keep(Signature("compare", "values"), "aten.remainder.Tensor") == "remainder"
+    assert op_to_keep(Signature("compare", "values"), "arith.select") is None  # not a program's op
+    named = Signature("backend", "convert-torch-to-tosa", "loc: failed to legalize operation 'torch.aten.cumsum'")
     assert op_to_keep(named, "torch.aten.cumsum") is None  # the signature keeps it
 
 
@@ -299,12 +301,12 @@ def test_a_limited_reduction_takes_one_bug_per_signature_and_op_round_robin_over
     from e2e.fuzz.triage import chosen_for_reduction
 
     def bug(config: str, signature: str) -> Bug:
-        return Bug(config, signature, "torch.aten.where", COMPILE, known=False)
+        return Bug(config, Signature.parse(signature), "torch.aten.where", COMPILE, known=False)
 
     shared = "torch-backend | p | loc: 'func.return': type mismatch"
     bugs = [bug("linalg", shared), bug("linalg", "backend | q | a"), bug("tosa", shared), bug("tosa", "lower | r | b")]
     chosen = chosen_for_reduction(bugs, 3)
-    assert [(b.config, b.signature) for b in chosen] == [
+    assert [(b.config, b.signature.format()) for b in chosen] == [
         ("linalg", shared),
         ("tosa", "lower | r | b"),  # tosa's copy of the shared failure is skipped
         ("linalg", "backend | q | a"),

@@ -323,12 +323,12 @@ def test_a_large_run_stays_one_compact_page(tmp_path):
 
 
 def test_runtimes_are_shown_beside_their_refbackend_twins(tmp_path):
-    from e2e.configs.runtime import CONFIGS
+    from e2e.configs.runtime import CONFIGS, Departs, Departure
     from e2e.framework.html_report import runtime_verdicts
 
     tosa_ref = CONFIGS["tosa@tosa-ref"]
-    runtime_bug = tosa_ref.verdict("gives wrong results (values mismatch)", None)
-    refbackend_bug = tosa_ref.verdict(None, "gives wrong results (values mismatch)")
+    wrong = Departure(Departs.WRONG_RESULTS, "values mismatch")
+    runtime_bug, refbackend_bug = tosa_ref.verdict(wrong, None), tosa_ref.verdict(None, wrong)
     assert (runtime_bug.verdict, refbackend_bug.verdict) == ("runtime-side", "RefBackend-side")
     rows = [
         {"test": "A", "config": "tosa", "final": "passed"},

@@ -164,7 +164,7 @@ def test_run_pair_reports_each_ending_with_its_stage(tmp_path, behaviour, outcom
         assert result.stage == "backend"
         assert result.ir_path and Path(result.ir_path).read_text() == "module {}"
     if outcome == CRASH:
-        assert result.signature.startswith("crash | backend")
+        assert result.signature.format().startswith("crash | backend")
     if outcome == MEMORY:
         assert "0.2 GiB" in result.error and "--memory-cap" in result.error
 
@@ -196,7 +196,7 @@ class ReturnsString(torch.nn.Module):
 def test_a_broken_test_is_reported_as_broken_in_stage_golden(tmp_path, test, kind, words):
     result = run_pair(prepare(test), Config(lambda: None), reports_dir=tmp_path, limits=LIMITS)
     assert (result.outcome, result.stage) == (ERROR, "golden")
-    assert result.signature == f"golden | broken test | {kind}"
+    assert result.signature.format() == f"golden | broken test | {kind}"
     assert words in result.error
 
 

@@ -89,7 +89,7 @@ def test_a_model_the_lowering_rejects_fails_in_its_pass_and_keeps_the_model(tmp_
     assert (result.outcome, result.stage) == (FAIL, "torch-backend"), result.error
     assert "convert-torch-onnx-to-torch" in result.failing_pass
     assert (
-        result.signature
+        result.signature.format()
         == "torch-backend | convert-torch-onnx-to-torch | no conversion of onnx.NoSuchOp to the torch dialect"
     )
     assert (tmp_path / "ir" / "onnx/case" / "onnx" / "model.onnx").read_bytes() == model
@@ -100,7 +100,7 @@ def test_an_onnx_model_runs_as_given_and_the_oracle_places_a_wrong_expectation(t
     model = one_node_model("Exp")
     assert run(model_test(model, x, torch.exp(x)), tmp_path).outcome == PASS
     wrong = run(model_test(model, x, torch.exp(x) + 1), tmp_path)  # the "golden" is wrong, not the compiler
-    assert (wrong.outcome, wrong.signature) == (FAIL, "compare | values")
+    assert (wrong.outcome, wrong.signature.format()) == (FAIL, "compare | values")
     assert any("agrees with the compiled result; the failure is in the model" in n for n in wrong.notes), wrong.notes
 
 
@@ -202,7 +202,7 @@ def test_an_exporter_failure_names_the_op_and_reduces_to_a_torch_script(tmp_path
     config = load_config("onnx")
     result = run_pair(prepared, config, reports_dir=tmp_path, limits=Limits(300, None), isolate=False)
     assert result.stage == "capture"
-    assert result.signature.startswith(
+    assert result.signature.format().startswith(
         "capture | - | torch.onnx.export: ConversionError: torch.ops.aten.cummax.default"
     )
     outcome = reduce_result(result, prepared, config, tmp_path, time_box=60)

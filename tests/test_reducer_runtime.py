@@ -11,6 +11,7 @@ import sys
 from types import SimpleNamespace
 
 from e2e.configs import load_config
+from e2e.framework.signature import Signature
 from tests.extras import requires_extra
 
 # The interpreter's dot_general aborts the process on a zero-size contracting dimension
@@ -38,7 +39,7 @@ def test_an_interpreter_abort_in_execute_is_reduced_and_replayed_on_the_interpre
     ir_dir = tmp_path / "ir" / "T" / "stablehlo@interp"
     ir_dir.mkdir(parents=True)
     (ir_dir / "4-lower.mlir").write_text(EMPTY_CONTRACTION)
-    result = SimpleNamespace(test="T", outcome="crash", stage="execute", signature=ABORT)
+    result = SimpleNamespace(test="T", outcome="crash", stage="execute", signature=Signature.parse(ABORT))
 
     outcome = reduce_result(result, None, load_config("stablehlo@interp"), tmp_path, time_box=60)
 
@@ -71,5 +72,5 @@ def test_a_candidate_the_interpreter_aborts_on_answers_an_error_cases_query():
     from compiler.executors import replay
     from e2e.reducer.case import ERROR, Case, observe
 
-    case = Case(ERROR, "execute", [replay.entry("interp", "stablehlo", run=True)], "execute | some error")
-    assert observe(case, EMPTY_CONTRACTION) == ABORT
+    case = Case(ERROR, "execute", [replay.entry("interp", "stablehlo", run=True)], Signature("execute", "some error"))
+    assert observe(case, EMPTY_CONTRACTION).format() == ABORT

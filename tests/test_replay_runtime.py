@@ -11,6 +11,7 @@ import pytest
 from compiler.executors.refbackend import BF16_BOUNDARY
 from compiler.refbackend import LOWER_PIPELINE
 from compiler.replay_runtime.replay import MISMATCH, Case, compile_signature
+from compiler.replay_runtime.signature import Signature
 from e2e.reducer.bundle import BundleInfo, write_bundle
 from e2e.reducer.standalone import RUNTIME_DIR, NotStandalone, pass_modules
 from tests.test_reducer import run_elsewhere
@@ -54,7 +55,9 @@ func.func @main(%arg0: tensor<3xf16>) -> tensor<3xf16> {
 
 def test_a_mismatch_bundle_replays_with_torch_mlir_and_numpy_alone(tmp_path):
     x = np.array([1.0, 2.5, -3.0], dtype=np.float16)
-    case = Case(MISMATCH, "compare", [BF16_BOUNDARY, *LOWER_PIPELINE], "compare | values", result_dtypes=["float16"])
+    case = Case(
+        MISMATCH, "compare", [BF16_BOUNDARY, *LOWER_PIPELINE], Signature("compare", "values"), result_dtypes=["float16"]
+    )
     info = BundleInfo("T", "c", case, DOUBLES, DOUBLES, 2, 2, inputs=[x], expected=[x * 3])
     write_bundle(info, tmp_path / "bundle", check=False)
     done = run_elsewhere(tmp_path / "bundle", tmp_path)
@@ -66,7 +69,7 @@ def test_an_error_bundle_carries_its_python_pass_module(tmp_path):
     text = DOUBLES.replace("arith.addf %arg0, %arg0", "math.exp %arg0")
     pipeline = ["python:tests.broken_compilers:reject_exp"]
     signature, _ = compile_signature(text, "backend", pipeline, pipeline[-1])
-    assert signature is not None and "math.exp" in signature
+    assert signature is not None and "math.exp" in signature.format()
     info = BundleInfo("T", "c", Case("error", "backend", pipeline, signature), text, text, 2, 2)
     write_bundle(info, tmp_path / "bundle", check=False)
     done = run_elsewhere(tmp_path / "bundle", tmp_path)

@@ -208,7 +208,7 @@ def test_a_real_program_passes_on_the_refbackend(tmp_path):
 
 @needs_corpus
 def test_a_programs_text_is_in_its_result_cache_key(tmp_path):
-    from e2e.framework.cache import source_file, test_dependencies
+    from e2e.framework.cache import test_dependencies
     from e2e.stablehlo_testdata.register import register_programs
 
     shutil.copy(ROOT / "abs_float32_20_20.mlir", tmp_path / "abs_float32_20_20.mlir")
@@ -219,7 +219,7 @@ def test_a_programs_text_is_in_its_result_cache_key(tmp_path):
     finally:
         for name in set(registry.GLOBAL_TEST_REGISTRY) - before:
             del registry.GLOBAL_TEST_REGISTRY[name]
-    assert source_file(test.source) == (tmp_path / "abs_float32_20_20.mlir").resolve()
+    assert Path(test.defined_in).resolve() == (tmp_path / "abs_float32_20_20.mlir").resolve()
     assert (tmp_path / "abs_float32_20_20.mlir").resolve() in test_dependencies(test)
 
 

@@ -75,7 +75,7 @@ def test_a_broken_file_is_its_own_result_and_the_others_load(suite):
     (suite / "c_crash.py").write_text("import os\nos.abort()\n")
     loaded = _by_name_and_files(load_suite([suite], Limits(120)))
     assert loaded["a_importer.py"].tests == ["OwnAbs"]
-    assert loaded["b_broken.py"].broken.signature.startswith("import | broken test file | RuntimeError")
+    assert loaded["b_broken.py"].broken.signature.format().startswith("import | broken test file | RuntimeError")
     assert loaded["c_crash.py"].broken.stage == "import" and loaded["c_crash.py"].tests == []
 
 

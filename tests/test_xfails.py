@@ -11,6 +11,7 @@ import pytest
 
 from e2e.configs.update_xfails import check, own_code, update
 from e2e.configs.xfails import XfailError, load_xfails
+from e2e.framework.signature import Signature
 
 
 def write(tmp_path, text, name="linalg.txt"):
@@ -38,18 +39,20 @@ def test_a_group_gives_its_reason_to_its_names_and_notes_stay_beside_them(tmp_pa
     text = "C  # crash: crash | lower | boom\n[fail: lower | one-shot-bufferize | loc: op was not bufferized]\nA\nB  # see #42\n"
     entries = load_xfails("linalg", None, write(tmp_path, text))
     assert entries["A"].reason == entries["B"].reason == "fail: lower | one-shot-bufferize | loc: op was not bufferized"
-    assert entries["B"].note == "see #42" and entries["C"].expected == ("crash", "crash | lower | boom")
+    assert entries["B"].note == "see #42" and entries["C"].expected == ("crash", Signature("crash", "lower", "boom"))
 
 
 def test_an_entry_checks_outcome_stage_and_pass_but_not_the_message(tmp_path):
     entry = load_xfails("linalg", None, write(tmp_path, "A  # fail: backend | convert-torch-to-tosa | loc: x\n"))["A"]
-    assert not entry.differs_from("fail", "backend | convert-torch-to-tosa | loc: another message")
-    assert entry.differs_from("fail", "compare | values")  # a lowering error became a miscompile
-    assert entry.differs_from("crash", "crash | backend | Segmentation fault")
+    assert not entry.differs_from("fail", Signature.parse("backend | convert-torch-to-tosa | loc: another message"))
+    assert entry.differs_from("fail", Signature.parse("compare | values"))  # a lowering error became a miscompile
+    assert entry.differs_from("crash", Signature.parse("crash | backend | Segmentation fault"))
     hand_written = load_xfails("linalg", None, write(tmp_path, "A  # waiting for upstream #123\n"))["A"]
-    assert not hand_written.differs_from("fail", "compare | values")
+    assert not hand_written.differs_from("fail", Signature.parse("compare | values"))
     nan = load_xfails("linalg", None, write(tmp_path, "A  # fail: compare | nan\n"))["A"]
-    assert nan.differs_from("fail", "compare | values")  # NaN handling right, numbers wrong: another bug
+    assert nan.differs_from(
+        "fail", Signature.parse("compare | values")
+    )  # NaN handling right, numbers wrong: another bug
 
 
 def test_update_xfails_adds_failures_drops_passes_and_keeps_hand_written_reasons(tmp_path):
@@ -269,36 +272,38 @@ TORCH_TRACEBACK = FRONTEND_TRACEBACK.replace(
 
 
 def test_a_failure_raised_in_this_projects_code_is_refused_and_check_lists_it(tmp_path, capsys):
-    signature = "capture | - | lazy tensor trace: RuntimeError: unknown type specifier"
+    signature = Signature("capture", "-", "lazy tensor trace: RuntimeError: unknown type specifier")
     assert own_code(signature, FRONTEND_TRACEBACK) == "raised in this project's compiler/frontends/lazy.py:82"
     assert own_code(signature, TORCH_TRACEBACK) is None  # raised in torch, called by the frontend
     test_body = FRONTEND_TRACEBACK.replace("compiler/frontends/lazy.py", "e2e/test_suite/matmul.py")
     assert own_code(signature, test_body) is None  # a test's own body: the op it calls raised
     sample_call = FRONTEND_TRACEBACK.replace("compiler/frontends/lazy.py", "e2e/opinfo/collect.py")
     assert own_code(signature, sample_call) is None  # an OpInfo sample's call is its test's body
-    assert own_code("lower | python:e2e.reducer.x:p | KeyError: 1") is not None
-    assert own_code("lower | python:compiler.executors.replay:iree_torch | iree-compile: error") is None
+    assert own_code(Signature.parse("lower | python:e2e.reducer.x:p | KeyError: 1")) is not None
+    assert (
+        own_code(Signature.parse("lower | python:compiler.executors.replay:iree_torch | iree-compile: error")) is None
+    )
     write(tmp_path, "Old_basic  # fail: capture | - | an older signature\nPass_basic  # fail: execute | - | x\n")
     rows = [
         {
             "test": "Old_basic",
             "config": "linalg",
             "outcome": "fail",
-            "signature": signature,
+            "signature": signature.format(),
             "error": FRONTEND_TRACEBACK,
         },
         {
             "test": "New_basic",
             "config": "linalg",
             "outcome": "fail",
-            "signature": signature,
+            "signature": signature.format(),
             "error": FRONTEND_TRACEBACK,
         },
         {
             "test": "Torch_basic",
             "config": "linalg",
             "outcome": "fail",
-            "signature": signature,
+            "signature": signature.format(),
             "error": TORCH_TRACEBACK,
         },
         {"test": "Pass_basic", "config": "linalg", "outcome": "pass", "signature": None},
@@ -335,6 +340,9 @@ def test_a_stage_error_raised_while_handling_an_exception_keeps_its_frames_acros
         carried = pickle.loads(pickle.dumps(error))
     text = "\n".join(carried.diagnostics)
     assert carried.diagnostics[0] == "a frontend's KeyError" and "KeyError: 'missing'" in text
-    assert own_code("capture | - | x", text) is None  # raised here, in tests/
-    assert own_code("capture | - | x", text.replace("tests/test_xfails.py", "e2e/framework/x.py")) is not None
+    assert own_code(Signature.parse("capture | - | x"), text) is None  # raised here, in tests/
+    assert (
+        own_code(Signature.parse("capture | - | x"), text.replace("tests/test_xfails.py", "e2e/framework/x.py"))
+        is not None
+    )
     assert StageError("lower", "no exception handled").diagnostics == []

@@ -34,7 +34,7 @@ class Case:
     kind: str  # error | crash | mismatch | hang
     stage: str
     pipeline: list[str]  # what runs on the module (the failing pass alone, once localized)
-    signature: str
+    signature: Signature
     guilty_op: str | None = None
     # mismatch cases: how results are compared (inputs.npz / expected.npz hold the values)
     result_dtypes: list[str] = field(default_factory=list)
@@ -43,11 +43,12 @@ class Case:
     hang_seconds: float | None = None
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=1) + "\n"
+        return json.dumps({**asdict(self), "signature": self.signature.format()}, indent=1) + "\n"
 
     @classmethod
     def from_json(cls, text: str) -> "Case":
         data = json.loads(text)
+        data["signature"] = Signature.parse(data["signature"])
         if data.get("tolerance") is not None:
             data["tolerance"] = tuple(data["tolerance"])
         return cls(**data)
@@ -55,7 +56,7 @@ class Case:
 
 def compile_signature(
     text: str, stage: str, pipeline: Sequence[str], blame: str | None
-) -> tuple[str | None, list[str]]:
+) -> tuple[Signature | None, list[str]]:
     """Run `pipeline` on `text` in this process: (signature, diagnostics), signature None when it passes."""
     from torch_mlir import ir
 
@@ -63,13 +64,13 @@ def compile_signature(
         module = parse_module(text, new_context())
         module.operation.verify()
     except Exception as error:  # not a valid candidate: a different "bug"
-        return Signature("invalid", type(error).__name__).format(), []
+        return Signature("invalid", type(error).__name__), []
     try:
         if len(pipeline) > 1:  # the passes before the blamed one must not fail
             try:
                 run_entries(module, pipeline[:-1])
             except Exception as error:
-                return Signature(stage, f"before {blame}", type(error).__name__).format(), []
+                return Signature(stage, f"before {blame}", type(error).__name__), []
         run_entries(module, pipeline[-1:])
     except ir.MLIRError as error:
         diagnostics = format_diagnostics(error)
@@ -86,7 +87,7 @@ def compile_signature(
 
 def observe(
     case: Case, text: str, bundle_dir: Path | None = None, report: Callable[[str], None] | None = None
-) -> str | None:
+) -> Signature | None:
     """The signature `case`'s pipeline shows on `text` in this process (None: no failure).
 
     `report` gets the details. A crash takes this process down.
@@ -132,7 +133,7 @@ def arity(text: str) -> int:
     return -1
 
 
-def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=None) -> str | None:
+def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=None) -> Signature | None:
     """Compile and run the module on inputs.npz; compare with expected.npz."""
     import torch
 
@@ -163,7 +164,7 @@ def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=Non
     arrays = load_arrays(bundle_dir / "expected.npz")
     expected = [from_storage_array(a, dtypes[i] if i < len(dtypes) else None) for i, a in enumerate(arrays)]
     if arity(text) != len(inputs):
-        return Signature("invalid", f"@main does not take the {len(inputs)} inputs").format()
+        return Signature("invalid", f"@main does not take the {len(inputs)} inputs")
     actual = program(*inputs)
     program.close()
     tolerance = Tolerance(*case.tolerance) if case.tolerance else None
@@ -180,7 +181,7 @@ def strip_reproducer_resource(text: str) -> str:
     return re.sub(r"  external_resources: \{\n    mlir_reproducer: \{.*?\n    \}\n  \},?\n", "", text, flags=re.S)
 
 
-def replay(bundle_dir: Path, case: Case, *, report=None) -> str | None:
+def replay(bundle_dir: Path, case: Case, *, report=None) -> Signature | None:
     """The signature the bundle's repro.mlir shows now under `case`."""
     load_pass_modules(bundle_dir, case.pipeline)
     text = strip_reproducer_resource((bundle_dir / "repro.mlir").read_text())

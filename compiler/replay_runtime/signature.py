@@ -9,11 +9,12 @@ stage it was in (`crash | <stage> | <first native error>`, `timeout | <stage>`,
 between two occurrences of one bug: locations, file paths, SSA value names, addresses,
 and concrete sizes in shapes.
 
-Results (`results.json`), bundles' `case.json` and xfail files (`<outcome>: <signature>`)
-carry a signature as its text: the constructors below return that text, and
-`Signature.parse` reads it back. It lives in the replay runtime, which imports nothing
-from the project and which every bundle carries whole; the suite imports it as
-`e2e.framework.signature`.
+A signature travels as a value: the constructors below return a `Signature`, which a
+Result, a reducer's case and the xfail matcher hold and compare as it is. Files carry its
+text (`format()`): results (`results.json`), bundles' `case.json` and xfail files
+(`<outcome>: <signature>`); `Signature.parse` reads it back, only where such a file is
+read. It lives in the replay runtime, which imports nothing from the project and which
+every bundle carries whole; the suite imports it as `e2e.framework.signature`.
 """
 
 from __future__ import annotations
@@ -100,24 +101,24 @@ def pass_name(pass_entry: str | None) -> str:
     return re.sub(r"\{.*\}$", "", name, flags=re.S).strip()
 
 
-def stage_signature(stage: str, message: str, failing_pass: str | None = None) -> str:
+def stage_signature(stage: str, message: str, failing_pass: str | None = None) -> Signature:
     """A stage's failure: the failing pass (`-` when none was localized) and its first error."""
-    return Signature(stage, pass_name(failing_pass), normalize(message)).format()
+    return Signature(stage, pass_name(failing_pass), normalize(message))
 
 
-def mismatch_signature(kind: str) -> str:
+def mismatch_signature(kind: str) -> Signature:
     """A wrong result: `compare | values`, `compare | nan`, `compare | shape`, ..."""
-    return Signature("compare", kind).format()
+    return Signature("compare", kind)
 
 
-def ended_signature(ending: str, stage: str) -> str:
+def ended_signature(ending: str, stage: str) -> Signature:
     """A process that ended in `stage` without a message to tell (`timeout`, `memory`, `framework`)."""
-    return Signature(ending, stage).format()
+    return Signature(ending, stage)
 
 
-def broken_test_signature(kind: str) -> str:
+def broken_test_signature(kind: str) -> Signature:
     """A test broken on native torch (`kind`: module_factory, deepcopy, invoker, outputs)."""
-    return Signature("golden", "broken test", kind).format()
+    return Signature("golden", "broken test", kind)
 
 
 def first_native_error(stderr: str) -> str | None:
@@ -142,9 +143,9 @@ def process_ending(status: int) -> str:
         return f"killed by signal {number}"
 
 
-def crash_signature(stage: str, stderr: str, reason: str) -> str:
+def crash_signature(stage: str, stderr: str, reason: str) -> Signature:
     """As the runner writes it for a pair whose process died in `stage`."""
-    return Signature("crash", stage, normalize(first_native_error(stderr) or reason)).format()
+    return Signature("crash", stage, normalize(first_native_error(stderr) or reason))
 
 
 # Where a diagnostic's own text names its op.

@@ -22,6 +22,7 @@ A runtime that is not installed makes its pairs skip, naming the install command
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from compiler.executors import RuntimeExecutor, executor_class
@@ -40,12 +41,33 @@ from e2e.framework.trace import Trace
 TWIN_TIMEOUT = 120.0  # seconds for the twin's compile and run
 
 
-def twin_outcome(twin_config: PipelineConfig, prepared, golden: Trace) -> str | None:
+class Departs(enum.Enum):
+    """How one side's run of the shared program departed from torch; the value words it."""
+
+    WRONG_RESULTS = "gives wrong results ({})"
+    FAILS = "fails in stage {}"
+    RAISED = "raised: {}"
+    ENDED = "ended abnormally ({})"
+
+
+@dataclass(frozen=True)
+class Departure:
+    """What the runtime or its RefBackend twin did instead of matching torch: `how`, and the
+    detail its words carry (the mismatch, the stage and its error, how the process ended)."""
+
+    how: Departs
+    detail: str
+
+    def __str__(self) -> str:
+        return self.how.value.format(self.detail)
+
+
+def twin_outcome(twin_config: PipelineConfig, prepared, golden: Trace) -> Departure | None:
     """None when the RefBackend twin matches torch; else what it did. It compiles and runs in a
     forked child: a twin that crashes (a RefBackend miscompile reading garbage) cannot take
     the runtime's pair down with it."""
 
-    def compile_run_compare() -> str | None:
+    def compile_run_compare() -> Departure | None:
         try:
             twin = twin_config.compile(prepared, Snapshots())
             try:
@@ -53,15 +75,17 @@ def twin_outcome(twin_config: PipelineConfig, prepared, golden: Trace) -> str | 
             finally:
                 twin.close()
         except StageError as error:
-            return f"fails in stage {error.stage}: {error.message.splitlines()[0][:300]}"
-        return None if mismatch is None else f"gives wrong results ({mismatch.kind} mismatch: {str(mismatch)[:300]})"
+            return Departure(Departs.FAILS, f"{error.stage}: {error.message.splitlines()[0][:300]}")
+        if mismatch is None:
+            return None
+        return Departure(Departs.WRONG_RESULTS, f"{mismatch.kind} mismatch: {str(mismatch)[:300]}")
 
     outcome = isolation.run_forked(compile_run_compare, timeout=TWIN_TIMEOUT)
-    if outcome is None or isinstance(outcome, str):
+    if outcome is None or isinstance(outcome, Departure):
         return outcome
     if isinstance(outcome, isolation.Raised):
-        return f"raised: {outcome.traceback.strip().splitlines()[-1][:300]}"
-    return f"ended abnormally ({type(outcome).__name__}: {getattr(outcome, 'reason', '')})"
+        return Departure(Departs.RAISED, outcome.traceback.strip().splitlines()[-1][:300])
+    return Departure(Departs.ENDED, f"{type(outcome).__name__}: {getattr(outcome, 'reason', '')}")
 
 
 class OnRuntime:
@@ -83,7 +107,7 @@ class OnRuntime:
     def explainers(self) -> tuple[Explainer, ...]:
         return (*super().explainers(), TwinVerdict(self), NativeReproducer(self))
 
-    def verdict(self, runtime: str | None, twin: str | None) -> Explanation | None:
+    def verdict(self, runtime: Departure | None, twin: Departure | None) -> Explanation | None:
         """Which of the runtime and the RefBackend twin matches torch on the same program (None: both)."""
         same = f"the same {self.ir_name} IR"
         if runtime is None and twin is None:
@@ -94,7 +118,7 @@ class OnRuntime:
                 f"verdict: {RUNTIME_SIDE} ({self.runtime}): the RefBackend twin `{self.twin}` runs {same} and matches "
                 f"torch; {self.runtime} {runtime}"
             )
-            if runtime.startswith("gives wrong results") and self.toolchain().executor.by_the_spec:
+            if runtime.how is Departs.WRONG_RESULTS and self.toolchain().executor.by_the_spec:
                 text += (
                     f": by the spec, {self._produced_by()} emitted a wrong program, which the twin's lowering departs "
                     f"from as torch does (or {self.runtime} is wrong)"
@@ -137,9 +161,9 @@ class TwinVerdict:
         if outcome.passed:
             runtime = None
         elif outcome.mismatch is not None:
-            runtime = f"gives wrong results ({outcome.mismatch.kind} mismatch)"
+            runtime = Departure(Departs.WRONG_RESULTS, f"{outcome.mismatch.kind} mismatch")
         elif outcome.stage in ("lower", "execute"):  # the runtime refused or failed what torch-mlir produced
-            runtime = f"fails in stage {outcome.stage}"
+            runtime = Departure(Departs.FAILS, outcome.stage)
         else:
             return None  # failed before the two split
         return self.config.verdict(runtime, twin_outcome(self.config.twin_config(), prepared, prepared.golden))

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from e2e.configs import XFAIL_DIR
 from e2e.configs.xfails import OUTCOMES, XfailEntry, format_xfails, read_xfails, xfail_path
-from e2e.framework.results_files import load_rows, results_file
+from e2e.framework.results_files import load_rows, results_file, row_signature
 from e2e.framework.signature import Signature
 
 
@@ -86,11 +86,12 @@ def _judge(entries: list[XfailEntry], row: dict, platform: str) -> list[XfailEnt
         return others + [here if here.expected is None else replace(here, reason=reason)]
     elsewhere = [e for e in entries if e.test == name]
     if elsewhere:  # known to fail on other platforms only: now here too
+        observed = row_signature(row)
         same = next(
             (
                 e
                 for e in elsewhere
-                if Signature.parse(e.reason.partition(": ")[2]).covers(Signature.parse(row["signature"]))
+                if e.expected is not None and observed is not None and e.expected[1].covers(observed)
             ),
             None,
         )
@@ -112,11 +113,11 @@ _OWN_CODE = re.compile(rf"(?:^|/)((?:compiler/frontends|e2e)/(?!{_TEST_BODIES})[
 _OWN_PASSES = ("python:compiler.frontends.", "python:e2e.")
 
 
-def own_code(signature: str, error: str = "") -> str | None:
+def own_code(signature: Signature | None, error: str = "") -> str | None:
     """Where a failure was raised in this project's own code, or None: a Python pass of
     its frontends or framework, or a traceback (in `error`) whose innermost frame is there
     (the exception raised there, or by a function of torch's C++ it called directly)."""
-    where = Signature.parse(signature).where or ""
+    where = (signature.where if signature is not None else None) or ""
     if where.startswith(_OWN_PASSES):
         return f"failed in this project's Python pass {where}"
     frames = _FRAME.findall(error or "")
@@ -130,7 +131,7 @@ def own_code_failures(rows: list[dict]) -> list[tuple[dict, str]]:
     found = []
     for row in rows:
         if row["outcome"] in OUTCOMES and row.get("stage") != "golden":
-            why = own_code(row.get("signature") or "", row.get("error") or "")
+            why = own_code(row_signature(row), row.get("error") or "")
             if why is not None:
                 found.append((row, why))
     return found

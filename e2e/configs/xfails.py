@@ -31,6 +31,7 @@ with its file and line. A name appears once, or once per disjoint set of platfor
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,11 +82,12 @@ class XfailEntry:
         """A result that differs from run to run (a read of uninitialized memory): pass or fail."""
         return self.reason.startswith("flaky:")
 
-    @property
-    def expected(self) -> tuple[str, str] | None:
-        """(outcome, signature) when the reason records how the test fails."""
+    @functools.cached_property
+    def expected(self) -> tuple[str, Signature] | None:
+        """(outcome, signature) when the reason records how the test fails: the reason is
+        the file's text, read here once."""
         match = _EXPECTED.match(self.reason)
-        return (match[1], match[2]) if match else None
+        return (match[1], Signature.parse(match[2])) if match else None
 
     def budget(self, seconds: float) -> float:
         """The pair's budget: a pair this entry expects to hang gets `EXPECTED_HANG_SECONDS`
@@ -96,14 +98,14 @@ class XfailEntry:
             return min(seconds, RUN_TO_RUN_SECONDS)
         return min(seconds, EXPECTED_HANG_SECONDS) if expected[0] == "timeout" else seconds
 
-    def differs_from(self, outcome: str, signature: str | None) -> bool:
+    def differs_from(self, outcome: str, signature: Signature | None) -> bool:
         """Whether a failure is not the one this entry expects (same outcome, stage,
         pass or kind, and op: `Signature.covers`); always False for a reason that records
         no signature."""
         expected = self.expected
         if expected is None:
             return False
-        return expected[0] != outcome or not Signature.parse(expected[1]).covers(Signature.parse(signature or ""))
+        return expected[0] != outcome or signature is None or not expected[1].covers(signature)
 
 
 class XfailError(ValueError):

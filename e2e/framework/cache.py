@@ -6,8 +6,8 @@ A pair's key (`pair_key`) hashes:
 
 - the test: its name, and the text (with the project-relative path) of every file it
   depends on (`test_dependencies`): the suite file that registered it (`Test.origin`),
-  the file its `source` names (where its invoker was defined, e.g. a helper such as
-  `zoo_common.py`), and every project or suite module those import, transitively (import
+  the file that defines what it runs (`Test.defined_in`: where its invoker was defined,
+  e.g. a helper such as `zoo_common.py`), and every project or suite module those import, transitively (import
   statements read with `ast`; a module is looked for under the project root and beside
   the importing file, never in site-packages; never into the compiler, which the
   toolchain part covers);
@@ -23,7 +23,7 @@ A pair's key (`pair_key`) hashes:
   reducer, the generated suites' sources (`e2e/onnx_backend`, `e2e/opinfo`,
   `e2e/stablehlo_testdata`, `e2e/properties`) and the upstream compat layer
   (`torch_mlir_e2e_test`). A StableHLO testdata program's `.mlir` file is its test's
-  `source`, so its text is in its key.
+  `defined_in`, so its text is in its key.
 
 Not in the key: xfail sets (they change how a result is judged, not the result), the
 source of a config given as `--config module:attribute` from outside the project, and
@@ -42,7 +42,6 @@ import hashlib
 import json
 import os
 import pickle
-import re
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
@@ -172,18 +171,6 @@ def forget_files() -> None:
 
 # --- what a test depends on ------------------------------------------------------------
 
-_SOURCE_FILE = re.compile(r"(.+?\.(?:py|mlir))(?=:\d+$|\s|$)")  # .mlir: a StableHLO testdata program
-
-
-def source_file(source: str) -> Path | None:
-    """The file a `Test.source` names ("file.py:line", "file.py (a description)", a
-    testdata program's "file.mlir (...)"), if it is one (an OpInfo case's source,
-    "op_db: ...", names none)."""
-    match = _SOURCE_FILE.match(source)
-    if match is None or not os.path.isfile(match.group(1)):
-        return None
-    return Path(match.group(1)).resolve()
-
 
 # The bundled compiler is a library the tests call, not their own code: what a result owes
 # it is in `versions_fingerprint` (every project source), what a capture owes it in
@@ -194,13 +181,16 @@ LIBRARY_DIRS = ("compiler",)
 
 
 def test_dependencies(test: Test) -> list[Path]:
-    """The files `test`'s result depends on by its own code: the file that registered it,
-    the file its invoker was defined in, and the project and suite modules they import,
+    """The files `test`'s result depends on by its own code: the file that registered it
+    (`Test.origin`), the file that defines what it runs (`Test.defined_in`: its invoker's,
+    or a testdata program), and the project and suite modules they import,
     transitively, short of the compiler (`LIBRARY_DIRS`). A suite directory is the
     registering file's; only files in it or under the project root are followed (never
     site-packages)."""
-    origin = Path(test.origin).resolve() if test.origin and os.path.isfile(test.origin) else None
-    starts = tuple(dict.fromkeys(p for p in (origin, source_file(test.source)) if p is not None))
+    origin, defined_in = (
+        Path(f).resolve() if f and os.path.isfile(f) else None for f in (test.origin, test.defined_in)
+    )
+    starts = tuple(dict.fromkeys(p for p in (origin, defined_in) if p is not None))
     roots = (PROJECT,) if origin is None else (PROJECT, origin.parent)
     return list(_closure(starts, roots, tuple(PROJECT / name for name in LIBRARY_DIRS)))
 
@@ -377,7 +367,7 @@ class ResultCache:
         if data is None:
             return None
         try:
-            result = Result(**data)
+            result = Result.from_json(data)
         except TypeError:
             return None
         if result.repro_path and not Path(result.repro_path).exists():

@@ -31,6 +31,8 @@ project's or a suite's code, which runs in hosts alone.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import importlib
 import os
 import site
@@ -329,7 +331,7 @@ class TestHost:
         is looked at before it is killed (`hang_stack`: a second, and gdb's time)."""
         self._ensure_alive()
         if self.golden_failure is not None:
-            return Result(**{**self.golden_failure.to_json(), "config": config, "shape_mode": self.shape_mode})
+            return dataclasses.replace(copy.deepcopy(self.golden_failure), config=config, shape_mode=self.shape_mode)
         start, earlier = time.monotonic(), list(self.restarts)
         reply = self._child.request(_Run(config, reports_dir, limits), limits, diagnose=diagnose)
         self.peak_rss = max(self.peak_rss, self._child.peak_rss)

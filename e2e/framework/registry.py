@@ -73,6 +73,10 @@ class Test:
     # Explainers (`e2e.framework.judge`) of this test's own, asked after its config's
     # (a generated program's oracle, `e2e.generate.oracle`).
     explainers: tuple[Any, ...] = ()
+    # The file that defines what the test runs, when it is not `origin`: its invoker's,
+    # class's or inputs' file, or the data file it reads (a StableHLO testdata program).
+    # The result cache keys on it (`e2e.framework.cache.test_dependencies`); "": none.
+    defined_in: str = ""
 
     def arg_shapes(self, module: torch.nn.Module, method: str = "forward") -> list[list[int] | None] | None:
         """Per-argument shapes (-1 = dynamic) from `annotate_args`, without `self`."""
@@ -144,6 +148,14 @@ def _source_of(obj: Any) -> str:
         return repr(obj)
 
 
+def _file_of(obj: Any) -> str:
+    """The file a test's invoker, class or inputs is defined in ("" when none is known)."""
+    try:
+        return inspect.getsourcefile(obj) or ""
+    except TypeError:  # a builtin
+        return ""
+
+
 @functools.lru_cache(maxsize=8)
 def _class_lines(source: str) -> dict[str, int]:
     """Every class of a module's text, by qualified name: the line of its first decorator,
@@ -197,6 +209,7 @@ def register_test_case(
                 _source_of(invoker),
                 timeout_seconds=timeout_seconds,
                 test_utils=test_utils,
+                defined_in=_file_of(invoker),
             )
         )
         return invoker
@@ -259,6 +272,7 @@ def e2e_test(
                     _invoker(inputs, dict(kwargs)),
                     tolerance,
                     _source_of(cls),
+                    defined_in=_file_of(cls),
                 )
             )
         return cls
@@ -291,7 +305,10 @@ def op_test(
     """Register a test of a plain function of tensors (wrapped in a module)."""
     module_cls = type(name, (FunctionModule,), {})
     factory = _factory(module_cls, {"fn": fn}, inputs, dynamic, {})
-    return register(Test(name, factory, _invoker(inputs, {}), tolerance, _source_of(inputs), timeout_seconds))
+    source, defined_in = _source_of(inputs), _file_of(inputs)
+    return register(
+        Test(name, factory, _invoker(inputs, {}), tolerance, source, timeout_seconds, defined_in=defined_in)
+    )
 
 
 def op_tests(

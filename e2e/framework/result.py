@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Protocol, runtime_checkable
 
+from e2e.framework.signature import Signature
+
 # How a pair ended before xfail sets are applied (the plugin adds xfail / xpass).
 PASS, FAIL, CRASH, TIMEOUT, ERROR = "pass", "fail", "crash", "timeout", "error"
 # The pair outgrew its memory cap (`--memory-cap`) and was killed.
@@ -41,7 +43,7 @@ class Result:
     config: str
     outcome: str
     stage: str | None = None  # the stage that failed (see compiler.stages.STAGES)
-    signature: str | None = None  # stage + pass/op + normalized first error, or mismatch kind
+    signature: Signature | None = None  # stage + pass/op + normalized first error, or mismatch kind
     error: str = ""  # what a person reads
     ir_path: str | None = None  # saved IR of the failing stage, under reports/
     failing_pass: str | None = None
@@ -66,4 +68,11 @@ class Result:
         return self.outcome == PASS
 
     def to_json(self) -> dict:
-        return asdict(self)
+        """The row results files hold: the signature as its text (`Signature.format`)."""
+        return {**asdict(self), "signature": self.signature.format() if self.signature is not None else None}
+
+    @classmethod
+    def from_json(cls, row: dict) -> "Result":
+        """The Result a row of `to_json` records (read back from a file: the signature parsed)."""
+        text = row.get("signature")
+        return cls(**{**row, "signature": Signature.parse(text) if text else None})

@@ -4,7 +4,8 @@ A run's results are its reports directory (`results.json` once it ended, else th
 `results.jsonl` had by then), a `results.json` (a list of rows, or `{"run": ..., "rows":
 ...}`) or a `results.jsonl` (a row a line). `load_rows(path)` takes any of these and
 returns the rows with the run's metadata (`run.json` beside them, when there is one).
-Shards, merging and diffing all read results through it.
+Shards, merging and diffing all read results through it. A row is the file's text
+(`Result.to_json`); `row_signature(row)` reads its signature back as a value.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 from pathlib import Path
 
 from e2e.framework.html_report import load_results
+from e2e.framework.signature import Signature
 
 REQUIRED = ("test", "config")
 
@@ -63,3 +65,9 @@ def load_rows(path: Path | str) -> tuple[list[dict], dict]:
 def pair(row: dict) -> tuple[str, str]:
     """A row's pair: (test, config)."""
     return row["test"], row["config"]
+
+
+def row_signature(row: dict) -> Signature | None:
+    """The signature a row records (its text read back: `Signature.parse`), or None."""
+    text = row.get("signature")
+    return Signature.parse(text) if text else None

@@ -328,6 +328,6 @@ def _import_error(name: str, path: Path, text: str) -> Result:
         "-",
         ERROR,
         stage="import",
-        signature=Signature("import", "broken test file", first[:200]).format(),
+        signature=Signature("import", "broken test file", first[:200]),
         error=f"{path} could not be imported; its tests did not run:\n{text}",
     )

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from e2e.framework.results_files import row_signature
 from e2e.framework.signature import Signature, guilty_op
 
 RUNTIME_ENDINGS = ("crash", "timeout", "memory")
@@ -80,18 +81,20 @@ class Failure:
     test: str
     config: str
     kind: str
-    signature: str
+    signature: Signature
     guilty_op: str | None
     repro_path: str | None = None
 
     @classmethod
     def of(cls, row: dict) -> "Failure":
-        signature = row.get("signature") or f"{row.get('stage')} | -"
-        op = bundle_guilty_op(row) or guilty_op(row.get("error") or "") or guilty_op(signature) or ltc_op(signature)
+        """The failure a results row (read from a campaign's results) records."""
+        signature = row_signature(row) or Signature(str(row.get("stage")), "-")
+        text = signature.format()
+        op = bundle_guilty_op(row) or guilty_op(row.get("error") or "") or guilty_op(text) or ltc_op(text)
         return cls(row["test"], row["config"], kind_of(row), signature, op, row.get("repro_path"))
 
     @property
-    def key(self) -> tuple[str, str, str | None]:
+    def key(self) -> tuple[str, Signature, str | None]:
         """What makes two failures one bug (as the reducer names a bundle)."""
         return self.config, self.signature, self.guilty_op
 
@@ -101,7 +104,7 @@ class Bug:
     """A distinct bug: every failing pair with one key."""
 
     config: str
-    signature: str
+    signature: Signature
     guilty_op: str | None
     kind: str
     known: bool
@@ -115,7 +118,7 @@ class Bug:
 
     @property
     def stage(self) -> str:
-        return Signature.parse(self.signature).stage
+        return self.signature.stage
 
     @property
     def first(self) -> Failure:
@@ -146,23 +149,23 @@ class Classified:
 class KnownSignatures:
     """The signatures the hand-written suites' xfail entries carry, per config."""
 
-    by_config: dict[str, dict[str, tuple[str, ...]]]  # config -> signature -> the tests that carry it
+    by_config: dict[str, dict[Signature, tuple[str, ...]]]  # config -> signature -> the tests that carry it
 
     @classmethod
     def load(cls, directory: Path, configs: Iterable[str], generated: Callable[[str], bool]) -> "KnownSignatures":
         from e2e.configs.xfails import read_xfails, xfail_path
 
-        found: dict[str, dict[str, tuple[str, ...]]] = {}
+        found: dict[str, dict[Signature, tuple[str, ...]]] = {}
         for config in configs:
-            carried: dict[str, list[str]] = defaultdict(list)
+            carried: dict[Signature, list[str]] = defaultdict(list)
             for entry in read_xfails(xfail_path(config, directory), None):
                 if entry.expected is not None and not generated(entry.test):
-                    carried[entry.expected[1].strip()].append(entry.test)
+                    carried[entry.expected[1]].append(entry.test)
             found[config] = {signature: tuple(tests) for signature, tests in carried.items()}
         return cls(found)
 
     def carries(self, failure: Failure) -> bool:
-        tests = self.by_config.get(failure.config, {}).get(failure.signature.strip(), ())
+        tests = self.by_config.get(failure.config, {}).get(failure.signature, ())
         if failure.kind not in (WRONG, CRASH):
             return bool(tests)
         op = _squash(short_op(failure.guilty_op) or "")
@@ -185,7 +188,7 @@ REJECTION = re.compile(
 
 def rejects(failure: Failure) -> bool:
     """Whether a compile failure is the config refusing an op (not the compiler breaking)."""
-    return failure.kind == COMPILE and REJECTION.search(failure.signature) is not None
+    return failure.kind == COMPILE and REJECTION.search(failure.signature.format()) is not None
 
 
 def classify(rows: Iterable[dict], known: KnownSignatures, untaken: Callable[[Failure], str | None]) -> Classified:
@@ -213,5 +216,5 @@ def classify(rows: Iterable[dict], known: KnownSignatures, untaken: Callable[[Fa
                 failure.config, failure.signature, failure.guilty_op, failure.kind, known.carries(failure)
             )
         bug.failures.append(failure)
-    result.bugs = sorted(bugs.values(), key=lambda b: (b.known, b.config, b.signature, b.guilty_op or ""))
+    result.bugs = sorted(bugs.values(), key=lambda b: (b.known, b.config, b.signature.format(), b.guilty_op or ""))
     return result

@@ -44,14 +44,15 @@ def read_matrix(path: Path = MATRIX) -> dict[str, dict[str, str]]:
     return matrix
 
 
-def same_refusal(signature: str | None, failure: Failure) -> bool:
+def same_refusal(signature: Signature | None, failure: Failure) -> bool:
     """Whether a one-op program's failure is the refusal `failure` shows: the same stage and
     pass, refusing the same op (shapes in the message may differ: `?` alone, `N` in the program)."""
     if signature is None:
         return False
-    if Signature.parse(signature).key() != Signature.parse(failure.signature).key():
+    if signature.key() != failure.signature.key():
         return False
-    return short_op(guilty_op(signature) or ltc_op(signature)) == short_op(failure.guilty_op)
+    text = signature.format()
+    return short_op(guilty_op(text) or ltc_op(text)) == short_op(failure.guilty_op)
 
 
 @dataclass
@@ -59,16 +60,17 @@ class Support:
     """`untaken(failure)`: the op of a refusal the config does not take alone, or None."""
 
     program_of: Callable[[str], object]  # a generated test's Program
-    check: Callable[[object, str], str | None] | None = None  # (one-op program, config) -> its signature
+    check: Callable[[object, str], Signature | None] | None = None  # (one-op program, config) -> its signature
     matrix: dict[str, dict[str, str]] = field(default_factory=read_matrix)
     cache_path: Path | None = None
-    checked: dict[str, str | None] = field(default_factory=dict)  # "config op attrs types" -> signature
+    checked: dict[str, Signature | None] = field(default_factory=dict)  # "config op attrs types" -> signature
     deadline: float = float("inf")  # time.monotonic() after which nothing more is run
     answers: dict[tuple, str | None] = field(default_factory=dict)  # Failure.key -> untaken op
 
     def __post_init__(self) -> None:
         if self.cache_path is not None and self.cache_path.is_file():
-            self.checked.update(json.loads(self.cache_path.read_text()))
+            read = json.loads(self.cache_path.read_text())
+            self.checked.update({key: Signature.parse(text) if text else None for key, text in read.items()})
 
     def cell(self, config: str, op: str) -> str | None:
         for name in (op, f"nn.functional.{op}", op.rstrip("_")):
@@ -100,7 +102,7 @@ class Support:
                 return op
         return None
 
-    def alone_signature(self, program, index: int, config: str) -> str | None:
+    def alone_signature(self, program, index: int, config: str) -> Signature | None:
         """The signature of node `index` alone on `config` (None: it passes), cached."""
         from e2e.fuzz.shrink import alone
 
@@ -111,5 +113,6 @@ class Support:
             self.checked[key] = self.check(one, config)
             if self.cache_path is not None:
                 self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-                self.cache_path.write_text(json.dumps(self.checked, indent=1, sort_keys=True) + "\n")
+                texts = {key: signature and signature.format() for key, signature in self.checked.items()}
+                self.cache_path.write_text(json.dumps(texts, indent=1, sort_keys=True) + "\n")
         return self.checked[key]

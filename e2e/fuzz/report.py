@@ -185,7 +185,7 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, p
         "|---|---|---|---|---|---|---|---:|---|---|",
     ]
     for number, bug in enumerate(classified.bugs, start=1):
-        signature = bug.signature.replace("|", "\\|")[:160]
+        signature = bug.signature.format().replace("|", "\\|")[:160]
         ops = ", ".join(ops_of(bug)) or "-"
         lines.append(
             f"| {number}{' (known)' if bug.known else ''} | {bug.config} | {bug.stage} | `{signature}` | "

@@ -256,20 +256,18 @@ def candidates(program: Program) -> Iterator[Program]:
     yield from plainer_dtypes(program)
 
 
-def same_bug(result: Result, signature: str) -> bool:
+def same_bug(result: Result, signature: Signature) -> bool:
     """Whether a candidate's pair fails as the bug does (same stage, place and message)."""
-    if result.passed or not result.signature:
-        return False
-    return Signature.parse(result.signature) == Signature.parse(signature)
+    return not result.passed and result.signature == signature
 
 
-def op_to_keep(signature: str, guilty: str | None) -> str | None:
+def op_to_keep(signature: Signature, guilty: str | None) -> str | None:
     """The op a shrink of a bug must keep (short aten name), or None: the bug's guilty aten
     op when its signature names no op (a wrong result's `compare | values`, a crash's
     `Fatal Python error: ...`), where the signature alone would take another op's bug for it."""
     from e2e.framework.signature import guilty_op
 
-    if guilty is None or guilty_op(signature) or not guilty.startswith(("torch.aten.", "aten.")):
+    if guilty is None or guilty_op(signature.format()) or not guilty.startswith(("torch.aten.", "aten.")):
         return None
     return guilty.split("aten.", 1)[1].split(".")[0].rstrip("_") or None
 

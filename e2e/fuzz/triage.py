@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 from e2e.framework.results_files import load_rows
+from e2e.framework.signature import Signature
 from e2e.fuzz.bugs import CRASH, Bug, Classified, KnownSignatures, classify
 from e2e.fuzz.coverage import Support
 from e2e.fuzz.programs import ops_of, program, seed_of
@@ -59,7 +60,7 @@ def _program_of(test: str):
     return None if seed is None else program(seed)
 
 
-def alone_signature(one, config: str, work: Path) -> str | None:
+def alone_signature(one, config: str, work: Path) -> Signature | None:
     """A one-op program's signature on `config` (None: it passes)."""
     from e2e.fuzz.shrink import run_program
 

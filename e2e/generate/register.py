@@ -41,6 +41,7 @@ def program_test(program: Program, name: str | None = None) -> Test:
         invoke,
         program.tolerance,
         source=f"{SUITE_FILE}:1",
+        defined_in=str(SUITE_FILE),
         explainers=GENERATED_EXPLAINERS,
         test_utils=lambda _seed: TestUtils(seed_for(program.name)),
     )

@@ -166,12 +166,12 @@ def pytest_runtest_makereport(item, call):
     if call.when != "call" or not isinstance(item, ResultItem) or item.result is None:
         return
     result = item.result
+    row = result.to_json()
     # Travels to the xdist controller.
-    report.user_properties.append(("e2e", {**result.to_json(), "rerun": item.rerun_command}))
+    report.user_properties.append(("e2e", {**row, "rerun": item.rerun_command}))
     for key in ("stage", "signature", "ir_path", "repro_path", "shape_mode"):
-        value = getattr(result, key)
-        if value:
-            item.user_properties.append((f"e2e_{key}", value))  # read by --junitxml
+        if row[key]:
+            item.user_properties.append((f"e2e_{key}", row[key]))  # read by --junitxml
     if result.repro_path:
         item.add_report_section("call", "stdout", f"[[ATTACHMENT|{result.repro_path}]]\n")
     if result.outcome not in (PASS, SKIP) and result.error:

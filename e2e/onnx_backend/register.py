@@ -61,6 +61,7 @@ def register_cases(cases: list[OnnxCase], source: str) -> Counter:
                 _factory(case),
                 _invoker(case),
                 source=f"{source} ({case.kind} case of the onnx backend test suite)",
+                defined_in=source,
                 marks=marks,
                 model_format="onnx",
                 skip_reason=None if case.skip_reason is None else f"ONNX case not expressible: {case.skip_reason}",

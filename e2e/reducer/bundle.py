@@ -27,7 +27,7 @@ from compiler.executors import INSTALL_RUNTIMES
 from compiler.pipelines import as_text
 from compiler.replay_runtime.replay import REPRODUCED, RUNTIME_PASS
 from compiler.stages import write_atomic
-from e2e.framework.signature import Signature, normalize, pass_name
+from e2e.framework.signature import normalize, pass_name
 from e2e.reducer.case import CRASH, HANG, MISMATCH, Case
 from e2e.reducer.native import NATIVE_DIR, NativeRepro, write_native_repro
 from e2e.reducer.standalone import LOADER, RUNTIME_COPY, NotStandalone, write_runtime
@@ -123,7 +123,7 @@ if __name__ == "__main__":
 
 
 def repro_py(case: Case) -> str:
-    return REPRO.format(signature=case.signature.replace("\\", "/"), runtime=RUNTIME_COPY, loader=LOADER)
+    return REPRO.format(signature=case.signature.format().replace("\\", "/"), runtime=RUNTIME_COPY, loader=LOADER)
 
 
 def versions() -> dict[str, str]:
@@ -215,7 +215,7 @@ def _opt_command(bundle_dir: Path, case: Case, timeout: float = 60) -> str | Non
     same = (
         case.guilty_op is None
         or case.guilty_op in done.stderr
-        or normalize(first.partition("error:")[2]) in case.signature
+        or normalize(first.partition("error:")[2]) in case.signature.format()
     )
     return "torch-mlir-opt --run-reproducer repro.mlir" if done.returncode != 0 and same else None
 
@@ -233,7 +233,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         "error": f"the pass `{case.pipeline[-1]}` fails on the module below",
         "crash": f"the process crashes in the pass `{case.pipeline[-1]}`",
         "hang": f"the pass `{case.pipeline[-1]}` gives no result in {case.hang_seconds or 0:.0f} s on the module below",
-        "mismatch": f"`{case.guilty_op}` computes wrong results ({Signature.parse(case.signature).where} mismatch)",
+        "mismatch": f"`{case.guilty_op}` computes wrong results ({case.signature.where} mismatch)",
     }[case.kind]
     expected = {
         "error": "the pipeline lowers the module without an error.",

@@ -27,7 +27,7 @@ from compiler.replay_runtime.replay import (  # noqa: F401 - re-exported
 )
 from compiler.stages import expand  # noqa: F401 - re-exported
 from e2e.framework import isolation
-from e2e.framework.signature import crash_signature, ended_signature
+from e2e.framework.signature import Signature, crash_signature, ended_signature
 
 
 def observe(
@@ -38,7 +38,7 @@ def observe(
     isolate: bool | None = None,
     report: Callable[[str], None] | None = None,
     timeout: float = 60,
-) -> str | None:
+) -> Signature | None:
     """The signature `case`'s pipeline shows on `text` (None: no failure); `report` gets the details.
 
     Crash and hang cases run in a forked child, killed after `timeout` seconds (a hang

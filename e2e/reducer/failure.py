@@ -184,16 +184,15 @@ def reduce_mismatch(
     )
 
 
-def _same_failure(replayed: str, reported: str) -> bool:
+def _same_failure(replay: Signature, report: Signature) -> bool:
     """The pass's own error, with or without the context a frontend prefixed to it.
 
     (The JIT configs report `ops unknown to the torch dialect ...: aten.vstack; <the pass's
     error>`; signatures are cut at 300 characters, so the longer one is compared as far as
     the shorter goes.)
     """
-    if replayed == reported:
+    if replay == report:
         return True
-    replay, report = Signature.parse(replayed), Signature.parse(reported)
     if (replay.stage, replay.where) != (report.stage, report.where):
         return False
     message, rest = replay.message or "", report.message or ""
@@ -273,8 +272,8 @@ class ExecuteCrash:
                 note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION
             )
         pipeline = stage_pipelines(pair.config)["execute"]
-        observed = observe(Case(CRASH, "execute", pipeline, ""), text)
-        if not (observed or "").startswith("crash |"):
+        observed = observe(Case(CRASH, "execute", pipeline, Signature(CRASH, "execute")), text)
+        if observed is None or observed.stage != CRASH:
             return ReduceOutcome(
                 note=f"the module did not crash when compiled and run on made-up inputs: {observed}",
                 stopped=NO_LOCALIZATION,

@@ -51,11 +51,11 @@ def on_device(built: GroupModule, device: str) -> GroupModule:
     return built
 
 
-def frontend_check(frontend, stage: str) -> Callable[[GroupModule], str | None]:
+def frontend_check(frontend, stage: str) -> Callable[[GroupModule], Signature | None]:
     """In this process, with the suite's own frontend (`compiler.frontends.Frontend.check`):
     the signature a group module shows."""
 
-    def check(built: GroupModule) -> str | None:
+    def check(built: GroupModule) -> Signature | None:
         try:
             frontend.check(built.module, built.inputs, built.dynamic_dims)
         except StageError as error:
@@ -115,13 +115,13 @@ def torch_only_decompositions(built: GroupModule, expected: str, deadline: float
 
 
 def repro_script(
-    built: GroupModule, frontend: str, signature: str, decompositions: list[tuple[str, str]] | None = None
+    built: GroupModule, frontend: str, signature: Signature, decompositions: list[tuple[str, str]] | None = None
 ) -> str:
     """A standalone script: the group as an nn.Module, its inputs, and the runtime's frontend
     step (with `decompositions`, torch's own, in place of torch-mlir's table)."""
     code = built.module.code.strip("\n")
     forward = "\n".join("    " + line if line.strip() else "" for line in code.splitlines())
-    expected = Signature.parse(signature).message
+    expected = signature.message
     needs = "torch, torch-mlir and numpy only"
     table = ""
     bf16 = [i for i, x in enumerate(built.inputs) if x.dtype == torch.bfloat16]
@@ -129,7 +129,7 @@ def repro_script(
         needs = "torch and numpy only: DECOMPOSITIONS are torch's own, the fewest of torch-mlir's table that still fail"
         table = f"\nDECOMPOSITIONS = {decompositions!r}  # (op, registered decomposition or the op's own CIA kernel)\n"
     return f'''#!/usr/bin/env python3
-"""Reproducer: {signature.replace(chr(92), "/")}
+"""Reproducer: {signature.format().replace(chr(92), "/")}
 
 Needs {needs} (the frontend step is in {RUNTIME_COPY}/ next to
 this file). The module below is the smallest part of the test's FX graph that still
@@ -217,7 +217,7 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
         )
     group, completed = ddmin(search.units, fails, start + time_box)
     built = build(group)
-    message = Signature.parse(result.signature).message
+    message = result.signature.message or ""
     decompositions = None
     if frontend.reducer.torch_only_decompositions and message.startswith(DECOMPOSITIONS_STEP + ":"):
         decompositions = torch_only_decompositions(built, message, time.monotonic() + TABLE_BOX)

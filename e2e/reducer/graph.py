@@ -32,6 +32,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from compiler.replay_runtime.engine import to_storage_array
+from e2e.framework.signature import Signature
 
 # Ops whose values say nothing about a compiler (uninitialized memory, randomness).
 UNREPRODUCIBLE = frozenset(
@@ -104,7 +105,7 @@ class GroupMismatch:
     inputs: list[np.ndarray]
     expected: list[np.ndarray]
     result_dtypes: list[str]
-    signature: str
+    signature: Signature
     detail: str
     queries: int = 0
     stopped: str = ONE_MINIMAL

@@ -22,6 +22,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from compiler.replay_runtime.engine import to_storage_array
+from e2e.framework.signature import Signature
 from e2e.reducer.finish import mismatch_bundle
 from e2e.reducer.graph import ONE_MINIMAL
 from e2e.reducer.localize import stage_pipelines
@@ -39,7 +40,7 @@ class JitMismatch:
     inputs: list[np.ndarray]
     expected: list[np.ndarray]
     result_dtypes: list[str]
-    signature: str
+    signature: Signature
     detail: str
     queries: int
     nodes_searched: int

@@ -17,7 +17,7 @@ from typing import Sequence
 
 from compiler.stages import new_context
 from e2e.framework import isolation
-from e2e.framework.signature import crash_signature, ended_signature, guilty_op
+from e2e.framework.signature import Signature, crash_signature, ended_signature, guilty_op
 from e2e.reducer.case import CRASH, ERROR, HANG, Case, compile_signature, expand, single_threaded
 
 
@@ -62,7 +62,13 @@ def parses(text: str) -> bool:
         return False
 
 
-def localize_error(text: str, pipeline: Sequence[str], stage: str, signature: str | None = None) -> Localized | None:
+# The signature of a pass that raised and then ran clean on its input alone (its text is empty).
+NONE_SEEN = Signature("")
+
+
+def localize_error(
+    text: str, pipeline: Sequence[str], stage: str, signature: Signature | None = None
+) -> Localized | None:
     """Run `pipeline` pass by pass in this process; the first failing pass and its input."""
     from compiler.stages import module_text, parse_module
     from e2e.reducer.case import run_entries
@@ -78,9 +84,9 @@ def localize_error(text: str, pipeline: Sequence[str], stage: str, signature: st
             observed, diagnostics = compile_signature(before, stage, [entry], entry)
             if not parses(before):  # e.g. torch_c ops, unparsable outside a pipeline
                 observed, diagnostics = compile_signature(text, stage, passes[: i + 1], entry)
-                case = Case(ERROR, stage, passes[: i + 1], observed or "", guilty_op(diagnostics))
+                case = Case(ERROR, stage, passes[: i + 1], observed or NONE_SEEN, guilty_op(diagnostics))
                 return Localized(case, text, diagnostics)
-            case = Case(ERROR, stage, [entry], observed or "", guilty_op(diagnostics))
+            case = Case(ERROR, stage, [entry], observed or NONE_SEEN, guilty_op(diagnostics))
             return Localized(case, before, diagnostics)
     return None
 

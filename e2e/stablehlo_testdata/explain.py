@@ -45,13 +45,33 @@ FAILED = (FAIL, CRASH, TIMEOUT, MEMORY)
 SHOWN = 3  # programs named per explanation
 
 
+@dataclass(frozen=True)
+class Failed:
+    """How a program or pair fails, as a results row or an xfail entry records it: the
+    file's words (`<outcome>: <signature>`) and the signature they hold, read once."""
+
+    text: str
+    signature: Signature
+
+    @classmethod
+    def read(cls, text: str) -> "Failed":
+        return cls(text, Signature.parse(text.partition(": ")[2]))
+
+    @classmethod
+    def of_row(cls, row: dict) -> "Failed":
+        return cls.read(f"{row['outcome']}: {row.get('signature') or ''}")
+
+    def __str__(self) -> str:
+        return self.text
+
+
 @dataclass
 class Verdicts:
     """One testdata config's verdicts: the programs it fails, and those it passes."""
 
     config: str
     source: str  # where they were read: a results file or an xfail set
-    failed: dict[str, str]  # test -> `<outcome>: <signature>`
+    failed: dict[str, Failed]  # test -> how it fails
     passed: set[str] | None = None  # None (an xfail set): every program not failed
 
     def passes(self, test: str) -> bool:
@@ -61,7 +81,7 @@ class Verdicts:
 def recorded_verdicts(config: str, xfail_dir: Path = XFAIL_DIR) -> Verdicts:
     path = xfail_dir / f"{config}.txt"
     entries = read_xfails(path, None)
-    return Verdicts(config, f"xfail set {path}", {entry.test: entry.reason for entry in entries})
+    return Verdicts(config, f"xfail set {path}", {entry.test: Failed.read(entry.reason) for entry in entries})
 
 
 def run_verdicts(config: str, rows: list[dict], source: str) -> Verdicts | None:
@@ -69,9 +89,7 @@ def run_verdicts(config: str, rows: list[dict], source: str) -> Verdicts | None:
     mine = [row for row in rows if row["config"] == config]
     if not mine:
         return None
-    failed = {
-        row["test"]: f"{row['outcome']}: {row.get('signature') or ''}" for row in mine if row["outcome"] in FAILED
-    }
+    failed = {row["test"]: Failed.of_row(row) for row in mine if row["outcome"] in FAILED}
     return Verdicts(config, source, failed, {row["test"] for row in mine if row["outcome"] == PASS})
 
 
@@ -86,11 +104,11 @@ class IsolatedFailure:
 
     test: str
     use: OpUse  # its op under test
-    failure: str  # on testdata-refbackend: `<outcome>: <signature>`
+    failure: Failed  # on testdata-refbackend
 
     @property
     def key(self) -> str:
-        return Signature.parse(self.failure.partition(": ")[2]).key()
+        return self.failure.signature.key()
 
 
 def program_op_under_test(path: Path, test: str, context: ir.Context | None = None) -> OpUse | None:
@@ -123,7 +141,7 @@ class PairExplanation:
     """What the testdata tells about one failing pair of the `stablehlo` config."""
 
     test: str
-    failure: str  # `<outcome>: <signature>`
+    failure: Failed
     matches: dict[OpUse, list[IsolatedFailure]] = field(default_factory=dict)
     why_not: str = ""  # when nothing matched: why
     before_stablehlo: bool = False  # failed before there was StableHLO
@@ -135,7 +153,7 @@ class PairExplanation:
     @property
     def key(self) -> str:
         """Its signature's stage and pass."""
-        return Signature.parse(self.failure.partition(": ")[2]).key()
+        return self.failure.signature.key()
 
     @property
     def fails_alike(self) -> bool:
@@ -154,7 +172,7 @@ def saved_stablehlo(row: dict, reports_dir: Path) -> Path | None:
 
 
 def explain_pair(row: dict, reports_dir: Path, index: dict[OpUse, list[IsolatedFailure]], context) -> PairExplanation:
-    explanation = PairExplanation(row["test"], f"{row['outcome']}: {row.get('signature') or ''}")
+    explanation = PairExplanation(row["test"], Failed.of_row(row))
     stage = row.get("stage") or ""
     if stage in STAGES and STAGES.index(stage) < STAGES.index(STABLEHLO_STAGE):
         explanation.why_not, explanation.before_stablehlo = f"failed in stage {stage}, before StableHLO", True
@@ -202,7 +220,7 @@ def explanation_lines(
                 f"    explained: {use}: {len(failures)} testdata programs fail on {LOWERED} and pass on {REFERENCE}"
                 f" ({alike} failing as this pair does): {named}{more}"
             )
-            signatures = Counter(failure.failure for failure in failures)
+            signatures = Counter(failure.failure.text for failure in failures)
             lines += [f"        {n:4d}  {signature[:160]}" for signature, n in signatures.most_common(2)]
     explained = [e for e in explanations if e.explained]
     unexplained = [e for e in explanations if not e.explained]

@@ -98,6 +98,7 @@ def register_programs(root: Path, source: str) -> Counter:
                 _factory(program) if program else (lambda: torch.nn.Identity()),
                 _invoke,
                 source=f"{path} (StableHLO testdata, via {source})",
+                defined_in=str(path),
                 marks=marks,
                 model_format="stablehlo",
                 skip_reason=None if reason is None else f"StableHLO testdata program not taken: {reason}",
