@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import shlex
 import threading
@@ -234,6 +235,9 @@ class E2EState:
         self._warming = threading.Thread(target=warm, name="e2e-warm-up", daemon=True)
         _WARMING.append(self._warming)
         self._warming.start()
+        # This process is now warmed up for every host it forks: a spare's warm-up would be
+        # the same work twice, on a core the probes and this thread need.
+        self.close_spare()
 
     def _capture_warm_ups(self) -> list:
         """The selected configs' frontends' capture warm-ups (`warm_up_capture`, the FX
@@ -381,8 +385,14 @@ def _load_named(configs: dict[str, str], name: str):
 
 
 def _join_warming() -> None:
+    joined = bool(_WARMING)
     while _WARMING:
         _WARMING.pop().join()
+    if joined:
+        # What the warm-up imported (torch._dynamo, the export tracer) lives for the whole
+        # run: out of the collector's reach, as at configure (`gc.freeze`), or pytest's five
+        # collections at its end walk it (a quarter of a second after a `-k` run).
+        gc.freeze()
 
 
 os.register_at_fork(before=_join_warming)

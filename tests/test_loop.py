@@ -1,10 +1,13 @@
 """What a run of one test or one pair does not pay for: the one-test loop
 (docs/running.md, "The one-test loop")."""
 
+import gc
+import threading
 from pathlib import Path
 
 from _pytest.mark.expression import Expression
 
+from e2e import session
 from e2e.collect import KeywordPrefilter
 from e2e.framework.suite_files import TestInfo
 
@@ -33,3 +36,43 @@ def test_k_is_evaluated_once_per_distinct_answer_of_its_identifiers_not_per_item
     assert chosen == ["MmModule"]
     assert counting.evaluations <= 4  # (Mm?, tosa?): at most four answers
     assert KeywordPrefilter(Expression.compile("ops and linalg")).may_select(("suite", "ops.py"), tests[0], ["linalg"])
+
+
+SUITE = "import torch\nfrom e2e.framework import op_test\nop_test('{name}', torch.tanh, lambda tu: [tu.rand(2, 3)])\n"
+
+
+def test_a_collection_that_warms_up_while_probing_ends_the_spare_host(pytester):
+    """One file probed: the spare host (forked at the plugin's registration) stays for the
+    first test. A second file probed: collection warms this process up for every host it
+    forks, and the spare, which would do the same work again, is ended."""
+    from e2e.session import STATE
+
+    suite = pytester.mkdir("suite")
+    for name in ("first", "second"):
+        suite.joinpath(f"{name}.py").write_text(SUITE.format(name=name.title()))
+    config = pytester.parseconfigure("--e2e-suite", "suite", "--config", "linalg", "-p", "no:cacheprovider")
+    state = config.stash[STATE]
+    spare = state.spare
+    try:
+        assert spare is not None and spare.child.alive
+        state.suite_file(suite / "first.py")
+        assert state.spare is spare
+        state.suite_file(suite / "second.py")
+        assert state.spare is None and not spare.child.alive
+    finally:
+        session._join_warming()
+        state.close_prober()
+        state.close_spare()
+
+
+def test_what_a_warm_up_thread_built_is_frozen_once_it_is_joined():
+    """pytest collects garbage five times at its end: what the warm-up imported lives for
+    the whole run, and is kept out of those collections' reach."""
+    built = []
+    thread = threading.Thread(target=lambda: built.append([[i] for i in range(5000)]))
+    session._WARMING.append(thread)
+    thread.start()
+    before = gc.get_freeze_count()
+    session._join_warming()
+    assert gc.get_freeze_count() >= before + 5000
+    assert not session._WARMING
