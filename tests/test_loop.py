@@ -2,13 +2,16 @@
 (docs/running.md, "The one-test loop")."""
 
 import gc
+import sys
 import threading
 from pathlib import Path
 
+import pytest
 from _pytest.mark.expression import Expression
 
 from e2e import session
 from e2e.collect import KeywordPrefilter
+from e2e.framework import isolation
 from e2e.framework.suite_files import TestInfo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,3 +79,12 @@ def test_what_a_warm_up_thread_built_is_frozen_once_it_is_joined():
     session._join_warming()
     assert gc.get_freeze_count() >= before + 5000
     assert not session._WARMING
+
+
+def test_a_child_imports_without_pytests_assertion_rewriting():
+    """A probe or host imports suite files and libraries, not pytest test modules."""
+    rewriting = [type(f).__module__ for f in sys.meta_path if type(f).__module__ == "_pytest.assertion.rewrite"]
+    if not rewriting:
+        pytest.skip("this pytest process does not rewrite assertions (--assert=plain)")
+    in_child = isolation.run_forked(lambda: [type(f).__module__ for f in sys.meta_path], timeout=60)
+    assert isinstance(in_child, list) and "_pytest.assertion.rewrite" not in in_child
