@@ -2,6 +2,7 @@
 (docs/running.md, "The one-test loop")."""
 
 import gc
+import os
 import sys
 import threading
 from pathlib import Path
@@ -88,3 +89,40 @@ def test_a_child_imports_without_pytests_assertion_rewriting():
         pytest.skip("this pytest process does not rewrite assertions (--assert=plain)")
     in_child = isolation.run_forked(lambda: [type(f).__module__ for f in sys.meta_path], timeout=60)
     assert isinstance(in_child, list) and "_pytest.assertion.rewrite" not in in_child
+
+
+TEARDOWN_WITNESS = """
+import atexit
+from pathlib import Path
+
+
+class _Witness:
+    def __del__(self, write=Path.write_text, where=Path("teardown.txt").resolve()):
+        write(where, "ran")  # at the interpreter's teardown
+
+
+WITNESS = _Witness()
+atexit.register(Path.write_text, Path("atexit.txt").resolve(), "ran")
+"""
+
+
+def test_a_suite_run_ends_with_its_exit_status_without_the_interpreters_teardown(pytester, monkeypatch):
+    """A suite run that is the process's command ends at exit with pytest's status (5 here:
+    nothing selected), after the `atexit` handlers, without freeing the modules' objects;
+    a pytest run that is not a suite run ends as usual."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    pytester.mkdir("suite").joinpath("ops.py").write_text(SUITE.format(name="Tanh"))
+    pytester.makeconftest(TEARDOWN_WITNESS)
+    common = ("-p", "e2e.plugin", "-p", "no:cacheprovider", "--config", "linalg")
+    result = pytester.runpytest_subprocess(*common, "--e2e-suite", "suite", "-k", "Nothing", timeout=300)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(["*no tests ran*"])
+    assert (pytester.path / "atexit.txt").read_text() == "ran"
+    assert not (pytester.path / "teardown.txt").exists()
+
+    (pytester.path / "atexit.txt").unlink()
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    plain = pytester.runpytest_subprocess(*common, "test_plain.py", timeout=300)
+    assert plain.ret == pytest.ExitCode.OK
+    assert (pytester.path / "atexit.txt").read_text() == "ran"
+    assert (pytester.path / "teardown.txt").read_text() == "ran"
