@@ -28,7 +28,7 @@ from e2e.framework.host import SpareHost, TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import Result
-from e2e.framework.runner import PreparedCache, run_pair, warm_up_capture
+from e2e.framework.runner import SPARE_WARM_UP, PreparedCache, run_pair
 from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, ProbeHost, SuiteFile, load_suite, suite_files
 from e2e.opinfo import SLICES as OPINFO_SLICES
 
@@ -376,7 +376,7 @@ def start_spare() -> None:
     frontends' one-time initialization then runs beside pytest's own start and collection.
     A process that runs no pair ends it at configure (`keep_spare`)."""
     if not _SPARE:
-        _SPARE.append(SpareHost(warm_up_capture))
+        _SPARE.append(SpareHost(SPARE_WARM_UP))
 
 
 def _load_named(configs: dict[str, str], name: str):

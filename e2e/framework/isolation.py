@@ -189,6 +189,10 @@ class Channel:
             raise EOFError
         return pickle.loads(body)
 
+    def waiting(self) -> bool:
+        """Whether a message (or the end of the channel) waits to be received, without blocking."""
+        return bool(select.select([self.read_fd], [], [], 0)[0])
+
     def _read_exactly(self, size: int) -> bytes | None:
         chunks, left = [], size
         while left:
