@@ -369,13 +369,15 @@ _WARMING: list[threading.Thread] = []
 
 # The spare host forked when the plugin was registered, until `E2EState.keep_spare` takes it.
 _SPARE: list[SpareHost] = []
+# `E2E_SPARE_HOST=0`: no spare host (to measure what it saves on this machine; docs/running.md).
+SPARE_ENV = "E2E_SPARE_HOST"
 
 
 def start_spare() -> None:
     """Fork the spare host (`SpareHost`) now, before pytest has parsed its options: the
     frontends' one-time initialization then runs beside pytest's own start and collection.
     A process that runs no pair ends it at configure (`keep_spare`)."""
-    if not _SPARE:
+    if not _SPARE and os.environ.get(SPARE_ENV, "1") != "0":
         _SPARE.append(SpareHost(SPARE_WARM_UP))
 
 

@@ -126,3 +126,13 @@ def test_a_suite_run_ends_with_its_exit_status_without_the_interpreters_teardown
     assert plain.ret == pytest.ExitCode.OK
     assert (pytester.path / "atexit.txt").read_text() == "ran"
     assert (pytester.path / "teardown.txt").read_text() == "ran"
+
+
+def test_e2e_spare_host_0_runs_without_a_spare_host(pytester, monkeypatch):
+    """The switch that measures what the spare saves on a machine: no spare is forked."""
+    from e2e.session import SPARE_ENV, STATE
+
+    pytester.mkdir("suite").joinpath("ops.py").write_text(SUITE.format(name="Tanh"))
+    monkeypatch.setenv(SPARE_ENV, "0")
+    config = pytester.parseconfigure("--e2e-suite", "suite", "--config", "linalg", "-p", "no:cacheprovider")
+    assert config.stash[STATE].spare is None
