@@ -107,6 +107,7 @@ class E2EState:
         # closed when collection ends (`close_prober`).
         self.prober = ProbeHost()
         self._warming: threading.Thread | None = None  # the warm-up while probing (`_start_warming`)
+        self._collected = threading.Event()  # collection is over: the warm-up while probing stops
         self.spare: SpareHost | None = None  # the first host, forked early (`keep_spare`)
         self._suite: dict[Path, SuiteFile] = {}  # the suite files loaded so far, by resolved path
         self.prepared = PreparedCache()  # --no-isolation only
@@ -231,6 +232,13 @@ class E2EState:
                     warm_capture()
                 except Exception:  # noqa: BLE001 - a frontend that cannot warm up fails in its pairs
                     pass
+            # Then, while the probes still leave this core idle, each config's own warm-up
+            # (the backends' first compiles: every host's first pairs paid them again); the
+            # first host waits for the one under way, no more.
+            for spec in self.configs.values():
+                if self._collected.is_set():
+                    break
+                warm_up_config(spec)
 
         self._warming = threading.Thread(target=warm, name="e2e-warm-up", daemon=True)
         _WARMING.append(self._warming)
@@ -248,6 +256,7 @@ class E2EState:
 
     def close_prober(self) -> None:
         """Collection is over: the probe child goes (a later load starts its own)."""
+        self._collected.set()
         self.prober.close()
 
     def test(self, path: Path, name: str) -> Test:
@@ -400,17 +409,23 @@ def _join_warming() -> None:
 os.register_at_fork(before=_join_warming)
 
 
-@functools.cache
 def warm_up_configs(specs: tuple[str, ...]) -> None:
-    """A config's own one-time initialization (its optional `warm_up()`), paid once per
-    process before the first fork (the onnx exporter's first call costs seconds)."""
+    """Each config's own one-time initialization (`warm_up_config`)."""
     for spec in specs:
-        config = load_config(spec)
-        if isinstance(config, WarmsUp):
-            try:
-                config.warm_up()
-            except Exception:  # noqa: BLE001 - a config that cannot warm up fails in its pairs, with a result
-                pass
+        warm_up_config(spec)
+
+
+@functools.cache
+def warm_up_config(spec: str) -> None:
+    """A config's own one-time initialization (its optional `warm_up()`), paid once per
+    process before a fork (the onnx exporter's first call costs seconds; the FX configs'
+    first compile on each backend, a quarter second)."""
+    config = load_config(spec)
+    if isinstance(config, WarmsUp):
+        try:
+            config.warm_up()
+        except Exception:  # noqa: BLE001 - a config that cannot warm up fails in its pairs, with a result
+            pass
 
 
 @functools.cache

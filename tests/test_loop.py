@@ -48,7 +48,8 @@ SUITE = "import torch\nfrom e2e.framework import op_test\nop_test('{name}', torc
 def test_a_collection_that_warms_up_while_probing_ends_the_spare_host(pytester):
     """One file probed: the spare host (forked at the plugin's registration) stays for the
     first test. A second file probed: collection warms this process up for every host it
-    forks, and the spare, which would do the same work again, is ended."""
+    forks (the capture, then each config while probing goes on), and the spare, which
+    would do the same work again, is ended."""
     from e2e.session import STATE
 
     suite = pytester.mkdir("suite")
@@ -57,12 +58,17 @@ def test_a_collection_that_warms_up_while_probing_ends_the_spare_host(pytester):
     config = pytester.parseconfigure("--e2e-suite", "suite", "--config", "linalg", "-p", "no:cacheprovider")
     state = config.stash[STATE]
     spare = state.spare
+    session.warm_up_config.cache_clear()
     try:
         assert spare is not None and spare.child.alive
         state.suite_file(suite / "first.py")
         assert state.spare is spare
         state.suite_file(suite / "second.py")
         assert state.spare is None and not spare.child.alive
+        session._join_warming()
+        # Collection did not end meanwhile: the config's own warm-up (its backends' first
+        # compiles) ran too, for every host forked from here.
+        assert session.warm_up_config.cache_info().misses == 1
     finally:
         session._join_warming()
         state.close_prober()
