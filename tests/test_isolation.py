@@ -457,6 +457,8 @@ def test_a_spare_host_becomes_the_first_tests_host_or_a_host_is_forked_instead(
     (tmp_path / "spare_suite.py").write_text(SPARE_SUITE)
     spare = SpareHost([warm])
     spare_pid = spare.child.pid
+    if warm is os.abort:  # dead before its test comes (a spare whose test came first skips its warm-up)
+        _wait_until_dead(spare_pid)
     monkeypatch.setenv("E2E_SET_AFTER_THE_SPARE", "1")  # as --jit-target sets E2E_JIT_TARGET at configure
     load_suite([tmp_path], isolate=False)  # after the fork: the spare imports the file itself
     test = registry.GLOBAL_TEST_REGISTRY["Spare_basic"] if from_file else simple_test()
@@ -469,6 +471,14 @@ def test_a_spare_host_becomes_the_first_tests_host_or_a_host_is_forked_instead(
     finally:
         host.close()
     assert not spare.child.alive or adopted
+
+
+def _wait_until_dead(pid: int) -> None:
+    """Until `pid` exited (a zombie, not yet reaped by its parent)."""
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline, f"{pid} is still running"
+        time.sleep(0.01)
 
 
 def _slow_step():
