@@ -154,6 +154,17 @@ class _Warm(torch.nn.Module):
 
 
 @functools.cache
+def warm_up_capture_imports() -> None:
+    """What the first FX capture imports and builds before it traces anything (torch.export's
+    tracer, which imports torch._dynamo; torch-mlir's decomposition table): two thirds of
+    `warm_up_capture`, none of it work on the warm-up's own module."""
+    import torch.export._trace  # noqa: F401 - imports torch._dynamo
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    get_decomposition_table()
+
+
+@functools.cache
 def warm_up_capture() -> None:
     """The first FX capture's one-time initialization alone (importing torch.export's
     tracer and torch._dynamo, the first export, the FX importer: ~1.5 s, most of a

@@ -46,12 +46,21 @@ class KeywordPrefilter:
     could match, evaluated with pytest's own expression and matcher over exactly the
     names pytest would match that item on (its chain's names, its config, its marks)
     and each combination of the marks this plugin adds later (`xfail`, `timeout`);
-    pytest still deselects among the items of the tests collected."""
+    pytest still deselects among the items of the tests collected.
+
+    The expression is evaluated once per distinct answer of its identifiers, not per item:
+    pytest's matcher asks whether an identifier is part of any of the item's names, so
+    an item's answers are those of its name groups (chain, test, config, later marks)
+    or'ed together, and the expression's value depends on nothing else. `-k ONE_TEST`
+    over 1,400 tests on six configs evaluated it 34,000 times, a third of a second."""
 
     LATER_MARKS = ((), ("xfail",), ("timeout",), ("xfail", "timeout"))
 
     def __init__(self, expression):
         self.expression = expression
+        self.identifiers = _identifiers(expression)  # None: evaluate per item, as pytest does
+        self._answers: dict[tuple[str, ...], tuple[bool, ...]] = {}  # a name group's, by its names
+        self._values: dict[tuple[bool, ...], bool] = {}  # the expression's, by its identifiers' answers
 
     @staticmethod
     def of(config) -> KeywordPrefilter | None:
@@ -83,11 +92,55 @@ class KeywordPrefilter:
 
         own = (test.name,) if test.skip_reason is not None else (test.name, *test.marks)  # SkippedTestItem: no marks
         later = ((),) if test.skip_reason is not None else self.LATER_MARKS
-        return any(
-            self.expression.evaluate(KeywordMatcher({*chain, *own, config, *added}))
-            for config in configs
-            for added in later
-        )
+        if self.identifiers is None:
+            return any(
+                self.expression.evaluate(KeywordMatcher({*chain, *own, config, *added}))
+                for config in configs
+                for added in later
+            )
+        test_answers = _or(self._group(chain), self._group(own, keep=False))
+        for config in configs:
+            config_answers = _or(test_answers, self._group((config,)))
+            for added in later:
+                answers = _or(config_answers, self._group(added))
+                value = self._values.get(answers)
+                if value is None:
+                    value = self.expression.evaluate(KeywordMatcher({*chain, *own, config, *added}))
+                    self._values[answers] = value
+                if value:
+                    return True
+        return False
+
+    def _group(self, names: tuple[str, ...], keep: bool = True) -> tuple[bool, ...]:
+        """Whether each identifier is part of one of `names`, as pytest's matcher decides it
+        (kept for the groups many items share: chains, configs, marks)."""
+        from _pytest.mark import KeywordMatcher
+
+        answers = self._answers.get(names) if keep else None
+        if answers is None:
+            matcher = KeywordMatcher(set(names))
+            answers = tuple(matcher(identifier) for identifier in self.identifiers)
+            if keep:
+                self._answers[names] = answers
+        return answers
+
+
+def _or(a: tuple[bool, ...], b: tuple[bool, ...]) -> tuple[bool, ...]:
+    return tuple(x or y for x, y in zip(a, b))
+
+
+def _identifiers(expression) -> tuple[str, ...] | None:
+    """The identifiers a compiled `-k` expression asks its matcher about (pytest compiles
+    each to a name with a prefix); None if pytest's internals moved."""
+    try:
+        from _pytest.mark.expression import IDENT_PREFIX
+
+        names = expression._code.co_names
+    except (ImportError, AttributeError):
+        return None
+    if not all(name.startswith(IDENT_PREFIX) for name in names):
+        return None  # a name pytest's matcher does not answer (a call's keyword, say)
+    return tuple(dict.fromkeys(name[len(IDENT_PREFIX) :] for name in names))
 
 
 class E2ETest(pytest.Collector):

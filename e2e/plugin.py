@@ -27,7 +27,10 @@ import gc
 import os
 from pathlib import Path
 
-from compiler.replay_runtime.target import ENV as JIT_TARGET_ENV
+# First, before torch is imported: its exit handler runs after theirs (`e2e.quick_exit`).
+from e2e import quick_exit  # isort: skip
+
+from compiler.replay_runtime.target import ENV as JIT_TARGET_ENV  # noqa: E402
 from e2e.framework import isolation
 from e2e.session import STATE, E2EState, start_spare
 
@@ -115,6 +118,14 @@ def pytest_sessionfinish(session, exitstatus):
         return
     state.close_host()
     state.close_spare()  # a run whose pairs all came from the result cache never adopted it
+    # Under xdist execnet's exit handler (registered before `quick_exit`'s) stops the gateways.
+    if (
+        _runs_the_suite(session.config, state)
+        and not state.is_worker
+        and not getattr(session.config.option, "numprocesses", None)
+        and quick_exit.is_the_command(session.config.invocation_params.args)
+    ):
+        quick_exit.arm(session)
     reporting.drop_idle_hypothesis(session)
     if not state.is_worker:
         state.frontend_cache.trim()

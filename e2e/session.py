@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import gc
 import os
 import shlex
 import threading
@@ -27,7 +28,7 @@ from e2e.framework.host import SpareHost, TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.registry import Test
 from e2e.framework.result import Result
-from e2e.framework.runner import PreparedCache, run_pair, warm_up_capture
+from e2e.framework.runner import SPARE_WARM_UP, PreparedCache, run_pair
 from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, ProbeHost, SuiteFile, load_suite, suite_files
 from e2e.opinfo import SLICES as OPINFO_SLICES
 
@@ -106,6 +107,7 @@ class E2EState:
         # closed when collection ends (`close_prober`).
         self.prober = ProbeHost()
         self._warming: threading.Thread | None = None  # the warm-up while probing (`_start_warming`)
+        self._collected = threading.Event()  # collection is over: the warm-up while probing stops
         self.spare: SpareHost | None = None  # the first host, forked early (`keep_spare`)
         self._suite: dict[Path, SuiteFile] = {}  # the suite files loaded so far, by resolved path
         self.prepared = PreparedCache()  # --no-isolation only
@@ -230,10 +232,20 @@ class E2EState:
                     warm_capture()
                 except Exception:  # noqa: BLE001 - a frontend that cannot warm up fails in its pairs
                     pass
+            # Then, while the probes still leave this core idle, each config's own warm-up
+            # (the backends' first compiles: every host's first pairs paid them again); the
+            # first host waits for the one under way, no more.
+            for spec in self.configs.values():
+                if self._collected.is_set():
+                    break
+                warm_up_config(spec)
 
         self._warming = threading.Thread(target=warm, name="e2e-warm-up", daemon=True)
         _WARMING.append(self._warming)
         self._warming.start()
+        # This process is now warmed up for every host it forks: a spare's warm-up would be
+        # the same work twice, on a core the probes and this thread need.
+        self.close_spare()
 
     def _capture_warm_ups(self) -> list:
         """The selected configs' frontends' capture warm-ups (`warm_up_capture`, the FX
@@ -244,6 +256,7 @@ class E2EState:
 
     def close_prober(self) -> None:
         """Collection is over: the probe child goes (a later load starts its own)."""
+        self._collected.set()
         self.prober.close()
 
     def test(self, path: Path, name: str) -> Test:
@@ -373,14 +386,16 @@ _WARMING: list[threading.Thread] = []
 
 # The spare host forked when the plugin was registered, until `E2EState.keep_spare` takes it.
 _SPARE: list[SpareHost] = []
+# `E2E_SPARE_HOST=0`: no spare host (to measure what it saves on this machine; docs/running.md).
+SPARE_ENV = "E2E_SPARE_HOST"
 
 
 def start_spare() -> None:
     """Fork the spare host (`SpareHost`) now, before pytest has parsed its options: the
     frontends' one-time initialization then runs beside pytest's own start and collection.
     A process that runs no pair ends it at configure (`keep_spare`)."""
-    if not _SPARE:
-        _SPARE.append(SpareHost(warm_up_capture))
+    if not _SPARE and os.environ.get(SPARE_ENV, "1") != "0":
+        _SPARE.append(SpareHost(SPARE_WARM_UP))
 
 
 def _load_named(configs: dict[str, str], name: str):
@@ -389,24 +404,36 @@ def _load_named(configs: dict[str, str], name: str):
 
 
 def _join_warming() -> None:
+    joined = bool(_WARMING)
     while _WARMING:
         _WARMING.pop().join()
+    if joined:
+        # What the warm-up imported (torch._dynamo, the export tracer) lives for the whole
+        # run: out of the collector's reach, as at configure (`gc.freeze`), or pytest's five
+        # collections at its end walk it (a quarter of a second after a `-k` run).
+        gc.freeze()
 
 
 os.register_at_fork(before=_join_warming)
 
 
-@functools.cache
 def warm_up_configs(specs: tuple[str, ...]) -> None:
-    """A config's own one-time initialization (its optional `warm_up()`), paid once per
-    process before the first fork (the onnx exporter's first call costs seconds)."""
+    """Each config's own one-time initialization (`warm_up_config`)."""
     for spec in specs:
-        config = load_config(spec)
-        if isinstance(config, WarmsUp):
-            try:
-                config.warm_up()
-            except Exception:  # noqa: BLE001 - a config that cannot warm up fails in its pairs, with a result
-                pass
+        warm_up_config(spec)
+
+
+@functools.cache
+def warm_up_config(spec: str) -> None:
+    """A config's own one-time initialization (its optional `warm_up()`), paid once per
+    process before a fork (the onnx exporter's first call costs seconds; the FX configs'
+    first compile on each backend, a quarter second)."""
+    config = load_config(spec)
+    if isinstance(config, WarmsUp):
+        try:
+            config.warm_up()
+        except Exception:  # noqa: BLE001 - a config that cannot warm up fails in its pairs, with a result
+            pass
 
 
 @functools.cache

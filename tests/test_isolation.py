@@ -455,8 +455,10 @@ def test_a_spare_host_becomes_the_first_tests_host_or_a_host_is_forked_instead(
     its host; one that died (or a test with no file to import) leaves a host forked here."""
     monkeypatch.setattr(registry, "GLOBAL_TEST_REGISTRY", {})
     (tmp_path / "spare_suite.py").write_text(SPARE_SUITE)
-    spare = SpareHost(warm)
+    spare = SpareHost([warm])
     spare_pid = spare.child.pid
+    if warm is os.abort:  # dead before its test comes (a spare whose test came first skips its warm-up)
+        _wait_until_dead(spare_pid)
     monkeypatch.setenv("E2E_SET_AFTER_THE_SPARE", "1")  # as --jit-target sets E2E_JIT_TARGET at configure
     load_suite([tmp_path], isolate=False)  # after the fork: the spare imports the file itself
     test = registry.GLOBAL_TEST_REGISTRY["Spare_basic"] if from_file else simple_test()
@@ -469,3 +471,31 @@ def test_a_spare_host_becomes_the_first_tests_host_or_a_host_is_forked_instead(
     finally:
         host.close()
     assert not spare.child.alive or adopted
+
+
+def _wait_until_dead(pid: int) -> None:
+    """Until `pid` exited (a zombie, not yet reaped by its parent)."""
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+        assert time.monotonic() < deadline, f"{pid} is still running"
+        time.sleep(0.01)
+
+
+def _slow_step():
+    time.sleep(1.0)  # the spare's test comes meanwhile
+
+
+def test_a_spare_whose_test_comes_while_it_warms_up_stops_after_the_step_it_is_in(tmp_path, monkeypatch):
+    """The rest of the warm-up (here a step that would kill it) is not run once its test is known."""
+    monkeypatch.setattr(registry, "GLOBAL_TEST_REGISTRY", {})
+    (tmp_path / "spare_suite.py").write_text(SPARE_SUITE)
+    spare = SpareHost([_slow_step, os.abort])
+    spare_pid = spare.child.pid
+    load_suite([tmp_path], isolate=False)
+    test = registry.GLOBAL_TEST_REGISTRY["Spare_basic"]
+    host = TestHost(test, shape_mode="annotated", config_loader=_no_config, golden_limits=LIMITS, spare=spare)
+    try:
+        assert host.golden_failure is None
+        assert host.call(_host_pid, LIMITS)[0] == spare_pid
+    finally:
+        host.close()

@@ -41,7 +41,7 @@ import sysconfig
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -120,26 +120,30 @@ class _Adopt:
 
 class SpareHost:
     """A test host forked before its test is known, as soon as the pytest process has
-    imported torch, which warms up (`warm()`, the frontends' one-time initialization)
-    while that process is still starting and collecting; the first `TestHost` adopts it
-    (`TestHost(spare=...)`), so a one-pair run does not wait for that initialization
-    after its collection. `close()` an unused one."""
+    imported torch, which warms up (`warm_up`: the frontends' one-time initialization, in
+    steps) while that process is still starting and collecting; the first `TestHost`
+    adopts it (`TestHost(spare=...)`), so a one-pair run does not wait for that
+    initialization after its collection. A spare whose test comes while it warms up stops
+    after the step it is in. `close()` an unused one."""
 
-    def __init__(self, warm: Callable[[], None]):
-        self.child = Child(lambda channel: _serve_spare(warm, channel), name="host")
+    def __init__(self, warm_up: Sequence[Callable[[], None]]):
+        self.child = Child(lambda channel: _serve_spare(tuple(warm_up), channel), name="host")
 
     def close(self) -> None:
         self.child.kill()
 
 
-def _serve_spare(warm: Callable[[], None], channel: Channel) -> None:
-    """The spare's life (in the child): warm up, wait for its test, import the test's file,
-    then serve as that test's host."""
+def _serve_spare(warm_up: tuple[Callable[[], None], ...], channel: Channel) -> None:
+    """The spare's life (in the child): warm up until its test comes, import the test's
+    file, then serve as that test's host."""
     os.dup2(2, 1)  # forked before pytest captured output: what the test prints goes with its errors
-    try:
-        warm()
-    except Exception:  # noqa: BLE001 - an initialization that fails, fails again in its pair, with a result
-        pass
+    for step in warm_up:
+        if channel.waiting():  # its test is known: the pair is worth more than the rest of the warm-up
+            break
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - an initialization that fails, fails again in its pair, with a result
+            pass
     try:
         adopt = channel.receive()
     except EOFError:

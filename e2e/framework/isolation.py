@@ -192,6 +192,10 @@ class Channel:
             raise EOFError
         return pickle.loads(body)
 
+    def waiting(self) -> bool:
+        """Whether a message (or the end of the channel) waits to be received, without blocking."""
+        return bool(select.select([self.read_fd], [], [], 0)[0])
+
     def _read_exactly(self, size: int) -> bytes | None:
         chunks, left = [], size
         while left:
@@ -300,6 +304,7 @@ class Child:
                 # walks torch's ~360,000 objects (decompositions run 40% slower), and
                 # touching their headers copies the shared pages.
                 gc.freeze()
+                _without_assertion_rewriting()
                 die_with_parent()
                 os.dup2(self._stderr.fileno(), 2)
                 # Not pytest's captured sys.stderr: Python tracebacks and faulthandler's stack
@@ -408,6 +413,15 @@ class Child:
             _REAPER.add(self.pid, grace, self.scratch)
             self.pid = 0
         self._stderr.close()
+
+
+def _without_assertion_rewriting() -> None:
+    """A child imports suite files and libraries, never a pytest test module: pytest's
+    assertion rewriting (inherited from a pytest process) would only parse and rewrite each
+    module of every library that ships a pytest plugin (hypothesis: a hundred modules,
+    0.4 s in a probe of the property files) instead of loading its bytecode, and with
+    nowhere to keep the result where bytecode is not written (`PYTHONDONTWRITEBYTECODE`)."""
+    sys.meta_path[:] = [f for f in sys.meta_path if type(f).__module__ != "_pytest.assertion.rewrite"]
 
 
 def _looks_out_of_memory(stderr_tail: str) -> bool:
