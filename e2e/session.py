@@ -54,16 +54,21 @@ class E2EState:
             if config.getoption("e2e_suite"):
                 raise pytest.UsageError("--opinfo-slice chooses the suite itself: give it without --e2e-suite")
             suites = [OPINFO_SLICES[self.opinfo_slice].suite]
+        self.reports_dir = Path(config.getoption("reports_dir") or Path(config.rootpath) / "reports").resolve()
         self.generate = _generate_option(config)  # --generate N --generate-seed S: the seeds, or None
         if self.generate is not None:
             if config.getoption("e2e_suite") or self.opinfo_slice:
                 raise pytest.UsageError("--generate chooses the suite itself: give it without --e2e-suite")
             from e2e.generate.register import ENV as GENERATE_ENV
+            from e2e.generate.register import PROGRAMS_FILE, save_programs, saved_programs
             from e2e.generate.register import SUITE_FILE as GENERATED_SUITE
 
             # Before any suite file loads: forked probes and hosts, and the reducer, inherit it.
             os.environ[GENERATE_ENV] = f"{self.generate.start}:{len(self.generate)}"
             suites = [GENERATED_SUITE]
+            saved = saved_programs()  # an xdist worker's: its controller saved them
+            if saved is None or saved[0] != list(self.generate):
+                save_programs(self.generate, self.reports_dir / PROGRAMS_FILE)
         self.suite_paths = [p.resolve() for p in suites]
         self.suite_files = set(suite_files(self.suite_paths))
         xfail_dir = (
@@ -72,7 +77,6 @@ class E2EState:
             or self._ini_xfail_dir()
         )
         self.xfail_dir = Path(xfail_dir) if xfail_dir else None  # None: no expected failures
-        self.reports_dir = Path(config.getoption("reports_dir") or Path(config.rootpath) / "reports").resolve()
         self.shape_mode = config.getoption("shapes")
         self.budget = _budget(config)
         self.import_budget = config.getoption("import_timeout")

@@ -146,6 +146,20 @@ def test_a_tiny_real_campaign_writes_a_run_and_its_report(tmp_path):
     assert (reports / "cache" / "d" / "e2e-programs").is_dir()  # the blocks' shared program cache
 
 
+def test_a_block_holds_about_the_same_pairs_whatever_the_configs():
+    """A block's fixed start-up is spread over `BLOCK_PAIRS` pairs: more programs on fewer
+    configs, up to `MAX_BLOCK`; `--block` still chooses exactly."""
+    from e2e.fuzz.__main__ import parser
+    from e2e.fuzz.campaign import MAX_BLOCK, default_block
+
+    built_in = ["linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager"]
+    assert default_block(built_in) == 128
+    assert default_block(built_in + [f"runtime{i}" for i in range(7)]) == 59
+    assert default_block(["linalg"]) == MAX_BLOCK
+    assert parser().parse_args(["--reports-dir", "r"]).block is None  # the default follows the configs
+    assert parser().parse_args(["--reports-dir", "r", "--block", "3"]).block == 3
+
+
 def test_a_campaign_block_bundles_only_failures_whose_signature_names_no_op():
     """`--reduce-unnamed`: a wrong result or a crash needs its bundle's guilty op to be told
     apart; a compile failure names its op and is reduced once, after triage."""

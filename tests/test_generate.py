@@ -15,7 +15,7 @@ from e2e.framework.testutils import TestUtils, seed_for
 from e2e.generate.grow import FAMILY_WEIGHTS, generate
 from e2e.generate.ops import CATALOGUE, Draw
 from e2e.generate.program import NAMESPACE, InputSpec, Program
-from e2e.generate.register import seed_of
+from e2e.generate.register import PROGRAMS_ENV, programs_for, save_programs, seed_of
 from e2e.generate.types import FLOAT_LIMIT, TensorType
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -121,6 +121,25 @@ def test_the_widened_program_computes_in_float64_near_the_program():
             torch.testing.assert_close(values[name], narrow[name].double(), rtol=0.05, atol=0.05)
 
 
+def test_saved_programs_are_read_back_instead_of_grown(tmp_path, monkeypatch):
+    """The pytest process saves its programs once; its children read them (JSON rebuilds
+    a program exactly) and grow only seeds the file does not hold."""
+    monkeypatch.setenv(PROGRAMS_ENV, "")  # restored after the test: save_programs sets it
+    assert programs_for([4]) == [generate(4)]  # nothing saved: grown here
+    path = tmp_path / "programs.json"
+    save_programs([4, 9], path)
+    assert os.environ[PROGRAMS_ENV] == str(path)
+    assert programs_for([4, 9]) == [generate(4), generate(9)]
+    # Read, not grown: a file holding another program under these seeds is taken as it is.
+    data = json.loads(path.read_text())
+    data["programs"][0] = generate(5).to_json()
+    path.write_text(json.dumps(data))
+    assert programs_for([4, 9])[0] == generate(5)
+    assert programs_for([4]) == [generate(4)]  # other seeds than the file's: grown
+    path.unlink()
+    assert programs_for([4, 9]) == [generate(4), generate(9)]  # the file gone: grown
+
+
 def test_pytest_generate_runs_programs_as_suite_tests(tmp_path):
     """From the checkout (its own `e2e`, whatever the installed one is)."""
     command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--no-reduce", "-v", "-n", "0"]
@@ -130,6 +149,8 @@ def test_pytest_generate_runs_programs_as_suite_tests(tmp_path):
         assert f"e2e/generate/suite.py::Gen_{seed}::linalg" in run.stdout, run.stdout + run.stderr
     rows = json.loads((tmp_path / "results.json").read_text())
     assert sorted(r["test"] for r in rows) == ["Gen_1", "Gen_2", "Gen_3"]
+    saved = json.loads((tmp_path / "programs.json").read_text())  # grown once, read by every process
+    assert saved["seeds"] == [1, 2, 3] and saved["programs"][1] == generate(2).to_json()
     # Each failure's rerun line names exactly its own program.
     for line in run.stdout.splitlines():
         if line.startswith("rerun: "):

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from e2e.framework.shards import ShardSpec
-from e2e.fuzz.campaign import Campaign, Plan
+from e2e.fuzz.campaign import BLOCK_PAIRS, Campaign, Plan, default_block
 from e2e.fuzz.triage import analyse
 
 
@@ -26,7 +26,12 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--minutes", type=float, default=None, help="time budget (default: none; give --programs)")
     parser.add_argument("--programs", type=int, default=None, help="stop after this many programs")
     parser.add_argument("--seed", type=int, default=0, help="the first seed (default 0)")
-    parser.add_argument("--block", type=int, default=64, help="programs per pytest run (default 64)")
+    parser.add_argument(
+        "--block",
+        type=int,
+        default=None,
+        help=f"programs per pytest run (default: {BLOCK_PAIRS} pairs' worth, 128 on six configs, at most 256)",
+    )
     parser.add_argument("--config", default="linalg", help="comma-separated configs (default linalg)")
     parser.add_argument("-n", dest="workers", type=int, default=2, help="pytest-xdist workers (default 2)")
     parser.add_argument("--reports-dir", type=Path, required=True)
@@ -58,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only:
         Campaign(
             configs,
-            Plan(args.seed, args.block, args.shard),
+            Plan(args.seed, default_block(configs) if args.block is None else args.block, args.shard),
             args.reports_dir,
             workers=args.workers,
             minutes=args.minutes,

@@ -3,11 +3,13 @@ so they run on every config through the suite's own machinery."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from e2e.framework.registry import Test, annotate_args, register
+from e2e.framework.run_record import write_json_atomic
 from e2e.framework.testutils import TestUtils, seed_for
 from e2e.generate.grow import generate
 from e2e.generate.oracle import GENERATED_EXPLAINERS
@@ -17,6 +19,11 @@ from e2e.generate.types import torch_dtype
 # `pytest --generate N --generate-seed S` sets this to "S:N" before any suite file is
 # loaded (forked probes, hosts and xdist workers inherit it); e2e/generate/suite.py reads it.
 ENV = "E2E_GENERATE"
+# The pytest process that parsed the option grows those programs once and saves them here
+# (`save_programs`): its xdist workers, their import probes and test hosts, and the reducer
+# read them (`programs_for`) instead of each growing all N again (about 20 ms a program).
+PROGRAMS_ENV = "E2E_GENERATE_PROGRAMS"
+PROGRAMS_FILE = "programs.json"  # in the run's reports directory
 SUITE_FILE = Path(__file__).with_name("suite.py")
 
 
@@ -54,8 +61,39 @@ def register_program(program: Program) -> str:
 
 
 def register_programs(seeds: Iterable[int]) -> list[str]:
-    """Register the program of each seed (see `generate`); the test names, in seed order."""
-    return [register_program(generate(seed)) for seed in seeds]
+    """Register the program of each seed (see `generate`, `programs_for`); the test names, in seed order."""
+    return [register_program(program) for program in programs_for(list(seeds))]
+
+
+def save_programs(seeds: Sequence[int], path: Path) -> None:
+    """Grow the programs of `seeds` and save them at `path`, named by `$E2E_GENERATE_PROGRAMS`
+    for this process's children (workers, probes, hosts), which then read them back."""
+    programs = [generate(seed).to_json() for seed in seeds]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(path, {"seeds": list(seeds), "programs": programs})
+    os.environ[PROGRAMS_ENV] = str(path)
+
+
+def programs_for(seeds: Sequence[int]) -> list[Program]:
+    """The programs of `seeds`: read from `$E2E_GENERATE_PROGRAMS` when it holds exactly these
+    seeds (JSON rebuilds a program exactly), else grown here (`generate`)."""
+    saved = saved_programs()
+    if saved is not None and saved[0] == list(seeds):
+        return [Program.from_json(text) for text in saved[1]]
+    return [generate(seed) for seed in seeds]
+
+
+def saved_programs() -> tuple[list[int], list[str]] | None:
+    """(seeds, programs as JSON) of the file `$E2E_GENERATE_PROGRAMS` names, or None (unset,
+    gone, unreadable: the caller grows them)."""
+    path = os.environ.get(PROGRAMS_ENV)
+    if not path:
+        return None
+    try:
+        data = json.loads(Path(path).read_text())
+        return [int(seed) for seed in data["seeds"]], list(data["programs"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def seeds_from_env() -> range:
