@@ -137,3 +137,37 @@ def test_trace_mismatch_names_the_trace_item():
     actual = [TraceItem("forward", [], torch.ones(1)), TraceItem("forward", [], torch.zeros(1))]
     mismatch = compare_traces(golden, actual)
     assert mismatch.where.startswith("trace item #1 (forward)")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.int64])
+def test_agree_judges_as_the_full_comparison(monkeypatch, dtype):
+    from e2e.framework.compare import agree
+
+    monkeypatch.setattr(compare, "CHUNK", 4)
+    golden = torch.arange(1, 31, dtype=dtype)
+    assert agree(golden, golden.clone())
+    late = golden.clone()
+    late[29] += 2  # the last, partial chunk: every chunk before it is equal
+    assert not agree(golden, late) and check(golden, late) is not None
+    if dtype.is_floating_point:
+        close = golden * (1 + 1e-5)  # within the tolerance, not equal
+        assert agree(golden, close) and check(golden, close) is None
+        golden[5] = close[5] = math.nan  # NaN in both: equal, though NaN != NaN
+        assert agree(golden, close) and check(golden, close) is None
+        close[6] = math.nan
+        assert not agree(golden, close) and check(golden, close).kind == "nan"
+
+
+def test_first_only_stops_at_the_first_differing_chunk(monkeypatch):
+    monkeypatch.setattr(compare, "CHUNK", 4)
+    golden = torch.zeros(12)
+    actual = golden.clone()
+    actual[5], actual[11] = 1.0, math.nan
+    first = compare_values(golden, actual, "output", None, first_only=True)
+    assert first.kind == "values" and "(5,)" in first.detail
+    whole = check(golden, actual)
+    assert "1 of 12 elements differ" in whole.detail and "1 NaN positions differ" in whole.detail
+
+
+def test_equal_signed_zeros_pass():
+    assert check(torch.tensor([0.0, 1.0]), torch.tensor([-0.0, 1.0])) is None

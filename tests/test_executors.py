@@ -196,6 +196,19 @@ def test_a_captured_program_that_disagrees_with_eager_is_a_capture_discrepancy(t
     assert result.error.startswith("capture discrepancy (values)") and result.signature.stage == "capture"
 
 
+def unpadded_then_padded(module, tu):
+    x = tu.rand(2, 5, 16)
+    module.forward(x, torch.zeros(2, 5, dtype=torch.bool))  # no padding: eager and the capture agree
+    padded_batch(module, tu)
+
+
+def test_a_capture_discrepancy_on_a_later_call_is_found_at_that_call(tmp_path):
+    """The capture check starts at the call the runner's comparison found mismatching."""
+    result = judged(Test("PaddedEncoderTwice", PaddedEncoder, unpadded_then_padded), "linalg", tmp_path, "static")
+    assert (result.outcome, result.stage) == ("fail", "capture"), result
+    assert result.error.startswith("capture discrepancy (values)") and "trace item #1 (forward)" in result.error
+
+
 def test_an_iree_compile_error_is_signed_by_its_first_error_not_by_the_tool_wrapper():
     needs("iree", "torch")
     module, a = torch.nn.Module(), torch.arange(6, dtype=torch.int32).reshape(2, 3)

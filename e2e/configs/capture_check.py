@@ -19,7 +19,7 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from e2e.framework.compare import compare_values
+from e2e.framework.compare import agree, compare_values
 from e2e.framework.judge import Explanation, Outcome
 from e2e.framework.trace import TraceItem, call_key
 
@@ -64,7 +64,11 @@ class CaptureCheck:
         tolerance = prepared.test.tolerance
         for number, (expected, actual) in enumerate(zip(golden, trace)):
             where = f"trace item #{number} ({expected.method}) @ output"
-            if compare_values(expected.outputs, actual.outputs, where, tolerance) is None:
+            # The runner's comparison named the first mismatching call: the calls before it
+            # agree and need no second comparison (a 512 MiB output takes seconds a pass).
+            if number < (outcome.mismatch.call or 0) or (
+                outcome.mismatch.call is None and agree(expected.outputs, actual.outputs, tolerance)
+            ):
                 continue
             versus_eager = self._versus_eager(compiled, prepared, expected, actual, where, tolerance)
             if versus_eager is None:
@@ -91,7 +95,8 @@ class CaptureCheck:
             native = run_exported(exported, expected.inputs)
         except Exception:
             return None  # it does not capture again, or the captured program does not run natively
-        versus_eager = compare_values(expected.outputs, native, where, tolerance)
-        if versus_eager is None or compare_values(native, actual.outputs, where, tolerance) is not None:
+        # The compiled program against the captured one first: for a compiler bug they
+        # differ, usually within the first chunk, and the full comparison is not needed.
+        if not agree(native, actual.outputs, tolerance):
             return None
-        return versus_eager
+        return compare_values(expected.outputs, native, where, tolerance)

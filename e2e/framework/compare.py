@@ -24,9 +24,14 @@ from compiler.replay_runtime.compare import (  # noqa: F401 - re-exported: the t
 from e2e.framework.trace import Trace
 
 
-def compare_values(golden: Any, actual: Any, where: str, override: Tolerance | None) -> Mismatch | None:
+def compare_values(
+    golden: Any, actual: Any, where: str, override: Tolerance | None, *, first_only: bool = False
+) -> Mismatch | None:
+    """The first mismatch between two outputs, or None when they agree. `first_only`: a
+    tensor's mismatch describes its first differing chunk only (`compare_tensors`), for a
+    caller that needs only whether the outputs agree."""
     if isinstance(golden, torch.Tensor):
-        return compare_tensors(golden, actual, where, override)
+        return compare_tensors(golden, actual, where, override, first_only=first_only)
     if golden is None:
         return None if actual is None else Mismatch("type", where, f"expected None, got {type(actual).__name__}")
     if isinstance(golden, (bool, int, float)):
@@ -45,14 +50,15 @@ def compare_values(golden: Any, actual: Any, where: str, override: Tolerance | N
             )
             return Mismatch("structure", where, f"expected {type(golden).__name__} of {len(golden)}, got {got}")
         for i, (g, a) in enumerate(zip(golden, actual)):
-            if (mismatch := compare_values(g, a, f"{where}[{i}]", override)) is not None:
+            if (mismatch := compare_values(g, a, f"{where}[{i}]", override, first_only=first_only)) is not None:
                 return mismatch
         return None
     if isinstance(golden, dict):
         if not isinstance(actual, dict) or set(actual) != set(golden):
             return Mismatch("structure", where, f"expected dict with keys {sorted(golden)}, got {actual!r:.80}")
         for key in golden:
-            if (mismatch := compare_values(golden[key], actual[key], f"{where}[{key!r}]", override)) is not None:
+            mismatch = compare_values(golden[key], actual[key], f"{where}[{key!r}]", override, first_only=first_only)
+            if mismatch is not None:
                 return mismatch
         return None
     return Mismatch(
@@ -61,6 +67,11 @@ def compare_values(golden: Any, actual: Any, where: str, override: Tolerance | N
         f"the test returned a {type(golden).__name__}; outputs must be tensors, Python scalars, None, "
         "or tuples, lists and dicts of them",
     )
+
+
+def agree(golden: Any, actual: Any, override: Tolerance | None = None) -> bool:
+    """Whether two outputs agree, as `compare_values` judges them; stops at the first difference."""
+    return compare_values(golden, actual, "output", override, first_only=True) is None
 
 
 def compare_traces(golden: Trace, actual: Trace, override: Tolerance | None = None) -> Mismatch | None:
