@@ -125,3 +125,33 @@ def test_iree_takes_and_returns_float8_and_refuses_a_complex_f16_result_by_name(
     torch_ir, _ = fx_to_torch_backend_ir(Apply(lambda y: y.to(torch.complex32)), [y], None)
     with pytest.raises(StageError, match="IREE cannot return result 0: .* numpy has no complex<f16>"):
         compile_torch_backend_ir(torch_ir, "linalg", executor="iree")
+
+
+FLOAT8_STABLEHLO = """func.func @main(%a: tensor<256xf8E4M3FNUZ>, %b: tensor<4xf32>) ->
+    (tensor<256xf8E4M3FNUZ>, tensor<4xf8E5M2>) {
+  %0 = stablehlo.negate %a : tensor<256xf8E4M3FNUZ>
+  %1 = stablehlo.convert %b : (tensor<4xf32>) -> tensor<4xf8E5M2>
+  return %0, %1 : tensor<256xf8E4M3FNUZ>, tensor<4xf8E5M2>
+}"""
+
+
+@pytest.mark.parametrize("executor", ["refbackend", "interp", "xla", "iree"])
+def test_every_executor_of_stablehlo_takes_and_returns_float8(executor):
+    from compiler.executors import load_executor
+    from compiler.stages import Snapshots, new_context, parse_module
+
+    loaded = load_executor(executor, input="stablehlo")
+    if loaded.missing():
+        pytest.skip(f"{executor} not installed: {loaded.missing()}")
+    program = loaded.program_for(
+        parse_module(FLOAT8_STABLEHLO, new_context()), [torch.float8_e4m3fnuz, torch.float8_e5m2], Snapshots()
+    )
+    a = every_float8(torch.float8_e4m3fnuz)
+    b = torch.tensor([1.0, 1e9, 0.3, -2.5])  # 1e9 overflows to infinity
+    try:
+        negated, converted = program(a, b)
+    finally:
+        program.close()
+    assert (negated.dtype, converted.dtype) == (torch.float8_e4m3fnuz, torch.float8_e5m2)
+    assert torch.equal(negated.view(torch.uint8), (-a.float()).to(torch.float8_e4m3fnuz).view(torch.uint8))
+    assert converted.view(torch.uint8).tolist() == [0x3C, 0x7C, 0x35, 0xC1]
