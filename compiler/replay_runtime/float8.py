@@ -176,8 +176,6 @@ RUNTIME_SYMBOLS = {
     **{f"e2e_{name}_bits_to_f32_bits": "(i8) -> i32" for name in FORMATS},
 }
 
-PASS = "python:compiler.replay_runtime.float8:expand_conversions"
-
 
 def _float8(type_: ir.Type) -> Float8 | None:
     return FORMATS.get(str(type_))
@@ -200,19 +198,17 @@ def expand_conversions(module: ir.Module) -> None:
         }
 
         def call(name: str, argument: ir.Value, result: ir.Type) -> ir.Value:
-            if name not in declared:
-                argument_type = ir.Type.parse(RUNTIME_SYMBOLS[name].split(")")[0][1:])
+            if name not in declared:  # a declaration: the runtime is linked in by the engine
                 with ir.InsertionPoint.at_block_begin(module.body):
-                    declaration = ir.Operation.create(
+                    ir.Operation.create(
                         "func.func",
                         attributes={
                             "sym_name": ir.StringAttr.get(name),
-                            "function_type": ir.TypeAttr.get(ir.FunctionType.get([argument_type], [result])),
+                            "function_type": ir.TypeAttr.get(ir.FunctionType.get([argument.type], [result])),
                             "sym_visibility": ir.StringAttr.get("private"),
                         },
                         regions=1,
                     )
-                    del declaration
                 declared.add(name)
             return ir.Operation.create(
                 "func.call",
