@@ -111,6 +111,8 @@ class RuntimeExecutor:
     # It computes what its IR's spec says (a reference interpreter): a wrong result there
     # while the RefBackend twin matches torch means the program is wrong by the spec.
     by_the_spec: bool = False
+    # dtypes its Python interface cannot return (numpy has no complex32): refused at `lower`
+    unheld: tuple[torch.dtype, ...] = (torch.complex32,)
 
     def lower_entries(self) -> tuple[str, ...]:
         from compiler.executors import replay
@@ -128,7 +130,7 @@ class RuntimeExecutor:
 
         backend_ir = module_text(backend_module)
         with replay.blamed(self.name, self.input, backend_ir):
-            refuse_unheld(result_dtypes, self.title)
+            refuse_unheld(result_dtypes, self.title, self.unheld)
             program = self.compile(backend_module, result_dtypes, snapshots)
         return replay.BlamedProgram(program, self.name, self.input, backend_ir)
 
@@ -165,6 +167,12 @@ def from_numpy(array: Any, dtype: ResultType, what: str) -> Any:
     array = np.asarray(array)
     if not isinstance(dtype, torch.dtype):  # a scalar result
         return dtype(array.item())
+    if dtype == torch.complex32:  # its bits: numpy has no complex32
+        if array.dtype.itemsize != 4:
+            raise StageError(
+                "execute", f"{what}: the runtime returned {array.dtype}, the program's signature says {dtype}"
+            )
+        return torch.from_numpy(np.array(array).view(np.int32)).view(torch.complex32)
     if dtype in ML_DTYPES:  # an ml_dtypes array, or its bits
         bits = np.int16 if dtype == torch.bfloat16 else np.uint8
         if array.dtype.itemsize != np.dtype(bits).itemsize:
@@ -184,19 +192,14 @@ def from_numpy(array: Any, dtype: ResultType, what: str) -> Any:
     return torch.from_numpy(np.array(array).view(expected))
 
 
-# dtypes no runtime's Python API holds: numpy has no complex32 (nor has ml_dtypes, nor
-# IREE's HAL an element type for it).
-UNHELD = {torch.complex32: "complex<f16>"}
-
-
-def refuse_unheld(result_dtypes: Sequence[ResultType], runtime: str) -> None:
-    """Stage `lower` refuses a program with a result no runtime's numpy interface can return."""
+def refuse_unheld(result_dtypes: Sequence[ResultType], runtime: str, unheld: Sequence[torch.dtype]) -> None:
+    """Stage `lower` refuses a program with a result the runtime's numpy interface cannot return."""
     for i, dtype in enumerate(result_dtypes):
-        if dtype in UNHELD:
+        if dtype in unheld:
             raise StageError(
                 "lower",
                 f"{runtime} cannot return result {i}: its Python interface returns numpy arrays, "
-                f"and numpy has no {UNHELD[dtype]} ({dtype})",
+                f"and numpy has no {dtype}",
             )
 
 
