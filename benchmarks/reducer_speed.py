@@ -108,7 +108,7 @@ def _modules():
 
 
 def _reduce_one(broken, module, inputs, reports_dir: Path, time_box: float):
-    from compiler.executors.refbackend import BF16_BOUNDARY
+    from compiler.executors.refbackend import BOUNDARY_AS_BITS
     from compiler.fx_compile import fx_to_torch_backend_ir
     from e2e.configs import load_config
     from e2e.reducer.failure import reduce_mismatch, reduce_mlir
@@ -116,7 +116,7 @@ def _reduce_one(broken, module, inputs, reports_dir: Path, time_box: float):
 
     chain = stage_pipelines(load_config("linalg"))["backend"]
     entry = f"python:tests.broken_compilers:{broken.name}"
-    at = 0 if broken.level == "torch" else chain.index(BF16_BOUNDARY)
+    at = 0 if broken.level == "torch" else chain.index(BOUNDARY_AS_BITS)
     pipeline = [*chain[:at], entry, *chain[at:]]
     common = dict(test=type(module).__name__, config=broken.name, reports_dir=reports_dir, time_box=time_box)
     if broken.kind == "mismatch":

@@ -112,7 +112,10 @@ LINALG_TO_LLVM: Pipeline = (
     # failed to load on CPUs without AVX512-BF16). bf16 <-> f32 then become integer code;
     # f16 <-> f32 are native or calls into `compiler.replay_runtime.softfloat`, the same bits either way.
     "func.func(math-extend-to-supported-types{target-type=f32})",
-    "func.func(arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32})",
+    "func.func(arith-emulate-unsupported-floats{source-types=bf16,f16,"
+    "f8E4M3FN,f8E4M3FNUZ,f8E5M2,f8E5M2FNUZ target-type=f32})",
+    # LLVM has no float8 types: their conversions become calls of our own (`float8`).
+    "python:compiler.replay_runtime.float8:expand_conversions",
     "func.func(refback-expand-ops-for-llvm)",
     "func.func(arith-expand{include-bf16=true})",
     "func.func(convert-math-to-llvm)",

@@ -25,7 +25,7 @@ from compiler.replay_runtime.engine import (  # noqa: F401 - re-exported: the ba
     ResultType,
     UnsupportedDType,
     argument_types,
-    bf16_boundary_as_i16,
+    boundary_as_bits,
     from_storage_array,
     to_storage_array,
 )
@@ -94,7 +94,7 @@ def lower_to_llvm(
 ) -> ir.Module:
     """Backend IR -> (linalg-on-tensors via `to_linalg`) -> LLVM dialect: stage `lower`.
     Use the module returned: `module` changed in place, or the memo's (`run_stage`)."""
-    bf16_boundary_as_i16(module)
+    boundary_as_bits(module)
     return run_stage(module, "lower", tuple(to_linalg) + lower_pipeline(opt_level), snapshots)
 
 

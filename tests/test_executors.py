@@ -348,14 +348,14 @@ def test_the_interpreter_passes_bf16_complex_and_unsigned_tensors_bit_exactly(tm
 
 
 def test_an_element_type_the_interpreter_executor_does_not_pass_fails_in_stage_lower_naming_it():
-    text = """func.func @main(%a: tensor<3xf32>) -> tensor<3xf8E5M2> {
-      %0 = stablehlo.convert %a : (tensor<3xf32>) -> tensor<3xf8E5M2>
-      return %0 : tensor<3xf8E5M2>
+    text = """func.func @main(%a: tensor<3xf32>) -> tensor<3xf8E4M3B11FNUZ> {
+      %0 = stablehlo.convert %a : (tensor<3xf32>) -> tensor<3xf8E4M3B11FNUZ>
+      return %0 : tensor<3xf8E4M3B11FNUZ>
     }"""
     with pytest.raises(StageError) as raised:
         interp_program(text, [torch.float32])
     assert raised.value.stage == "lower" and str(raised.value).startswith("[lower] the StableHLO interpreter")
-    assert "result 0 has element type f8E5M2, which this executor does not pass" in raised.value.message
+    assert "result 0 has element type f8E4M3B11FNUZ, which this executor does not pass" in raised.value.message
 
 
 def test_an_op_the_interpreter_lacks_fails_in_stage_lower_instead_of_aborting_the_process():

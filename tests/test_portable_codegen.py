@@ -21,10 +21,16 @@ from compiler.refbackend import compile_linalg, lower_to_llvm
 from compiler.replay_runtime import softfloat
 from compiler.stages import module_text, new_context, parse_module
 
-FLOATS = ("bf16", "f16", "f32", "f64")
+FLOAT8 = ("f8E4M3FN", "f8E4M3FNUZ", "f8E5M2", "f8E5M2FNUZ")
+FLOATS = ("bf16", "f16", "f32", "f64", *FLOAT8)
 INTEGERS = ("i1", "i8", "i16", "i32", "i64")
 BITS = {"bf16": 16, "f16": 16, "f32": 32, "f64": 64, "i1": 1, "i8": 8, "i16": 16, "i32": 32, "i64": 64}
+BITS.update({name: 8 for name in FLOAT8})
 TORCH = {
+    "f8E4M3FN": torch.float8_e4m3fn,
+    "f8E4M3FNUZ": torch.float8_e4m3fnuz,
+    "f8E5M2": torch.float8_e5m2,
+    "f8E5M2FNUZ": torch.float8_e5m2fnuz,
     "bf16": torch.bfloat16,
     "f16": torch.float16,
     "f32": torch.float32,

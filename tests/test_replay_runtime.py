@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from compiler.executors.refbackend import BF16_BOUNDARY
+from compiler.executors.refbackend import BOUNDARY_AS_BITS
 from compiler.refbackend import LOWER_PIPELINE
 from compiler.replay_runtime.replay import MISMATCH, Case, compile_signature
 from compiler.replay_runtime.signature import Signature
@@ -56,7 +56,11 @@ func.func @main(%arg0: tensor<3xf16>) -> tensor<3xf16> {
 def test_a_mismatch_bundle_replays_with_torch_mlir_and_numpy_alone(tmp_path):
     x = np.array([1.0, 2.5, -3.0], dtype=np.float16)
     case = Case(
-        MISMATCH, "compare", [BF16_BOUNDARY, *LOWER_PIPELINE], Signature("compare", "values"), result_dtypes=["float16"]
+        MISMATCH,
+        "compare",
+        [BOUNDARY_AS_BITS, *LOWER_PIPELINE],
+        Signature("compare", "values"),
+        result_dtypes=["float16"],
     )
     info = BundleInfo("T", "c", case, DOUBLES, DOUBLES, 2, 2, inputs=[x], expected=[x * 3])
     write_bundle(info, tmp_path / "bundle", check=False)
@@ -79,4 +83,4 @@ def test_an_error_bundle_carries_its_python_pass_module(tmp_path):
 def test_a_pass_module_that_needs_the_project_is_refused():
     with pytest.raises(NotStandalone, match="tests.test_reducer imports this project"):
         pass_modules(["python:tests.test_reducer:abort_on_aten_exp"])
-    assert pass_modules([BF16_BOUNDARY, "canonicalize"]) == {}  # the runtime's own passes travel with it
+    assert pass_modules([BOUNDARY_AS_BITS, "canonicalize"]) == {}  # the runtime's own passes travel with it

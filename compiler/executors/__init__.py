@@ -33,7 +33,7 @@ from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 import numpy as np
 import torch
 
-from compiler.refbackend import ResultType
+from compiler.refbackend import ResultType, UnsupportedDType
 from compiler.registry import registered_class
 from compiler.stages import Snapshots, StageError
 
@@ -111,6 +111,8 @@ class RuntimeExecutor:
     # It computes what its IR's spec says (a reference interpreter): a wrong result there
     # while the RefBackend twin matches torch means the program is wrong by the spec.
     by_the_spec: bool = False
+    # dtypes its Python interface cannot return (numpy has no complex32): refused at `lower`
+    unheld: tuple[torch.dtype, ...] = (torch.complex32,)
 
     def lower_entries(self) -> tuple[str, ...]:
         from compiler.executors import replay
@@ -128,6 +130,7 @@ class RuntimeExecutor:
 
         backend_ir = module_text(backend_module)
         with replay.blamed(self.name, self.input, backend_ir):
+            refuse_unheld(result_dtypes, self.title, self.unheld)
             program = self.compile(backend_module, result_dtypes, snapshots)
         return replay.BlamedProgram(program, self.name, self.input, backend_ir)
 
@@ -135,13 +138,27 @@ class RuntimeExecutor:
 # --- marshalling shared by the runtimes (numpy in, numpy out) ---------------------------
 
 
+# torch dtypes numpy lacks, -> the ml_dtypes type a runtime takes them as (bits unchanged)
+ML_DTYPES = {
+    torch.bfloat16: "bfloat16",
+    torch.float8_e4m3fn: "float8_e4m3fn",
+    torch.float8_e4m3fnuz: "float8_e4m3fnuz",
+    torch.float8_e5m2: "float8_e5m2",
+    torch.float8_e5m2fnuz: "float8_e5m2fnuz",
+}
+
+
 def to_numpy(tensor: torch.Tensor) -> np.ndarray:
-    """A torch tensor as the numpy array a runtime takes (bf16 as ml_dtypes.bfloat16)."""
+    """A torch tensor as the numpy array a runtime takes (bf16 and float8 as ml_dtypes' types,
+    which come with the runtimes). complex32 has no numpy or ml_dtypes type: UnsupportedDType."""
     tensor = tensor.detach().cpu().contiguous()
-    if tensor.dtype == torch.bfloat16:
+    if tensor.dtype in ML_DTYPES:
         import ml_dtypes
 
-        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        bits = torch.int16 if tensor.dtype == torch.bfloat16 else torch.uint8
+        return tensor.view(bits).numpy().view(getattr(ml_dtypes, ML_DTYPES[tensor.dtype]))
+    if tensor.dtype == torch.complex32:
+        raise UnsupportedDType("numpy (and ml_dtypes) has no complex32: a runtime is given numpy arrays")
     return tensor.numpy()
 
 
@@ -150,8 +167,19 @@ def from_numpy(array: Any, dtype: ResultType, what: str) -> Any:
     array = np.asarray(array)
     if not isinstance(dtype, torch.dtype):  # a scalar result
         return dtype(array.item())
-    if dtype == torch.bfloat16:
-        return torch.from_numpy(np.array(array).view(np.int16)).view(torch.bfloat16)
+    if dtype == torch.complex32:  # its bits: numpy has no complex32
+        if array.dtype.itemsize != 4:
+            raise StageError(
+                "execute", f"{what}: the runtime returned {array.dtype}, the program's signature says {dtype}"
+            )
+        return torch.from_numpy(np.array(array).view(np.int32)).view(torch.complex32)
+    if dtype in ML_DTYPES:  # an ml_dtypes array, or its bits
+        bits = np.int16 if dtype == torch.bfloat16 else np.uint8
+        if array.dtype.itemsize != np.dtype(bits).itemsize:
+            raise StageError(
+                "execute", f"{what}: the runtime returned {array.dtype}, the program's signature says {dtype}"
+            )
+        return torch.from_numpy(np.array(array).view(bits)).view(dtype)
     expected = torch.empty((), dtype=dtype).numpy().dtype
     if array.dtype != expected:
         if array.dtype.itemsize != expected.itemsize and array.dtype.kind != expected.kind:
@@ -162,6 +190,17 @@ def from_numpy(array: Any, dtype: ResultType, what: str) -> Any:
     # A copy (writable) in the very dtype torch has: numpy's `ulonglong` equals `uint64` but
     # torch.from_numpy refuses it (jaxlib returns ui64 results as ulonglong).
     return torch.from_numpy(np.array(array).view(expected))
+
+
+def refuse_unheld(result_dtypes: Sequence[ResultType], runtime: str, unheld: Sequence[torch.dtype]) -> None:
+    """Stage `lower` refuses a program with a result the runtime's numpy interface cannot return."""
+    for i, dtype in enumerate(result_dtypes):
+        if dtype in unheld:
+            raise StageError(
+                "lower",
+                f"{runtime} cannot return result {i}: its Python interface returns numpy arrays, "
+                f"and numpy has no {dtype}",
+            )
 
 
 def outputs_as(arrays: Sequence[Any], dtypes: Sequence[ResultType], runtime: str) -> list[Any]:

@@ -20,9 +20,9 @@ And of its own:
   and `func`, e.g. `chlo`);
 - arguments as dense attributes of the signature's element types (built from the tensor's
   bytes, so bf16, ui8, i1 and complex pass exactly); results its Python binding can read:
-  bf16 and complex results cannot be read back (bf16: "Unsupported floating-point type";
-  a complex result ends the process), so `@main` is wrapped in one that returns bf16 as
-  its i16 bit pattern (`stablehlo.bitcast_convert`) and complex as real and imaginary parts
+  bf16, float8 and complex results cannot be read back (bf16: "Unsupported floating-point
+  type"; a complex result ends the process), so `@main` is wrapped in one that returns bf16
+  as its i16 bit pattern, float8 as its i8 bits (`stablehlo.bitcast_convert`) and complex as real and imaginary parts
   (`stablehlo.real`, `stablehlo.imag`), which are put back together bit-exactly.
 Static shapes only. No JIT and no target: the interpreter computes with LLVM's APFloat and
 the host's libm.
@@ -55,7 +55,25 @@ LACKING = frozenset(
     ).split()
 )
 OTHER_OPS = frozenset({"builtin.module", "func.func", "func.call", "func.return"})
-WRAPPED_MAIN = "main_as_emitted"  # @main's name once wrapped for readable results
+WRAPPED_MAIN = "main_as_emitted"
+# float8 types (StableHLO's spelling) -> ml_dtypes' name: read back as their i8 bits, as bf16 is as i16
+FLOAT8 = {
+    "f8E4M3FN": "float8_e4m3fn",
+    "f8E4M3FNUZ": "float8_e4m3fnuz",
+    "f8E5M2": "float8_e5m2",
+    "f8E5M2FNUZ": "float8_e5m2fnuz",
+}
+
+
+def _bits_type(element_type):
+    """The integer type a bf16 or float8 result is read back as, else None."""
+    from jaxlib.mlir import ir
+
+    if isinstance(element_type, ir.BF16Type):
+        return ir.IntegerType.get_signless(16)
+    return (
+        ir.IntegerType.get_signless(8) if str(element_type) in FLOAT8 else None
+    )  # @main's name once wrapped for readable results
 
 
 @dataclass(frozen=True)
@@ -75,6 +93,7 @@ def _elements() -> dict[str, Element]:
     return {
         **{name: Element(np.dtype(dtype)) for name, dtype in plain.items()},
         "bf16": Element(np.dtype(ml_dtypes.bfloat16), "bits"),
+        **{name: Element(np.dtype(getattr(ml_dtypes, attribute)), "bits") for name, attribute in FLOAT8.items()},
         "complex<f32>": Element(np.dtype(np.complex64), "complex"),
         "complex<f64>": Element(np.dtype(np.complex128), "complex"),
     }
@@ -241,7 +260,7 @@ def raw_bytes(array: np.ndarray) -> np.ndarray:
 
 def wrap_for_readable_results(module, main, signature) -> None:
     """@main -> @main_as_emitted, private; a new @main calls it and returns each bf16 result
-    as its i16 bit pattern and each complex one as its real and imaginary parts."""
+    as its i16 bit pattern (float8: i8) and each complex one as its real and imaginary parts."""
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import func, stablehlo
 
@@ -249,8 +268,8 @@ def wrap_for_readable_results(module, main, signature) -> None:
     main.attributes["sym_visibility"] = ir.StringAttr.get("private")
     readable: list[ir.Type] = []
     for type_ in signature.results:
-        if isinstance(type_.element_type, ir.BF16Type):
-            readable.append(ir.RankedTensorType.get(type_.shape, ir.IntegerType.get_signless(16)))
+        if _bits_type(type_.element_type) is not None:
+            readable.append(ir.RankedTensorType.get(type_.shape, _bits_type(type_.element_type)))
         elif isinstance(type_.element_type, ir.ComplexType):
             part = ir.RankedTensorType.get(type_.shape, type_.element_type.element_type)
             readable += [part, part]
@@ -264,8 +283,8 @@ def wrap_for_readable_results(module, main, signature) -> None:
             values = []
             for value in call.results:
                 tensor = value.type
-                if isinstance(tensor.element_type, ir.BF16Type):
-                    bits = ir.RankedTensorType.get(tensor.shape, ir.IntegerType.get_signless(16))
+                if _bits_type(tensor.element_type) is not None:
+                    bits = ir.RankedTensorType.get(tensor.shape, _bits_type(tensor.element_type))
                     values.append(stablehlo.bitcast_convert(bits, value))
                 elif isinstance(tensor.element_type, ir.ComplexType):
                     values += [stablehlo.real(value), stablehlo.imag(value)]
@@ -299,7 +318,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 TYPES = {types}  # @main's argument element types
-KINDS = {kinds}  # per result: plain, bits (bf16 returned as i16), complex (real, imag)
+KINDS = {kinds}  # per result: plain, bits (bf16 returned as i16, float8 as i8), complex (real, imag)
 context = make_ir_context()
 stablehlo.register_interpreter_dialect(context)
 with context:
@@ -315,6 +334,8 @@ for i, kind in enumerate(KINDS):
         real, imaginary = flat.pop(0), flat.pop(0)
         value = np.empty(real.shape, np.complex128 if real.dtype == np.float64 else np.complex64)
         value.real, value.imag = real, imaginary
+    elif kind == "bits" and flat[0].dtype.itemsize == 1:
+        value = flat.pop(0)  # a float8 value's bits
     elif kind == "bits":
         value = (flat.pop(0).view(np.uint16).astype(np.uint32) << 16).view(np.float32)  # bf16 as the f32 of its bits
     else:

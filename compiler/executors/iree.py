@@ -28,6 +28,9 @@ from compiler.stages import Snapshots, StageError
 # convert-torch-onnx-to-torch IREE carries, as iree-import-onnx's output is)
 INPUT_TYPE = {"linalg": "auto", "stablehlo": "stablehlo", "torch": "torch", "onnx": "onnx"}
 RUNTIME_DRIVER = "local-sync"
+# The HAL element type of complex<f16> (IREE_HAL_ELEMENT_TYPE_COMPLEX_FLOAT_32), which IREE's
+# Python enum and numpy lack: such tensors cross as the raw bits of their f16 pairs.
+COMPLEX_FLOAT_32 = 0x23000020
 
 
 def import_runtime():
@@ -55,6 +58,7 @@ class Iree(RuntimeExecutor):
     title: str = "IREE"  # how reports name it
     accepts: tuple[str, ...] = field(default=tuple(INPUT_TYPE))
     static_only: bool = False
+    unheld: tuple = ()  # it holds complex<f16>, as raw bits (`IreeProgram._argument`, `_output`)
 
     def missing(self) -> str | None:
         try:
@@ -126,12 +130,35 @@ class IreeProgram:
 
     def __call__(self, *tensors: torch.Tensor) -> list:
         def run():
-            outputs = self.context.modules.module["main"](*[to_numpy(t) for t in tensors])
+            outputs = self.context.modules.module["main"](*[self._argument(t) for t in tensors])
             if not isinstance(outputs, (list, tuple)):
                 outputs = [] if outputs is None else [outputs]
-            return [o.to_host() if hasattr(o, "to_host") else o for o in outputs]
+            return [self._output(o, dtype) for o, dtype in zip(outputs, self.result_dtypes)]
 
         return outputs_as(guarded("execute", "IREE", run), self.result_dtypes, "IREE")
+
+    def _argument(self, tensor: torch.Tensor):
+        """A numpy array; a complex<f16> tensor (numpy has none) as a buffer view of its bits."""
+        if tensor.dtype != torch.complex32:
+            return to_numpy(tensor)
+        runtime, device = import_runtime(), self.context.config.device
+        bits = tensor.detach().cpu().contiguous().view(torch.int32).numpy()
+        return device.allocator.allocate_buffer_copy(
+            memory_type=runtime.MemoryType.DEVICE_LOCAL,
+            allowed_usage=runtime.BufferUsage.DEFAULT,
+            device=device,
+            buffer=bits,
+            element_type=COMPLEX_FLOAT_32,
+        )
+
+    @staticmethod
+    def _output(output, dtype: ResultType):
+        if dtype != torch.complex32 or not hasattr(output, "to_host"):
+            return output.to_host() if hasattr(output, "to_host") else output
+        # `to_host` knows no numpy dtype for it: the mapped buffer read as its 32-bit pairs
+        # (DeviceArray keeps its buffer view private; the runtime is pinned).
+        view = output._buffer_view
+        return np.array(view.map().asarray(view.shape, np.dtype(np.int32)))
 
     def write_native(self, directory: Path, tensors: Sequence[torch.Tensor]) -> str:
         """program.mlir and input_<i>.npy in `directory`; returns iree-compile and iree-run-module's commands."""

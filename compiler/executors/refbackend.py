@@ -19,7 +19,7 @@ from compiler.replay_runtime import passes
 from compiler.stages import Snapshots
 
 # The reference backend's boundary rewrite, as a pass entry (`lower_to_llvm` runs it first).
-BF16_BOUNDARY = "python:compiler.replay_runtime.engine:bf16_boundary_as_i16"
+BOUNDARY_AS_BITS = "python:compiler.replay_runtime.engine:boundary_as_bits"
 
 
 @dataclass
@@ -35,7 +35,7 @@ class RefBackend:
 
     def lower_entries(self) -> tuple[str, ...]:
         """The backend's conversion to linalg, then linalg -> LLVM; the JIT loads the result."""
-        return (BF16_BOUNDARY, *pipelines.BACKENDS[self.input][1], *LOWER_PIPELINE)
+        return (BOUNDARY_AS_BITS, *pipelines.BACKENDS[self.input][1], *LOWER_PIPELINE)
 
     def execute_entries(self) -> tuple[str, ...]:
         """`lower_entries` framed by @main's signature, kept before lowering erases it, and a

@@ -32,6 +32,12 @@ TOLERANCES: dict[torch.dtype, Tolerance] = {
     torch.bfloat16: Tolerance(rtol=1.6e-2, atol=1e-2),
     torch.complex128: Tolerance(rtol=1e-7, atol=1e-9),
     torch.complex64: Tolerance(rtol=1e-4, atol=1e-5),
+    torch.complex32: Tolerance(rtol=1e-2, atol=1e-3),  # f16 parts: float16's
+    # float8 compares exactly, as torch.testing compares it: one step is 6-25% of a value.
+    **{
+        dtype: Tolerance(rtol=0.0, atol=0.0)
+        for dtype in (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)
+    },
 }
 EXACT = Tolerance(rtol=0.0, atol=0.0)
 
@@ -73,10 +79,11 @@ def _chunks(golden: torch.Tensor, actual: torch.Tensor):
 
 
 def _working_dtype(dtype: torch.dtype) -> torch.dtype:
-    """Half-width floats widen (exactly) to float32 so tolerances are not rounded away."""
+    """Half-width floats widen (exactly) to float32 so tolerances are not rounded away;
+    complex<f16> to complex64 (torch has few complex32 kernels: no abs, no equal)."""
     if dtype.is_floating_point and torch.finfo(dtype).bits < 32:
         return torch.float32
-    return dtype
+    return torch.complex64 if dtype == torch.complex32 else dtype
 
 
 def compare_tensors(

@@ -6,10 +6,10 @@ the results come back through one external callback,
 own memory is passed and results are copied out once (`memref_call`: descriptors built
 once per program, results' buffers freed); the table `DTYPES` says which dtypes can
 cross, and a dtype not in it is refused with a clear error rather than read back as
-wrong values. bf16 has no memref calling convention upstream,
-so bf16 arguments and results cross the boundary as i16 bit patterns
-(`bf16_boundary_as_i16`). f16/bf16 conversions the JIT-compiled code calls come from
-`softfloat`. The JIT compiles for `target.jit_target()`, not for the host.
+wrong values. bf16, float8 and complex<f16> arguments have no memref calling convention
+upstream, so bf16 arguments and results cross the boundary as i16 bit patterns, float8
+ones as i8, and complex<f16> arguments as i32 (`boundary_as_bits`). f16/bf16 conversions
+the JIT-compiled code calls come from `softfloat`, float8 ones from `float8`. The JIT compiles for `target.jit_target()`, not for the host.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ from typing import Sequence
 import numpy as np
 import torch
 from torch_mlir import ir
-from torch_mlir.dialects import arith
+from torch_mlir.dialects import arith, linalg
+from torch_mlir.dialects import complex as complex_dialect
+from torch_mlir.dialects import tensor as tensor_dialect
 from torch_mlir.execution_engine import ExecutionEngine
 
 from .memref_call import CallFrame, UnrankedMemRef, ranked_memref_type, read_results
@@ -55,8 +57,18 @@ DTYPES: dict[torch.dtype, DType] = {
     torch.int64: DType(np.dtype(np.int64), "si64"),
     torch.complex64: DType(np.dtype(np.complex64), "complex<f32>"),
     torch.complex128: DType(np.dtype(np.complex128), "complex<f64>"),
+    torch.complex32: DType(np.dtype([("real", np.float16), ("imag", np.float16)]), "complex<f16>"),
+    torch.float8_e4m3fn: DType(np.dtype(np.uint8), "f8E4M3FN"),
+    torch.float8_e4m3fnuz: DType(np.dtype(np.uint8), "f8E4M3FNUZ"),
+    torch.float8_e5m2: DType(np.dtype(np.uint8), "f8E5M2"),
+    torch.float8_e5m2fnuz: DType(np.dtype(np.uint8), "f8E5M2FNUZ"),
 }
 TORCH_DTYPE_OF_MLIR = {d.mlir: t for t, d in DTYPES.items()}
+# dtypes numpy has no dtype of, -> the torch dtype of their bits (complex32 is a float16 pair)
+NUMPY_LESS = {
+    torch.bfloat16: torch.int16,
+    **{t: torch.uint8 for t in (torch.float8_e4m3fn, torch.float8_e4m3fnuz, torch.float8_e5m2, torch.float8_e5m2fnuz)},
+}
 # Element types as builtin IR spells them, signless (`i64`) or signed (`si64`), -> torch dtype.
 # Signless integers are read as signed; `ui8` ... `ui64` stay unsigned.
 ELEMENT_DTYPES = {
@@ -86,19 +98,31 @@ def dtype_spec(dtype: torch.dtype) -> DType:
 
 
 def to_storage_array(tensor: torch.Tensor) -> np.ndarray:
-    """The tensor's data as a C-contiguous numpy array of its storage dtype."""
+    """The tensor's data as a C-contiguous numpy array of its storage dtype: numpy has no
+    bfloat16, float8 or complex32, so bf16 is stored as its int16 bits, float8 as its uint8
+    bits, complex32 as (real, imag) pairs of float16."""
     spec = dtype_spec(tensor.dtype)
     tensor = tensor.detach().cpu().contiguous()
-    if tensor.dtype == torch.bfloat16:
-        tensor = tensor.view(torch.int16)
+    shape = tuple(tensor.shape)
+    if tensor.dtype == torch.complex32:
+        tensor = torch.view_as_real(tensor)
+    elif tensor.dtype in NUMPY_LESS:
+        tensor = tensor.view(NUMPY_LESS[tensor.dtype])
     # np.ascontiguousarray makes a 0-d array 1-d: the shape is given back.
-    return np.ascontiguousarray(tensor.numpy()).view(spec.numpy).reshape(tuple(tensor.shape))
+    return np.ascontiguousarray(tensor.numpy()).view(spec.numpy).reshape(shape)
 
 
 def from_storage_array(array: np.ndarray, dtype: torch.dtype | None) -> torch.Tensor:
-    """`to_storage_array`'s inverse: a bf16 value comes back from its int16 bit pattern."""
-    tensor = torch.from_numpy(np.require(array, requirements="C"))
-    return tensor.view(torch.bfloat16) if dtype == torch.bfloat16 and tensor.dtype == torch.int16 else tensor
+    """`to_storage_array`'s inverse: a bf16 or float8 value comes back from its bits (given
+    `dtype`), a complex32 one from its float16 pair."""
+    array = np.require(array, requirements="C")
+    if array.dtype == DTYPES[torch.complex32].numpy:
+        pairs = array.reshape(-1).view(np.float16).reshape(array.shape + (2,))  # a 0-d array cannot change itemsize
+        return torch.view_as_complex(torch.from_numpy(pairs))
+    tensor = torch.from_numpy(array)
+    if dtype in NUMPY_LESS and tensor.dtype == NUMPY_LESS[dtype]:
+        return tensor.view(dtype)
+    return tensor
 
 
 def memref_view(unranked: UnrankedMemRef, storage: np.dtype) -> np.ndarray:
@@ -126,21 +150,37 @@ def _memref_copy(element_size, source, target):
     np.copyto(memref_view(target.contents, element), memref_view(source.contents, element))
 
 
-# --- the boundary rewrite for bf16 -------------------------------------------------
+# --- the boundary rewrite: types the calling convention does not take ----------------
+
+# Element types `refback-munge-calling-conventions` refuses for an argument ("argument
+# must be a memref of f16, f32, f64, i1, i8, i16, i32, i64, c32, c64"), and the integer
+# whose bits they cross as. (It takes any result; bf16 and float8 results cross as bits too,
+# one rule for both directions.)
+BITS_OF_FLOAT = {"bf16": 16, "f8E4M3FN": 8, "f8E4M3FNUZ": 8, "f8E5M2": 8, "f8E5M2FNUZ": 8}
+COMPLEX_F16 = "complex<f16>"  # an argument crosses as i32: the real part in its low half
 
 
-def bf16_boundary_as_i16(module: ir.Module) -> None:
-    """Make every bf16 tensor argument and result of every function an i16 bit pattern.
-
-    The body is unchanged: `arith.bitcast` converts at entry and before return.
-    """
+def boundary_as_bits(module: ir.Module) -> None:
+    """Make every tensor argument and result of every function whose element type the calling
+    convention refuses cross as integer bits: bf16 as i16 and float8 as i8 (`arith.bitcast`
+    at entry and before return), a complex<f16> argument as i32 (its two f16 halves put
+    together at entry by a `linalg.generic`). The body is unchanged."""
     with module.context, ir.Location.unknown():
-        bf16, i16 = ir.BF16Type.get(), ir.IntegerType.get_signless(16)
 
-        def as_i16(t: ir.Type) -> ir.Type | None:
-            if isinstance(t, ir.RankedTensorType) and t.element_type == bf16:
-                return ir.RankedTensorType.get(t.shape, i16)
+        def as_bits(t: ir.Type, argument: bool) -> ir.Type | None:
+            if not isinstance(t, ir.RankedTensorType):
+                return None
+            element = str(t.element_type)
+            if element in BITS_OF_FLOAT:
+                return ir.RankedTensorType.get(t.shape, ir.IntegerType.get_signless(BITS_OF_FLOAT[element]))
+            if argument and element == COMPLEX_F16:
+                return ir.RankedTensorType.get(t.shape, ir.IntegerType.get_signless(32))
             return None
+
+        def from_bits(value: ir.Value, old_type: ir.RankedTensorType) -> ir.Value:
+            if str(old_type.element_type) == COMPLEX_F16:
+                return _complex_f16_of_bits(value, old_type)
+            return arith.BitcastOp(old_type, value).result
 
         for op in module.body.operations:
             if op.operation.name != "func.func" or not op.regions[0].blocks:
@@ -149,27 +189,58 @@ def bf16_boundary_as_i16(module: ir.Module) -> None:
             function_type = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
             inputs, results = list(function_type.inputs), list(function_type.results)
             for i, argument in enumerate(entry.arguments):
-                new_type = as_i16(argument.type)
+                new_type = as_bits(argument.type, argument=True)
                 if new_type is None:
                     continue
                 old_type = argument.type
+                uses = [(use.owner, use.operand_number) for use in argument.uses]
                 argument.set_type(new_type)
                 with ir.InsertionPoint.at_block_begin(entry):
-                    cast = arith.BitcastOp(old_type, argument)
-                argument.replace_all_uses_except(cast.result, cast.operation)
+                    value = from_bits(argument, old_type)
+                for user, operand in uses:
+                    user.operands[operand] = value
                 inputs[i] = new_type
             for block in op.regions[0].blocks:
                 terminator = block.operations[len(block.operations) - 1]
                 if terminator.operation.name != "func.return":
                     continue
                 for i, value in enumerate(terminator.operands):
-                    new_type = as_i16(value.type)
+                    new_type = as_bits(value.type, argument=False)
                     if new_type is None:
                         continue
                     with ir.InsertionPoint(terminator):
                         terminator.operands[i] = arith.BitcastOp(new_type, value).result
                     results[i] = new_type
             op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
+
+
+def _complex_f16_of_bits(bits: ir.Value, complex_type: ir.RankedTensorType) -> ir.Value:
+    """tensor<...xi32> -> tensor<...xcomplex<f16>>, element by element: the low 16 bits are
+    the real part, the high 16 the imaginary part (complex<f16>'s memory on x86-64)."""
+    i16, i32, f16 = ir.IntegerType.get_signless(16), ir.IntegerType.get_signless(32), ir.F16Type.get()
+    sizes = [
+        tensor_dialect.DimOp(bits, arith.ConstantOp(ir.IndexType.get(), d).result).result
+        if ir.ShapedType.is_dynamic_size(size)
+        else size
+        for d, size in enumerate(complex_type.shape)
+    ]
+    empty = tensor_dialect.EmptyOp(sizes, complex_type.element_type)
+    identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(complex_type.rank))
+    generic = linalg.GenericOp(
+        [complex_type],
+        [bits],
+        [empty.result],
+        ir.ArrayAttr.get([identity, identity]),
+        ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")] * complex_type.rank),
+    )
+    body = generic.regions[0].blocks.append(i32, complex_type.element_type)
+    with ir.InsertionPoint(body):
+        word = body.arguments[0]
+        real = arith.BitcastOp(f16, arith.TruncIOp(i16, word).result).result
+        high = arith.ShRUIOp(word, arith.ConstantOp(i32, 16).result).result
+        imaginary = arith.BitcastOp(f16, arith.TruncIOp(i16, high).result).result
+        linalg.YieldOp([complex_dialect.CreateOp(complex_type.element_type, real, imaginary).result])
+    return generic.result
 
 
 # --- what a program was compiled for ---------------------------------------------------

@@ -138,14 +138,14 @@ def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=Non
     import torch
 
     from .compare import Tolerance, compare_tensors
-    from .engine import RefBackendProgram, from_storage_array
+    from .engine import ELEMENT_DTYPES, RefBackendProgram, from_storage_array
 
     assert bundle_dir is not None, "a mismatch case needs its inputs.npz and expected.npz"
     signature, _ = compile_signature(text, "lower", [], None)
     if signature is not None:
         return signature
     module = parse_module(text, new_context())
-    bf16 = [element == "bf16" for element in argument_elements(module)]
+    elements = argument_elements(module)
     dtypes = [getattr(torch, name) for name in case.result_dtypes]
     runtime = case.pipeline[-1] if case.pipeline[-1].startswith(RUNTIME_PASS) else None
     try:
@@ -156,10 +156,11 @@ def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=Non
         return stage_signature("lower", f"{type(error).__name__}: {error}")
     if not runtime:
         program = RefBackendProgram(module, dtypes)
-    # numpy has no bfloat16: the arrays hold a bf16 value's int16 bit pattern (`to_storage_array`).
+    # numpy has no bfloat16 or float8: the arrays hold their bits (`to_storage_array`).
     arrays = load_arrays(bundle_dir / "inputs.npz")
     inputs = [
-        from_storage_array(a, torch.bfloat16 if i < len(bf16) and bf16[i] else None) for i, a in enumerate(arrays)
+        from_storage_array(a, ELEMENT_DTYPES.get(elements[i]) if i < len(elements) else None)
+        for i, a in enumerate(arrays)
     ]
     arrays = load_arrays(bundle_dir / "expected.npz")
     expected = [from_storage_array(a, dtypes[i] if i < len(dtypes) else None) for i, a in enumerate(arrays)]

@@ -24,6 +24,7 @@ import ctypes
 from torch_mlir import ir, passmanager
 from torch_mlir.execution_engine import ExecutionEngine
 
+from . import float8
 from .mlir import new_context
 from .target import pin
 
@@ -174,8 +175,10 @@ func.func @__truncdfbf2(%x: f64) -> bf16 {
 }
 """
 
-# The C-ABI entry points, by the name LLVM's codegen calls, with their types.
+# The C-ABI entry points, by the name LLVM's codegen calls (and the float8 conversions
+# `float8.expand_conversions` calls), with their types.
 RUNTIME_SYMBOLS = {
+    **float8.RUNTIME_SYMBOLS,
     "__truncsfhf2": "(f32) -> f16",
     "__truncdfhf2": "(f64) -> f16",
     "__extendhfsf2": "(f16) -> f32",
@@ -202,7 +205,7 @@ class Runtime:
     def __init__(self):
         self._context = new_context()
         with self._context:
-            self._module = ir.Module.parse(RUNTIME_MLIR + _address_accessors())
+            self._module = ir.Module.parse(RUNTIME_MLIR + float8.RUNTIME_MLIR + _address_accessors())
             passmanager.PassManager.parse(
                 "builtin.module(func.func(convert-math-to-llvm),convert-arith-to-llvm,"
                 "convert-func-to-llvm,reconcile-unrealized-casts)"
@@ -231,6 +234,16 @@ class Runtime:
 
     def f64_to_f16_bits(self, value: float) -> int:
         return self._call_packed("e2e_f64_to_f16_bits", ctypes.c_uint16, ctypes.c_double(value))
+
+    def f32_bits_to_float8_bits(self, float8: str, bits: int) -> int:
+        """`float8`: an MLIR type name, e.g. "f8E4M3FN"."""
+        return self._call_packed(f"e2e_f32_bits_to_{float8}_bits", ctypes.c_uint8, ctypes.c_uint32(bits))
+
+    def f64_to_float8_bits(self, float8: str, value: float) -> int:
+        return self._call_packed(f"e2e_f64_to_{float8}_bits", ctypes.c_uint8, ctypes.c_double(value))
+
+    def float8_bits_to_f32_bits(self, float8: str, bits: int) -> int:
+        return self._call_packed(f"e2e_{float8}_bits_to_f32_bits", ctypes.c_uint32, ctypes.c_uint8(bits))
 
     def register(self, engine) -> None:
         """Give a program's ExecutionEngine the conversions it may call."""

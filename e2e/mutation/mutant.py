@@ -23,7 +23,7 @@ from compiler.refbackend import (
     LOWER_PIPELINE,
     RefBackendProgram,
     argument_types,
-    bf16_boundary_as_i16,
+    boundary_as_bits,
     opt_level_for,
     result_dtypes,
 )
@@ -69,7 +69,7 @@ def survey(prepared, backend: str) -> dict[tuple, ProgramIR]:
         run_stage(module, "backend", to_backend, snapshots)
         backend_ir = module_text(module)
         compiled_for = argument_types(module)
-        bf16_boundary_as_i16(module)
+        boundary_as_bits(module)
         run_stage(module, "lower", to_linalg, snapshots)
         texts = {"torch-backend": torch_ir, "backend": backend_ir, "linalg": module_text(module)}
         programs[key] = ProgramIR(
@@ -119,7 +119,7 @@ def finish(program: ProgramIR, backend: str, mutation: Mutation | None, fill: Fi
     if after < 1:
         run_stage(module, "backend", to_backend, snapshots)
     if after < 2:
-        bf16_boundary_as_i16(module)
+        boundary_as_bits(module)
         run_stage(module, "lower", to_linalg, snapshots)
     if fill is not None:
         fill.apply(module)
