@@ -33,7 +33,7 @@ from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, ProbeHost, Suit
 from e2e.opinfo import SLICES as OPINFO_SLICES
 
 DEFAULT_BUDGET = 300.0  # seconds per pair when --timeout is not given
-DEFAULT_MEMORY_CAP_GIB = 6.0  # two workers x (host + child) stay well inside 24 GiB
+DEFAULT_MEMORY_CAP_GIB = isolation.DEFAULT_MEMORY_CAP_GIB
 # What --no-isolation turns off (the option's help and the e2e summary say it).
 NO_ISOLATION_TURNS_OFF = (
     "crash, hang and memory containment (a crash or hang ends the run; --timeout and --memory-cap "

@@ -499,3 +499,22 @@ def test_a_spare_whose_test_comes_while_it_warms_up_stops_after_the_step_it_is_i
         assert host.call(_host_pid, LIMITS)[0] == spare_pid
     finally:
         host.close()
+
+
+def test_a_command_that_overstays_is_killed_with_everything_it_started(tmp_path):
+    # A wrapper that starts the real program and waits, as torch-mlir-opt's launcher does.
+    pid_file = tmp_path / "grandchild"
+    script = f"sleep 600 & echo $! > {pid_file}; wait"
+    with pytest.raises(subprocess.TimeoutExpired):
+        isolation.run_command(["sh", "-c", script], timeout=2)
+    grandchild = int(pid_file.read_text())
+    time.sleep(0.2)
+    state = Path(f"/proc/{grandchild}/stat")
+    assert not state.exists() or state.read_text().split(") ")[1].startswith("Z")
+
+
+def test_a_command_gets_the_memory_cap():
+    grab = "import sys\ntry:\n    b = bytearray(1 << 30)\nexcept MemoryError:\n    sys.exit(7)\n"
+    done = isolation.run_command([sys.executable, "-c", grab], timeout=60, memory_bytes=256 << 20)
+    assert done.returncode == 7, done.stderr
+    assert isolation.run_command([sys.executable, "-c", grab], timeout=60).returncode == 0

@@ -26,10 +26,12 @@ import faulthandler
 import gc
 import os
 import pickle
+import resource
 import select
 import shutil
 import signal
 import struct
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +45,9 @@ from e2e.framework.deadlock import DeadlockWatch
 from e2e.framework.hang_stack import HangStack
 
 MIB = 1 << 20
+DEFAULT_MEMORY_CAP_GIB = 6.0  # two workers x (host + child) stay well inside 24 GiB
 GIB = 1 << 30
+DEFAULT_MEMORY_BYTES = int(DEFAULT_MEMORY_CAP_GIB * GIB)
 _POLL_SECONDS = 0.05
 _PR_SET_PDEATHSIG = 1
 
@@ -162,6 +166,47 @@ def kill_tree(pid: int) -> None:
             os.kill(member, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def run_command(
+    args: list[str],
+    *,
+    timeout: float,
+    memory_bytes: int | None = DEFAULT_MEMORY_BYTES,
+    cwd: Path | str | None = None,
+    env=None,
+) -> subprocess.CompletedProcess:
+    """`subprocess.run(args, capture_output=True, text=True)` for a command that runs
+    compiler or test code (a bundle's repro.py, a native reproducer, torch-mlir-opt): in a
+    session of its own, each of its processes under RLIMIT_DATA `memory_bytes` (inherited by
+    its children), and the whole session killed when it overstays `timeout` (then
+    `subprocess.TimeoutExpired`) or when it ends. A timeout that killed only the direct child
+    left torch-mlir-opt, started by a wrapper script, running as an orphan until it held
+    23 GiB."""
+    process = subprocess.Popen(
+        args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    if memory_bytes:
+        try:  # before it can have allocated much: the limit binds what it and its children map
+            resource.prlimit(process.pid, resource.RLIMIT_DATA, (memory_bytes, memory_bytes))
+        except (OSError, ValueError):
+            pass  # it already ended, or the limit is above the hard one
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _kill_session(process.pid)
+        process.communicate()
+        raise
+    finally:
+        _kill_session(process.pid)  # what the command left running
+    return subprocess.CompletedProcess(args, process.returncode, out, err)
+
+
+def _kill_session(leader: int) -> None:
+    try:
+        os.killpg(leader, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
 
 
 class Channel:

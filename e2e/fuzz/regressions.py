@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Mapping
 
 from compiler.replay_runtime.replay import REPRODUCED
+from e2e.framework import isolation
 from e2e.fuzz import pytest_command
 from e2e.generate.program import Program
 
@@ -84,7 +85,7 @@ def verify_bundle(bundle: Path, seconds: float = 300.0) -> bool:
     """Whether the bundle's `repro.py` exits 1 saying REPRODUCED (the bug is there, as the
     bundle says; an exception in the replay exits 1 too, without the word)."""
     try:
-        done = subprocess.run([sys.executable, "repro.py"], cwd=bundle, capture_output=True, text=True, timeout=seconds)
+        done = isolation.run_command([sys.executable, "repro.py"], timeout=seconds, cwd=bundle)
     except subprocess.TimeoutExpired:
         return False
     return done.returncode == 1 and REPRODUCED in done.stdout

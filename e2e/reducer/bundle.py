@@ -27,6 +27,7 @@ from compiler.executors import INSTALL_RUNTIMES
 from compiler.pipelines import as_text
 from compiler.replay_runtime.replay import REPRODUCED, RUNTIME_PASS
 from compiler.stages import write_atomic
+from e2e.framework import isolation
 from e2e.framework.signature import normalize, pass_name
 from e2e.reducer.case import CRASH, HANG, MISMATCH, Case
 from e2e.reducer.native import NATIVE_DIR, NativeRepro, write_native_repro
@@ -164,13 +165,8 @@ def verify(bundle_dir: Path, case: Case, timeout: float = 120) -> Verification:
     sys.path, so a bundle that passes here runs wherever torch and torch-mlir are installed.
     """
     try:
-        done = subprocess.run(
-            [sys.executable, "-I", "repro.py"],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=bundle_dir,
-            env=_fresh_env(),
+        done = isolation.run_command(
+            [sys.executable, "-I", "repro.py"], timeout=timeout, cwd=bundle_dir, env=_fresh_env()
         )
     except subprocess.TimeoutExpired:
         return Verification(False, f"repro.py gave no answer in {timeout:.0f} s")
@@ -203,9 +199,7 @@ def _opt_command(bundle_dir: Path, case: Case, timeout: float = 60) -> str | Non
     if opt is None or case.kind in (MISMATCH, HANG) or any(e.startswith("python:") for e in case.pipeline):
         return None
     try:
-        done = subprocess.run(
-            [opt, "--run-reproducer", "repro.mlir"], capture_output=True, text=True, timeout=timeout, cwd=bundle_dir
-        )
+        done = isolation.run_command([opt, "--run-reproducer", "repro.mlir"], timeout=timeout, cwd=bundle_dir)
     except subprocess.TimeoutExpired:
         return None
     if case.kind == CRASH:

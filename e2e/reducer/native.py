@@ -71,7 +71,7 @@ def write_native_repro(
     script.write_text(RUN_SH.format(runtime=runtime, command=written.strip()))
     script.chmod(0o755)
     try:
-        done = subprocess.run(["sh", "run.sh"], cwd=directory, env=env, capture_output=True, text=True, timeout=timeout)
+        done = isolation.run_command(["sh", "run.sh"], timeout=timeout, cwd=directory, env=env)
     except subprocess.TimeoutExpired:
         return NativeRepro(runtime, written, False, f"run.sh gave no answer in {timeout:.0f} s")
     if done.returncode == 0:
