@@ -36,10 +36,17 @@ class HangStack:
     text: str
 
 
-def record(pid: int, *, sample_seconds: float = SAMPLE_SECONDS, gdb_seconds: float = GDB_SECONDS) -> HangStack:
-    """The threads of `pid` (and of its child processes) as /proc shows them, watched for
-    `sample_seconds`; then gdb's backtrace of every thread of `pid`, if gdb is on PATH."""
-    tree = [pid, *_descendants(pid)]
+def record(
+    pid: int,
+    descendants: list[int] = (),
+    *,
+    sample_seconds: float = SAMPLE_SECONDS,
+    gdb_seconds: float = GDB_SECONDS,
+) -> HangStack:
+    """The threads of `pid` and of its `descendants` (`isolation.descendants`) as /proc
+    shows them, watched for `sample_seconds`; then gdb's backtrace of every thread of `pid`,
+    if gdb is on PATH."""
+    tree = [pid, *descendants]
     before = {member: _thread_ticks(member) for member in tree}
     time.sleep(sample_seconds)
     after = {member: _thread_ticks(member) for member in tree}
@@ -136,16 +143,6 @@ def _summary(threads: list[_Thread], seconds: float) -> str:
         f"{count}; sleeping: no thread used CPU in the last {seconds:.1f} s; main thread in "
         f"{main.wchan or '?'} (syscall {(main.syscall or '?').split(' ')[0]})"
     )
-
-
-def _descendants(pid: int) -> list[int]:
-    from e2e.framework.isolation import child_pids
-
-    found, frontier = [], [pid]
-    while frontier:
-        frontier = [child for parent in frontier for child in child_pids(parent)]
-        found += frontier
-    return found
 
 
 def _cmdline(pid: int) -> str:

@@ -149,6 +149,15 @@ def child_pids(parent: int) -> list[int]:
     return [pid for pid, ppid in _live_parents().items() if ppid == parent]
 
 
+def descendants(pid: int) -> list[int]:
+    """Every live process below `pid`, nearest first (Linux; empty elsewhere)."""
+    parents, found, frontier = _live_parents(), [], [pid]
+    while frontier:
+        frontier = [child for child, parent in parents.items() if parent in frontier]
+        found += frontier
+    return found
+
+
 def kill_tree(pid: int) -> None:
     """SIGKILL `pid` and every live process below it. The root is stopped first, so it
     starts no more; its descendants are found before anything dies (once the root is
@@ -403,7 +412,7 @@ class Child:
                 return OverMemory(limits.memory_bytes, self.request_peak_rss, self._stderr_tail())
             stuck = None if remaining <= 0 else deadlock.check(self.pid)
             if remaining <= 0 or stuck is not None:
-                stack = hang_stack.record(self.pid) if diagnose else None
+                stack = hang_stack.record(self.pid, descendants(self.pid)) if diagnose else None
                 self.kill()
                 return TimedOut(limits.seconds, self._stderr_tail(), self.request_peak_rss, deadlock=stuck, stack=stack)
             ready, _, _ = select.select([self._channel.read_fd], [], [], min(remaining, _POLL_SECONDS))
