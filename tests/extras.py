@@ -25,7 +25,7 @@ import pytest
 
 # pyproject.toml's optional dependencies, as the modules the tests import from them.
 EXTRAS: dict[str, tuple[str, ...]] = {
-    "runtimes": ("iree.compiler", "iree.runtime", "jax", "jaxlib"),
+    "runtimes": ("iree.compiler", "iree.runtime", "jax", "jaxlib", "ml_dtypes"),
     "onnx": ("onnx", "onnxscript", "onnxruntime"),
     "models": ("transformers",),
 }

@@ -14,6 +14,7 @@ from compiler.replay_runtime import target
 from compiler.replay_runtime.memref_call import UnrankedMemRef, ranked_memref_type, read_results
 from compiler.replay_runtime.passes import output_dim_innermost
 from compiler.stages import new_context, parse_module
+from tests.extras import requires_extra
 
 
 class Identity(torch.nn.Module):
@@ -245,6 +246,7 @@ def test_a_zero_dim_tensor_keeps_its_shape_in_storage():
         assert torch.equal(from_storage_array(to_storage_array(x), dtype), x)
 
 
+@requires_extra("runtimes", "ml_dtypes")
 def test_the_interpreters_bf16_result_of_zero_dims_stays_zero_dim():
     import ml_dtypes
 
