@@ -105,7 +105,11 @@ def test_a_stuck_process_is_described_from_outside_it(tmp_path):
     code = "import threading, time\nthreading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()\ntime.sleep(60)"
     process = subprocess.Popen([sys.executable, "-c", code])
     try:
-        time.sleep(0.5)
+        # Sample once the spinning thread exists (a loaded machine starts python slowly).
+        deadline = time.monotonic() + 60
+        while "Threads:\t2" not in Path(f"/proc/{process.pid}/status").read_text():
+            assert time.monotonic() < deadline, "the child never started its second thread"
+            time.sleep(0.05)
         stack = hang_stack.record(process.pid, sample_seconds=0.5)
         assert process.poll() is None
     finally:
