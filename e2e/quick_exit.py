@@ -18,6 +18,7 @@ status.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import logging
 import os
 import sys
@@ -52,6 +53,10 @@ def _end() -> None:
     except (OSError, ValueError):  # a closed or broken stream: the usual exit reports it
         return
     logging.shutdown()  # its handler was registered before this one, so it would not run
+    try:  # C stdio buffers (a native library's printf to a pipe): exit() would flush them
+        ctypes.CDLL(None).fflush(None)
+    except (OSError, AttributeError):
+        pass
     os._exit(status)
 
 
