@@ -7,6 +7,7 @@ xdist scope that keeps them on one worker (see `e2e.hooks.scheduling.pytest_xdis
 from __future__ import annotations
 
 import dataclasses
+import traceback
 
 import pytest
 
@@ -14,6 +15,7 @@ from e2e.framework.cache import pair_key
 from e2e.framework.report import failure_text
 from e2e.framework.result import ERROR, SKIP, TIMEOUT, Result
 from e2e.framework.runner import after_rerun, set_aside_first_attempt
+from e2e.framework.signature import ended_signature
 from e2e.session import STATE, E2EState
 
 
@@ -171,6 +173,15 @@ class E2EFailure(Exception):
         self.result = result
 
 
+class E2EInternalError(Exception):
+    """The framework failed before a pair had a result: reported failed (never xfailed,
+    whatever the pair's entry says), with a row of its own."""
+
+    def __init__(self, result: Result):
+        super().__init__(result.error)
+        self.result = result
+
+
 class E2EFailsDifferently(Exception):
     """A listed test failed, but not the way its xfail entry says: a new bug hides there."""
 
@@ -240,19 +251,31 @@ class E2EItem(ResultItem):
 
     def runtest(self):
         state = self.config.stash[STATE]
-        test = state.test(self.path, self.test_name)
-        limits = state.limits(test)
-        if self.xfail_entry is not None and not self.config.getoption("runxfail"):
-            limits = dataclasses.replace(limits, seconds=self.xfail_entry.budget(limits.seconds))
-        key = pair_key(test, self.config_name, state.shape_mode, limits.seconds)
-        result = state.cache.get(key)
-        if result is None:
-            # An xfail entry that expects this pair to hang: its stack is not worth gdb's 10-20 s.
-            expected = self.xfail_entry.expected if self.xfail_entry is not None else None
-            expects_hang = expected is not None and expected[0] == TIMEOUT
-            diagnose = not expects_hang or self.config.getoption("runxfail")
-            result = state.run_pair(test, self.config_name, limits, diagnose=diagnose)
-            state.cache.put(key, result)
+        try:
+            test = state.test(self.path, self.test_name)
+            limits = state.limits(test)
+            if self.xfail_entry is not None and not self.config.getoption("runxfail"):
+                limits = dataclasses.replace(limits, seconds=self.xfail_entry.budget(limits.seconds))
+            key = pair_key(test, self.config_name, state.shape_mode, limits.seconds)
+            result = state.cache.get(key)
+            if result is None:
+                # An xfail entry that expects this pair to hang: its stack is not worth gdb's 10-20 s.
+                expected = self.xfail_entry.expected if self.xfail_entry is not None else None
+                expects_hang = expected is not None and expected[0] == TIMEOUT
+                diagnose = not expects_hang or self.config.getoption("runxfail")
+                result = state.run_pair(test, self.config_name, limits, diagnose=diagnose)
+                state.cache.put(key, result)
+        except Exception:  # noqa: BLE001 - the framework's own bug: a result like any other, never a lost row
+            self.result = Result(
+                self.test_name,
+                self.config_name,
+                ERROR,
+                stage="framework",
+                signature=ended_signature("framework", "pytest item"),
+                error=f"internal error before the pair had a result:\n{traceback.format_exc(limit=-12)}",
+                shape_mode=state.shape_mode,
+            )
+            raise E2EInternalError(self.result) from None
         self._settle(state, test, key, limits, result)
 
     def _settle(self, state: E2EState, test, key: str, limits, result: Result, *, first: bool = True) -> None:
@@ -318,7 +341,7 @@ class E2EItem(ResultItem):
                 "Look at the new failure (a new bug may hide behind the old one); then update the entry.\n\n"
                 + failure_text(value.result, self.rerun_command)
             )
-        if isinstance(value, E2EFailure):
+        if isinstance(value, (E2EFailure, E2EInternalError)):
             return failure_text(value.result, self.rerun_command)
         return super().repr_failure(excinfo)
 

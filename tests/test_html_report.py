@@ -124,6 +124,7 @@ def run_dir(tmp_path_factory) -> Path:
         "-k", SELECTION,
     ]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    (base / "output.txt").write_text(done.stdout + done.stderr)  # shown when the rows are not the expected ones
     assert (base / "reports" / "results.json").exists(), (
         f"the run wrote no results:\n{done.stdout[-4000:]}{done.stderr[-2000:]}"
     )
@@ -133,7 +134,8 @@ def run_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def rows(run_dir) -> list[dict]:
     rows = json.loads((run_dir / "reports" / "results.json").read_text())
-    assert {(r["test"], r["config"]): (r["final"], r["stage"]) for r in rows} == EXPECTED
+    got = {(r["test"], r["config"]): (r["final"], r["stage"]) for r in rows}
+    assert got == EXPECTED, f"the run's output:\n{(run_dir / 'output.txt').read_text()[-6000:]}"
     return rows
 
 

@@ -231,3 +231,35 @@ def test_a_collection_that_probes_several_files_warms_up_meanwhile_and_a_one_fil
     one = run(pytester, *common, "my_suite/ops.py::Tanh::linalg")
     one.assert_outcomes(passed=1)
     one.stdout.fnmatch_lines(["warmed while probing: False"])
+
+
+SABOTAGE = """
+from e2e.session import E2EState
+
+real = E2EState.run_pair
+
+
+def run_pair(self, test, config, limits, **kwargs):
+    if test.name == "Tanh" and config == "tosa":
+        raise RuntimeError("sabotaged: a framework bug before the pair has a result")
+    return real(self, test, config, limits, **kwargs)
+
+
+E2EState.run_pair = run_pair
+"""
+
+
+def test_a_framework_error_before_a_result_is_a_failed_row_even_when_the_pair_is_listed(pytester):
+    """A bug of the framework itself (here injected into the session) must not lose the
+    pair's row, nor hide behind the pair's xfail entry."""
+    pytester.mkdir("my_suite").joinpath("ops.py").write_text(SUITE)
+    pytester.makeconftest(SABOTAGE)
+    pytester.mkdir("xfails").joinpath("tosa.txt").write_text("Tanh  # listed: a framework error must still fail\n")
+    result = run(pytester, "--e2e-suite", "my_suite", "--config", "linalg,tosa", "--xfail-dir", "xfails", "-k", "Tanh")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*internal error before the pair had a result*", "*RuntimeError: sabotaged*"])
+    rows = {(r["test"], r["config"]): r for r in json.loads((pytester.path / "reports" / "results.json").read_text())}
+    assert sorted(rows) == [("Tanh", "linalg"), ("Tanh", "tosa")]
+    broken = rows["Tanh", "tosa"]
+    assert (broken["final"], broken["outcome"], broken["stage"]) == ("failed", "error", "framework")
+    assert broken["signature"] == "framework | pytest item"

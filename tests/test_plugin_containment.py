@@ -197,6 +197,7 @@ def test_a_killed_run_keeps_its_results_and_leaves_no_process(tmp_path, signal_n
     rows_so_far = tmp_path / "reports" / "results.jsonl"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and not (rows_so_far.exists() and rows_so_far.read_text().count("\n") >= 3):
+        assert process.poll() is None, f"the run ended before the signal:\n{process.communicate()[0][-4000:]}"
         time.sleep(0.2)
     spawned = descendants(process.pid)
     assert spawned, "the run had started no process"
