@@ -23,7 +23,8 @@ from e2e.configs import (
     load_config,
 )
 from e2e.framework import isolation, registry
-from e2e.framework.cache import FrontendCache, ProgramCache, ResultCache, keep_imports
+from e2e.framework.cache import FrontendCache, ProgramCache, ResultCache
+from e2e.framework.dependencies import keep_imports
 from e2e.framework.host import SpareHost, TestHost
 from e2e.framework.isolation import GIB, Limits
 from e2e.framework.registry import Test

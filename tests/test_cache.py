@@ -1,6 +1,6 @@
 """The result cache's key: a pair reruns when anything its result depends on is edited,
-and only then. Every edit is made to a copy in a temporary project (`cache.PROJECT` points
-there), never to the project's own files; nothing is compiled."""
+and only then. Every edit is made to a copy in a temporary project (`PROJECT` of the
+fingerprints and the dependencies points there), never to the project's own files; nothing is compiled."""
 
 import dataclasses
 import os
@@ -13,12 +13,14 @@ import pytest
 import torch
 
 from compiler.stages import Snapshots
-from e2e.framework import cache, registry
+from e2e.framework import cache, fingerprints, registry
+from e2e.framework import dependencies as deps
 from e2e.framework.result import PASS, TIMEOUT, Result
+from e2e.framework.stores import JsonStore
 from e2e.framework.suite_files import ProbeCache, TestInfo, load_suite
 from e2e.mutation import run as mutation_run
 
-REAL_PROJECT = cache.PROJECT
+REAL_PROJECT = fingerprints.PROJECT
 
 # A suite file that registers its test through a helper (as zoo_vision.py does through
 # zoo_common.py): the invoker is defined in the helper, which imports a second helper.
@@ -56,7 +58,8 @@ def project(tmp_path, monkeypatch):
     for name in COPIED:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REAL_PROJECT / name, root / name)
-    monkeypatch.setattr(cache, "PROJECT", root)
+    monkeypatch.setattr(fingerprints, "PROJECT", root)
+    monkeypatch.setattr(deps, "PROJECT", root)
     # torch's OpInfo database, where the toolchain looks for it (`torch.__file__`'s directory)
     database = root / "torch" / "testing" / "_internal" / "common_methods_invocations.py"
     database.parent.mkdir(parents=True)
@@ -90,7 +93,7 @@ def test_the_registry_records_the_registering_file_and_the_helper_as_source(proj
     test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
     assert test.origin == str(project / "suite" / "zoo_like.py")
     assert Path(test.defined_in) == project / "helpers" / "registering.py"
-    assert set(cache.test_dependencies(test)) == {
+    assert set(deps.test_dependencies(test)) == {
         project / "suite" / "zoo_like.py",
         project / "helpers" / "__init__.py",
         project / "helpers" / "registering.py",
@@ -132,7 +135,7 @@ def test_imports_are_followed_only_in_the_project_and_the_suite_directory(projec
     (outside / "invokers.py").write_text("from . import other\n")
     (outside / "other.py").write_text("")
     test = dataclasses.replace(registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"], defined_in=str(outside / "invokers.py"))
-    dependencies = cache.test_dependencies(test)
+    dependencies = deps.test_dependencies(test)
     assert outside / "invokers.py" in dependencies  # the file that defines it counts
     assert outside / "other.py" not in dependencies  # what it imports there is not followed
     assert project / "helpers" / "shapes.py" in dependencies
@@ -196,7 +199,7 @@ def test_a_zoo_test_depends_on_its_suite_file_and_helpers_not_on_other_suite_fil
     suite = REAL_PROJECT / "e2e" / "test_suite"
     test = registry.Test("ZooResNet_Static", lambda: None, lambda m, tu: None, defined_in=str(suite / "zoo_common.py"))
     test = dataclasses.replace(test, origin=str(suite / "zoo_vision.py"))
-    dependencies = cache.test_dependencies(test)
+    dependencies = deps.test_dependencies(test)
     assert dependencies[:2] == [suite / "zoo_vision.py", suite / "zoo_common.py"]
     assert REAL_PROJECT / "e2e" / "framework" / "registry.py" in dependencies
     assert suite / "matmul.py" not in dependencies
@@ -208,7 +211,7 @@ def test_a_suite_test_does_not_depend_on_the_compiler_it_runs_through():
     suite = REAL_PROJECT / "e2e" / "test_suite"
     test = registry.Test("MmModule_basic", lambda: None, lambda m, tu: None, defined_in=str(suite / "matmul.py"))
     test = dataclasses.replace(test, origin=str(suite / "matmul.py"))
-    dependencies = cache.test_dependencies(test)
+    dependencies = deps.test_dependencies(test)
     assert REAL_PROJECT / "e2e" / "framework" / "testutils.py" in dependencies
     assert [path for path in dependencies if path.is_relative_to(REAL_PROJECT / "compiler")] == []
 
@@ -218,7 +221,7 @@ def test_generated_cases_name_their_suite_file_or_none():
     test = registry.Test("add_float32_0", lambda: None, lambda m, tu: None, source="op_db: add (float32 sample 0)")
     test = dataclasses.replace(test, origin=str(opinfo_ci))
     assert test.defined_in == ""  # an OpInfo case's code is the suite's own
-    dependencies = cache.test_dependencies(test)
+    dependencies = deps.test_dependencies(test)
     assert dependencies[0] == opinfo_ci
     assert REAL_PROJECT / "e2e" / "opinfo" / "collect.py" in dependencies
     from e2e.onnx_backend.cases import OnnxCase
@@ -235,16 +238,16 @@ def test_generated_cases_name_their_suite_file_or_none():
 def test_the_opinfo_database_is_where_the_toolchain_looks_for_it():
     torch_root = Path(torch.__file__).resolve().parent
     assert (torch_root / "testing" / "_internal" / "common_methods_invocations.py").is_file()
-    assert cache.tree_digest(torch_root, ("testing/_internal/common_methods_invocations.py",)) != cache.tree_digest(
-        torch_root, ("testing/_internal/no_such_file.py",)
-    )
+    assert fingerprints.tree_digest(
+        torch_root, ("testing/_internal/common_methods_invocations.py",)
+    ) != fingerprints.tree_digest(torch_root, ("testing/_internal/no_such_file.py",))
 
 
 # --- the store ------------------------------------------------------------------------
 
 
 def test_the_json_store_round_trips_and_leaves_no_temporary_files(tmp_path):
-    store = cache.JsonStore(tmp_path / "store")
+    store = JsonStore(tmp_path / "store")
     assert store.get("k") is None
     store.put("k", {"a": 1})
     store.put("k", {"a": 2})
@@ -252,7 +255,7 @@ def test_the_json_store_round_trips_and_leaves_no_temporary_files(tmp_path):
     assert [p.name for p in (tmp_path / "store").iterdir()] == ["k.json"]
     (tmp_path / "store" / "bad.json").write_text("{not json")
     assert store.get("bad") is None
-    disabled = cache.JsonStore(None)
+    disabled = JsonStore(None)
     disabled.put("k", {"a": 1})
     assert disabled.get("k") is None
 
@@ -269,7 +272,7 @@ def test_result_and_record_caches_share_the_store(tmp_path):
     record = mutation_run.TestRecord("T", "file", "pass", {"m1": 1, "m2": 1}, {"m1": ["wrong-values", ""]})
     record.verdicts["m2"] = [mutation_run.TIMEOUT, "over 20 s"]
     records.put("key", record)
-    assert cache.JsonStore(tmp_path / "records").get("key")["verdicts"] == {"m1": ["wrong-values", ""]}
+    assert JsonStore(tmp_path / "records").get("key")["verdicts"] == {"m1": ["wrong-values", ""]}
     kept = records.get("key")
     assert kept.verdicts == {"m1": ["wrong-values", ""]} and kept.sites == {"m1": 1}
 
@@ -283,8 +286,8 @@ def _frontend_files(project: Path, monkeypatch) -> None:
     for name in ("compiler/frontends/fx.py", "compiler/frontends/jit.py", "compiler/pipelines.py"):
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         (project / name).write_text("# a stand-in\n")
-    monkeypatch.setattr(cache, "FRONTEND_SOURCES", ("compiler/frontends",))
-    monkeypatch.setattr(cache, "CAPTURE_SOURCES", ("compiler/frontends/fx.py",))
+    monkeypatch.setattr(fingerprints, "FRONTEND_SOURCES", ("compiler/frontends",))
+    monkeypatch.setattr(fingerprints, "CAPTURE_SOURCES", ("compiler/frontends/fx.py",))
 
 
 def test_a_capture_is_kept_by_test_shape_mode_and_what_was_captured(project, monkeypatch, tmp_path):
@@ -300,7 +303,7 @@ def test_a_capture_is_kept_by_test_shape_mode_and_what_was_captured(project, mon
     assert cache.FrontendCache(None).get(test, "annotated", key) is None  # disabled: keeps nothing
 
 
-@pytest.mark.parametrize("stage", [cache.CAPTURE, cache.IMPORT])
+@pytest.mark.parametrize("stage", [fingerprints.CAPTURE, fingerprints.IMPORT])
 def test_an_edit_to_a_lowering_keeps_the_capture_and_an_edit_to_the_frontend_or_the_test_drops_it(
     project, monkeypatch, tmp_path, stage
 ):
@@ -309,7 +312,7 @@ def test_an_edit_to_a_lowering_keeps_the_capture_and_an_edit_to_the_frontend_or_
     store, key = cache.FrontendCache(tmp_path / "frontend"), ("fx-import", "forward", None, None)
     for edited, kept in (
         ("compiler/pipelines.py", True),  # a lowering: the engineer's loop
-        ("compiler/frontends/jit.py", stage == cache.CAPTURE),  # an importer: only the imports go
+        ("compiler/frontends/jit.py", stage == fingerprints.CAPTURE),  # an importer: only the imports go
         ("compiler/frontends/fx.py", False),
         ("helpers/shapes.py", False),  # what the test builds
     ):
@@ -349,7 +352,7 @@ def test_the_frontend_sources_cover_every_project_file_a_capture_runs(frontend):
         sys.setprofile(None)
     files = [Path(name).resolve() for name in ran if not name.startswith("<")]
     project = [path for path in files if path.is_relative_to(REAL_PROJECT) and path != Path(__file__).resolve()]
-    covered = [REAL_PROJECT / entry for entry in cache.FRONTEND_SOURCES]
+    covered = [REAL_PROJECT / entry for entry in fingerprints.FRONTEND_SOURCES]
     assert any(path.name == f"{'fx' if frontend == 'fx' else 'jit'}.py" for path in project)  # it saw the frontend
     outside = [p for p in project if not any(p == c or p.is_relative_to(c) for c in covered)]
     assert outside == []
@@ -374,7 +377,7 @@ def test_a_rebuild_of_torch_mlir_reuses_the_capture_and_imports_it_again(project
     raw_ir, reused, _ = _import_neg(store)
     assert reused == set() and "torch.aten.neg" in raw_ir
     assert _import_neg(store)[:2] == (raw_ir, {"fx-import"})  # nothing changed: the import is taken
-    monkeypatch.setenv(cache.IDENTITY_SALT_ENV, "rebuilt")  # torch-mlir's identity, as a rebuild changes it
+    monkeypatch.setenv(fingerprints.IDENTITY_SALT_ENV, "rebuilt")  # torch-mlir's identity, as a rebuild changes it
     assert _import_neg(store)[:2] == (raw_ir, {"fx-capture"})  # the capture is taken, and imported again
     monkeypatch.setattr(torch, "__version__", torch.__version__ + "+other")
     assert _import_neg(store)[:2] == (raw_ir, set())  # another torch: captured again
@@ -391,7 +394,7 @@ def test_a_capture_that_does_not_serialize_is_captured_again_and_says_so(project
     raw_ir, _, notes = _import_neg(store)
     lost = "frontend cache: the capture is not kept across runs (torch.export.save: RuntimeError: no serializer"
     assert any(note.startswith(lost) for note in notes)
-    monkeypatch.setenv(cache.IDENTITY_SALT_ENV, "rebuilt")
+    monkeypatch.setenv(fingerprints.IDENTITY_SALT_ENV, "rebuilt")
     again, reused, notes = _import_neg(store)
     assert again == raw_ir and reused == set() and any(note.startswith(lost) for note in notes)
 
@@ -449,10 +452,10 @@ def test_the_capture_sources_cover_every_project_file_a_capture_runs():
         sys.setprofile(None)
     files = [Path(name).resolve() for name in ran if not name.startswith("<")]
     project = [path for path in files if path.is_relative_to(REAL_PROJECT) and path != Path(__file__).resolve()]
-    covered = [REAL_PROJECT / entry for entry in cache.CAPTURE_SOURCES]
+    covered = [REAL_PROJECT / entry for entry in fingerprints.CAPTURE_SOURCES]
     assert any(path.name == "decompose.py" for path in project)  # it saw the capture
     assert [p for p in project if not any(p == c or p.is_relative_to(c) for c in covered)] == []
-    assert not any("jit" in entry or "mlir.py" in entry for entry in cache.CAPTURE_SOURCES)
+    assert not any("jit" in entry or "mlir.py" in entry for entry in fingerprints.CAPTURE_SOURCES)
 
 
 def test_the_least_recently_used_captures_go_first_and_a_large_one_is_not_kept(project, monkeypatch, tmp_path):
@@ -466,7 +469,7 @@ def test_the_least_recently_used_captures_go_first_and_a_large_one_is_not_kept(p
     entries = sorted((tmp_path / "frontend").glob("*.pickle"), key=lambda p: p.stat().st_mtime)
     for age, path in enumerate(entries):  # an order the filesystem's coarse clock cannot blur
         os.utime(path, (old + age, old + age))
-    used_last = tmp_path / "frontend" / f"{store._name(test, 'annotated', ('k', 0), cache.IMPORT)}.pickle"
+    used_last = tmp_path / "frontend" / f"{store._name(test, 'annotated', ('k', 0), fingerprints.IMPORT)}.pickle"
     os.utime(used_last, (old + 10, old + 10))
     assert store.trim(limit=2500) == 1
     assert store.get(test, "annotated", ("k", 0)) is not None
@@ -506,17 +509,17 @@ def test_kept_import_statements_follow_the_text_of_the_file(tmp_path):
     (tmp_path / "helper_c.py").write_text("Y = 2\n")
     suite = tmp_path / "suite_file.py"
     suite.write_text("import helper_b\n")
-    cache.keep_imports(tmp_path / "kept")
+    deps.keep_imports(tmp_path / "kept")
     try:
         cache.forget_files()
-        assert tmp_path / "helper_b.py" in cache.module_dependencies(suite)
+        assert tmp_path / "helper_b.py" in deps.module_dependencies(suite)
         cache.forget_files()  # a new process: the statements come from the kept file
-        assert tmp_path / "helper_b.py" in cache.module_dependencies(suite)
+        assert tmp_path / "helper_b.py" in deps.module_dependencies(suite)
         suite.write_text("def later():\n    from helper_c import Y\n")
         cache.forget_files()
-        dependencies = cache.module_dependencies(suite)
+        dependencies = deps.module_dependencies(suite)
         assert tmp_path / "helper_c.py" in dependencies and tmp_path / "helper_b.py" not in dependencies
         assert len(list((tmp_path / "kept").glob("*.json"))) == 4  # two texts of the suite file, two helpers
     finally:
-        cache.keep_imports(None)
+        deps.keep_imports(None)
         cache.forget_files()

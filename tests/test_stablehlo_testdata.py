@@ -208,7 +208,7 @@ def test_a_real_program_passes_on_the_refbackend(tmp_path):
 
 @needs_corpus
 def test_a_programs_text_is_in_its_result_cache_key(tmp_path):
-    from e2e.framework.cache import test_dependencies
+    from e2e.framework.dependencies import test_dependencies
     from e2e.stablehlo_testdata.register import register_programs
 
     shutil.copy(ROOT / "abs_float32_20_20.mlir", tmp_path / "abs_float32_20_20.mlir")

@@ -34,7 +34,7 @@ from compiler.stages import Snapshots
 from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
 from e2e.configs.capture_check import CaptureCheck
 from e2e.configs.onnx_oracle import OnnxOracle
-from e2e.framework.cache import CAPTURE, IMPORT
+from e2e.framework.fingerprints import CAPTURE, IMPORT
 from e2e.framework.judge import Explainer
 from e2e.framework.registry import Tolerance
 from e2e.framework.result import NotApplicable

@@ -75,7 +75,7 @@ class Test:
     explainers: tuple[Any, ...] = ()
     # The file that defines what the test runs, when it is not `origin`: its invoker's,
     # class's or inputs' file, or the data file it reads (a StableHLO testdata program).
-    # The result cache keys on it (`e2e.framework.cache.test_dependencies`); "": none.
+    # The result cache keys on it (`e2e.framework.dependencies.test_dependencies`); "": none.
     defined_in: str = ""
 
     def arg_shapes(self, module: torch.nn.Module, method: str = "forward") -> list[list[int] | None] | None:

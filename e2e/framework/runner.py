@@ -76,7 +76,7 @@ class PreparedTest:
     def share(self, key: Any, compute: Callable[[], Any], *, across_runs: str | None = None) -> Any:
         """`compute()` once per test (its host and the configs' children); StageErrors are
         shared too. A value an earlier config computed is noted as reused. `across_runs`:
-        a frontend result of that stage (`cache.CAPTURE` or `cache.IMPORT`, which decides
+        a frontend result of that stage (`fingerprints.CAPTURE` or `fingerprints.IMPORT`, which decides
         what its key covers), kept in the frontend cache for later runs and taken from it."""
         if key in self.shared and key not in self.new_shared:
             self.reused.add(key)

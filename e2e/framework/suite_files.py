@@ -149,7 +149,8 @@ class ProbeCache:
         self.known = known or {}
 
     def _key(self, path: Path) -> str:
-        from e2e.framework.cache import files_digest, module_dependencies, versions_fingerprint
+        from e2e.framework.dependencies import files_digest, module_dependencies
+        from e2e.framework.fingerprints import versions_fingerprint
 
         # A suite file may read the project's E2E_ variables at import (the generated suite
         # registers the seeds $E2E_GENERATE names): they are part of what it registers.

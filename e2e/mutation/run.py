@@ -26,12 +26,14 @@ from pathlib import Path
 import torch
 
 from e2e.framework import isolation
-from e2e.framework.cache import JsonStore, cache_key, source_digest
+from e2e.framework.cache import cache_key
 from e2e.framework.compare import compare_traces
+from e2e.framework.fingerprints import source_digest
 from e2e.framework.host import TestHost
 from e2e.framework.isolation import Limits
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY
 from e2e.framework.result import Result
+from e2e.framework.stores import JsonStore
 from e2e.mutation.catalogue import Mutation, mutations
 
 # Verdicts of one (test, mutation): the test caught it (and how), or it survived.
