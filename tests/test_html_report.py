@@ -352,3 +352,28 @@ def test_runtimes_are_shown_beside_their_refbackend_twins(tmp_path):
     page = render_html(rows, {}, tmp_path)
     assert '<section id="runtimes">' in page and "tosa@tosa-ref vs tosa: 2 disagreements" in page
     assert '<section id="runtimes">' not in render_html(rows[-1:], {}, tmp_path)
+
+
+def test_a_timed_out_pair_links_the_stacks_its_host_had_when_killed(tmp_path):
+    """The hang's diagnosis (`hang_stack`, written beside the pair's IR) is one click from
+    its cell, shown in Chromium; a timeout without one has no such link."""
+    from e2e.framework.html_report import page_data
+
+    rows = [
+        {"test": "Spin", "config": "linalg", "final": "failed", "outcome": "timeout", "stage": "lower",
+         "error": "timeout in stage lower: no result after 300 s (killed)"},
+        {"test": "Wait", "config": "linalg", "final": "failed", "outcome": "timeout", "stage": "execute",
+         "error": "timeout in stage execute: no result after 300 s (killed)"},
+    ]  # fmt: skip
+    stack = tmp_path / "ir" / "Spin" / "linalg" / "hang-stack.txt"
+    stack.parent.mkdir(parents=True)
+    stack.write_text("Thread 1: spinning\n")
+    cells = {data["tests"][cell["t"]]: cell for data in [page_data(rows, tmp_path)] for cell in data["cells"]}
+    assert cells["Spin"]["hs"] == "ir/Spin/linalg/hang-stack.txt"
+    assert cells["Wait"].get("hs") is None
+    page = write_html(rows, RUN, tmp_path / "index.html")
+    dom, errors = open_in_chromium(page, "#pair=Spin/linalg")
+    loaded_cleanly(dom, errors)
+    panel = re.search(r'<aside id="detail"([^>]*)>(.*?)</aside>', dom, re.S).group(2)
+    links = dict((text, href) for href, text in re.findall(r'<a href="([^"]+)">([^<]+)</a>', panel))
+    assert links["threads and stacks when killed"] == "ir/Spin/linalg/hang-stack.txt"

@@ -271,6 +271,7 @@ function showDetail(i) {
   const links = [];
   if (cell.rp) links.push('<a href="' + esc(cell.rp) + '/README.md">bundle README.md</a>', '<a href="' + esc(cell.rp) + '/repro.mlir">repro.mlir</a>', '<a href="' + esc(cell.rp) + '/">bundle folder</a>');
   if (cell.ir) links.push('<a href="' + esc(cell.ir) + '">IR given to the failing stage</a>');
+  if (cell.hs) links.push('<a href="' + esc(cell.hs) + '">threads and stacks when killed</a>');
   const rows = [["outcome", cell.f + (cell.o && cell.o !== cell.f ? " (" + cell.o + ")" : "")], ["stage", cell.s], ["duration", cell.d + " s"], ["shape mode", cell.m]];
   if (cell.g >= 0) rows.splice(2, 0, ["signature", D.signatures[cell.g]]);
   if (cell.x) rows.unshift(["since the baseline", cell.x]);

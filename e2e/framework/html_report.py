@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 from urllib.parse import quote
 
+from e2e.framework import hang_stack
 from e2e.framework.html_page import PAGE_SCRIPT, PAGE_STYLE
 from e2e.framework.result import VERDICT_KINDS
 
@@ -168,6 +169,9 @@ def page_data(
                 rp=_link(row.get("repro_path"), report_dir),
                 cmd=rerun_command(row),
             )
+            if row.get("outcome") == "timeout":  # what the host was doing when killed (`hang_stack`)
+                stack = report_dir / "ir" / row["test"] / row["config"] / hang_stack.FILE_NAME
+                cell["hs"] = _link(str(stack), report_dir) if stack.is_file() else None
         elif row.get("notes"):
             cell["n"] = list(row["notes"])
         if changes and (change := changes.get((row["test"], row["config"]))):
