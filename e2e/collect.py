@@ -6,16 +6,11 @@ xdist scope that keeps them on one worker (see `e2e.hooks.scheduling.pytest_xdis
 
 from __future__ import annotations
 
-import dataclasses
-import traceback
-
 import pytest
 
-from e2e.framework.cache import pair_key
 from e2e.framework.report import failure_text
-from e2e.framework.result import ERROR, SKIP, TIMEOUT, Result
-from e2e.framework.runner import after_rerun, set_aside_first_attempt
-from e2e.framework.signature import ended_signature
+from e2e.framework.result import SKIP, Result
+from e2e.pair import Pair, PairOptions
 from e2e.session import STATE, E2EState
 
 
@@ -250,86 +245,22 @@ class E2EItem(ResultItem):
         self.xfail_entry = None
 
     def runtest(self):
+        """The pair's final Result (`e2e.pair.Pair`) as pytest's outcome, and nothing else."""
+        option = self.config.getoption
+        options = PairOptions(option("runxfail"), option("reduce_xfailed"), option("reduce_timeout"))
         state = self.config.stash[STATE]
-        try:
-            test = state.test(self.path, self.test_name)
-            limits = state.limits(test)
-            if self.xfail_entry is not None and not self.config.getoption("runxfail"):
-                limits = dataclasses.replace(limits, seconds=self.xfail_entry.budget(limits.seconds))
-            key = pair_key(test, self.config_name, state.shape_mode, limits.seconds)
-            result = state.cache.get(key)
-            if result is None:
-                # An xfail entry that expects this pair to hang: its stack is not worth gdb's 10-20 s.
-                expected = self.xfail_entry.expected if self.xfail_entry is not None else None
-                expects_hang = expected is not None and expected[0] == TIMEOUT
-                diagnose = not expects_hang or self.config.getoption("runxfail")
-                result = state.run_pair(test, self.config_name, limits, diagnose=diagnose)
-                state.cache.put(key, result)
-        except Exception:  # noqa: BLE001 - the framework's own bug: a result like any other, never a lost row
-            self.result = Result(
-                self.test_name,
-                self.config_name,
-                ERROR,
-                stage="framework",
-                signature=ended_signature("framework", "pytest item"),
-                error=f"internal error before the pair had a result:\n{traceback.format_exc(limit=-12)}",
-                shape_mode=state.shape_mode,
-            )
-            raise E2EInternalError(self.result) from None
-        self._settle(state, test, key, limits, result)
-
-    def _settle(self, state: E2EState, test, key: str, limits, result: Result, *, first: bool = True) -> None:
-        """The pair's verdict from its Result: skipped, passed, or failed (reduced first when
-        unexpected); a timeout nothing confirmed is run once more, and the rerun decides."""
-        self.result = result
+        settled = Pair(state, self.path, self.test_name, self.config_name, self.xfail_entry, options).settle()
+        self.result = result = settled.result
+        if settled.internal:
+            raise E2EInternalError(result)
         if result.outcome == SKIP:
             pytest.skip(f"{self.config_name} cannot run {self.test_name} as asked: {result.error}")
         if result.passed:
             return
-        entry = self.xfail_entry
-        differently = entry is not None and entry.differs_from(result.outcome, result.signature)
-        expected = entry is not None and not differently
-        runxfail = self.config.getoption("runxfail")
-        reduced = None
-        if (
-            not result.cached
-            and state.reduce
-            and result.outcome != ERROR
-            and (not state.reduce_unnamed_only or _names_no_op(result))
-            and (not expected or self.config.getoption("reduce_xfailed") or runxfail)
-        ):  # every unexpected failure gets a bundle, and with --runxfail (reported failed) every failure
-            reduced = self._reduce(state, test, result)
-            state.cache.put(key, result)
-        if first and _unconfirmed_hang(state, result, reduced) and (not expected or runxfail):
-            # A pair that timed out but whose hang nothing reproduced (the reducer's replay of
-            # its stage finished, or its stage has no passes to replay) may have hung on what
-            # the host's earlier pairs left behind, or on the machine's load: it runs once
-            # more in a fresh host, and that run decides. A second timeout confirms the hang.
-            first_dir = set_aside_first_attempt(result, state.reports_dir)
-            rerun = after_rerun(result, state.rerun_pair(test, self.config_name, limits), first_dir)
-            state.cache.put(key, rerun)
-            if rerun is not result:
-                self._settle(state, test, key, limits, rerun, first=False)
-                return
         self.ihook.pytest_e2e_after_result(item=self, result=result)
-        if differently:
-            raise E2EFailsDifferently(result, entry)
+        if settled.differently:
+            raise E2EFailsDifferently(result, settled.entry)
         raise E2EFailure(result)
-
-    def _reduce(self, state: E2EState, test, result: Result):
-        """Reduce the failure (in its test's host); the ReduceOutcome, or None."""
-        from e2e.reducer.outcome import ReduceOutcome
-
-        outcome = state.reduce_pair(test, result, self.config.getoption("reduce_timeout"))
-        if not isinstance(outcome, ReduceOutcome):
-            result.notes.append(str(outcome)[-800:])
-            return None
-        result.notes.append(outcome.summary())
-        if outcome.bundle is not None and outcome.verified:
-            result.repro_path = str(outcome.bundle)
-        elif outcome.bundle is not None:
-            result.notes.append(f"reducer: bundle {outcome.bundle} did not re-verify: {outcome.note}")
-        return outcome
 
     def repr_failure(self, excinfo):
         value = excinfo.value
@@ -347,22 +278,3 @@ class E2EItem(ResultItem):
 
     def reportinfo(self):
         return self.path, None, f"{self.test_name} on {self.config_name}"
-
-
-def _unconfirmed_hang(state: E2EState, result: Result, reduced) -> bool:
-    """A pair's timeout (not its golden run's: that is the test's own) that nothing showed
-    again: the reducer wrote no bundle of it, or did not run; in this run, on a test host."""
-    return (
-        result.outcome == TIMEOUT
-        and result.stage != "golden"
-        and not result.cached
-        and state.isolate
-        and getattr(reduced, "bundle", None) is None
-    )
-
-
-def _names_no_op(result: Result) -> bool:
-    """Whether a failure is a wrong result or a crash whose signature names no op: only its
-    bundle's guilty op tells it apart from another (`--reduce-unnamed`)."""
-    signature = result.signature
-    return signature is not None and signature.stage in ("compare", "crash") and signature.op is None
