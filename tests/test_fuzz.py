@@ -163,8 +163,8 @@ def test_a_block_holds_about_the_same_pairs_whatever_the_configs():
 def test_a_campaign_block_bundles_only_failures_whose_signature_names_no_op():
     """`--reduce-unnamed`: a wrong result or a crash needs its bundle's guilty op to be told
     apart; a compile failure names its op and is reduced once, after triage."""
-    from e2e.pair import _names_no_op
     from e2e.framework.result import Result
+    from e2e.pair import _names_no_op
 
     def failing(signature: str) -> Result:
         return Result("Gen_0", "linalg", "fail", signature=Signature.parse(signature))
