@@ -24,8 +24,8 @@ is imported by the pytest process after the host is ready, so the hosts forked a
 inherit it (`library_modules`, `import_libraries`). Only library modules: never the
 project's or a suite's code, which runs in hosts alone.
 
-    host = TestHost(test, shape_mode="annotated", reports_dir=..., limits=...)
-    result = host.run("linalg", limits)      # a Result, whatever happened
+    host = TestHost(test, shape_mode="annotated", config_loader=load_config, golden_limits=limits)
+    result = host.run("linalg", reports_dir, limits)      # a Result, whatever happened
     host.close()
 """
 
@@ -268,8 +268,9 @@ class TestHost:
         spare: SpareHost | None = None,
     ):
         """`reducer(result, prepared, config, reports_dir, time_box, memory_bytes)` reduces a
-        failure on the host (the plugin hands it `e2e.reducer.failure.reduce_isolated`; the
-        framework does not import the reducer). `frontend_cache`: captures of earlier runs
+        failure on the host (the session hands it `e2e.session._reduce_on_host`, which calls
+        `e2e.reducer.strategies.reduce_isolated`; the framework does not import the reducer).
+        `frontend_cache`: captures of earlier runs
         (`e2e.framework.cache.FrontendCache`), read and written by the host; `program_cache`:
         programs lowered by earlier hosts and runs (`ProgramCache`: the eager config's ops), too.
         `spare`: a `SpareHost` to adopt as the first host (then `config_loader` and `reducer`
