@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import io
+import pickle
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -168,8 +169,12 @@ def warm_up_capture_imports() -> None:
 def warm_up_capture() -> None:
     """The first FX capture's one-time initialization alone (importing torch.export's
     tracer and torch._dynamo, the first export, the FX importer: ~1.5 s, most of a
-    one-pair run's pair), what a spare host pays before its test is known."""
-    fx_import(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
+    one-pair run's pair), what a spare host pays before its test is known; and the first
+    `torch.export.save` (~35 ms of lazy initialization), which each host forked after would
+    pay again for its first capture the frontend cache keeps."""
+    captured = fx_capture(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
+    pickle.dumps(captured)  # before the import, as the cache does: the importer freezes the program
+    fx_import_captured(captured)
 
 
 @functools.cache
@@ -180,6 +185,7 @@ def warm_up() -> None:
     process take ~1-3 s of lazy initialization; a child's warm-up dies with it. Run
     here, the children inherit it.
     """
+    warm_up_capture()
     torch_ir, _ = fx_to_torch_backend_ir(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
     for backend in pipelines.BACKENDS:
         try:

@@ -18,6 +18,18 @@ from e2e.framework.suite_files import TestInfo
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _warm_up_imports_outlive_pytester():
+    """The warm-up below imports torch._dynamo (and through it op libraries that register
+    once per process) in this process. Imported before `pytester` snapshots sys.modules,
+    they survive its restore; imported after, they would be removed with it and the next
+    capture would import them again ("Only a single TORCH_LIBRARY can be used to register
+    the namespace _inductor_test"), failing a later test of this worker."""
+    from compiler.fx_compile import warm_up_capture_imports
+
+    warm_up_capture_imports()
+
+
 class _Counting:
     """An expression that counts its evaluations."""
 
