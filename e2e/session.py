@@ -290,7 +290,7 @@ class E2EState:
 
     def rerun_pair(self, test, config: str, limits: Limits) -> Result:
         """A pair again, on a fresh host of its test (nothing an earlier pair ran is in it):
-        for a timeout nothing confirmed (`e2e.collect`). Isolated runs only."""
+        for a timeout nothing confirmed (`e2e.pair`). Isolated runs only."""
         host = self.host_for(test)
         host.restart()
         return host.run(config, self.reports_dir, limits)

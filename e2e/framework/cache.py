@@ -1,6 +1,6 @@
 """A result cache across runs: an unchanged test on an unchanged compiler is not rerun;
-the frontend cache (a test's capture across runs) and the program cache (lowered programs
-across test hosts and runs) are below.
+the frontend cache (a test's capture or import across runs) and the program cache (lowered
+programs and pipeline stage outputs across test hosts and runs) are below.
 
 A pair's key (`pair_key`) hashes:
 
@@ -157,10 +157,12 @@ PROGRAM_CACHE_BYTES = 1 << 30  # the least recently used entries go past this
 
 class ProgramCache:
     """Programs the compiler lowered (text the JIT loads; the eager config's single ops,
-    `compiler.frontends.eager.LoweredOpStore`), shared by the test hosts of a run and by
-    later runs, in `directory` (None: disabled). Keyed by the compiler's key (the op, its
-    argument signature, backend and opt level) and `program_fingerprint()`: an edit to
-    the compiler, torch or torch-mlir compiles every program again."""
+    `compiler.frontends.eager.LoweredOpStore`) and every config's pipeline stage outputs
+    (`compiler.stages.Snapshots.memo`), shared by the test hosts of a run and by later
+    runs, in `directory` (None: disabled). Keyed by the compiler's key (an op, its
+    argument signature, backend and opt level; a stage, its passes and input IR) and
+    `program_fingerprint()`: an edit to the compiler, torch or torch-mlir compiles every
+    program and runs every stage again."""
 
     def __init__(self, directory: Path | None):
         self.store = PickleStore(directory, PROGRAM_ENTRY_BYTES)

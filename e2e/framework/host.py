@@ -272,7 +272,8 @@ class TestHost:
         `e2e.reducer.strategies.reduce_isolated`; the framework does not import the reducer).
         `frontend_cache`: captures of earlier runs
         (`e2e.framework.cache.FrontendCache`), read and written by the host; `program_cache`:
-        programs lowered by earlier hosts and runs (`ProgramCache`: the eager config's ops), too.
+        programs lowered by earlier hosts and runs (`ProgramCache`: the eager config's ops, and
+        every config's pipeline stage outputs through `Snapshots.memo`), too.
         `spare`: a `SpareHost` to adopt as the first host (then `config_loader` and `reducer`
         must pickle); one that cannot become it is killed and a host forked here instead."""
         self.test = test

@@ -60,7 +60,7 @@ class Result:
     stage_seconds: dict[str, float] = field(default_factory=dict)  # where the pair's time went
     stages_from_cache: list[str] = field(default_factory=list)  # pipeline stages the program cache answered
     # The stage a first attempt timed out in, when a rerun in a fresh host (not a timeout)
-    # gave this Result instead (`e2e.collect`: a hang is confirmed before it is called one).
+    # gave this Result instead (`e2e.pair`: a hang is confirmed before it is called one).
     hung_first: str | None = None
 
     @property

@@ -1,8 +1,8 @@
 """Run one test on one config: golden trace, isolated compile and run, compare, Result.
 
 A test host (`e2e.framework.host`) computes each test's golden trace once
-(`PreparedTest`) and keeps what configs share (the torch-backend IR of the FX frontend)
-in `PreparedTest.shared`. `attempt_pair` compiles, runs and compares one config in
+(`PreparedTest`) and keeps what configs share (a frontend's capture, import and
+torch-backend IR) in `PreparedTest.shared`. `attempt_pair` compiles, runs and compares one config in
 the process it is called in (a test host, a child `run_pair` forks, or the pytest
 process under `--no-isolation`); `finish_pair`, in the process that waited, makes the
 pair's Result of what came back: a crash or a hang of that process ends as the pair's
@@ -218,7 +218,7 @@ SPARE_WARM_UP = (warm_up_capture_imports, warm_up_capture)
 
 
 def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tuple[Result, dict]:
-    """Compile and run (the config), judge (here, once), explain (the config's explainers)."""
+    """Compile and run (the config), judge (here, once), explain (the config's explainers, then the test's)."""
     outcome = _compile_and_run_once(config, prepared, snapshots)
     if isinstance(outcome, Result):  # not applicable: skipped
         return outcome, prepared.new_shared

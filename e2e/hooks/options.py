@@ -68,7 +68,8 @@ def pytest_addoption(parser):
         "--memory-cap",
         type=float,
         default=DEFAULT_MEMORY_CAP_GIB,
-        help=f"GiB a pair's child may hold resident before it is killed (default {DEFAULT_MEMORY_CAP_GIB}; 0: none)",
+        help=f"GiB a pair's child may add to the resident set it began with before it is killed "
+        f"(default {DEFAULT_MEMORY_CAP_GIB}; 0: none)",
     )
     group.addoption(
         "--no-result-cache",
@@ -84,8 +85,9 @@ def pytest_addoption(parser):
     group.addoption(
         "--no-program-cache",
         action="store_true",
-        help="compile every program again (by default the eager config's ops lowered by an earlier test host "
-        "or run, on unchanged torch, torch-mlir and compiler, are only JIT-compiled)",
+        help="compile every program and run every pipeline stage again (by default the eager config's ops "
+        "lowered by an earlier test host or run, on unchanged torch, torch-mlir and compiler, are only "
+        "JIT-compiled, and a stage given an input an earlier one had takes its output)",
     )
     group.addoption(
         "--no-isolation",
