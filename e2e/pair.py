@@ -74,13 +74,14 @@ class Pair:
             result = state.cache.get(key)
             if result is None:
                 result = state.run_pair(test, self.config_name, limits, diagnose=self._diagnoses_hangs())
-                state.cache.put(key, result)
         except Exception:  # noqa: BLE001 - the framework's own bug: a result like any other
             return Settled(self._internal_error(traceback.format_exc(limit=-12)), self.entry, internal=True)
-        return self._after(test, key, limits, result, first=True)
+        settled = self._after(test, limits, result, first=True)
+        state.cache.put(key, settled.result)  # once, the final Result (a cached one is not written again)
+        return settled
 
-    def _after(self, test, key: str, limits, result: Result, *, first: bool) -> Settled:
-        """Steps 2-4 for `result`; a rerun's Result goes through them again (not rerun twice)."""
+    def _after(self, test, limits, result: Result, *, first: bool) -> Settled:
+        """Steps 2-3 for `result`; a rerun's Result goes through them again (not rerun twice)."""
         state, entry = self.state, self.entry
         if result.outcome == SKIP or result.passed:
             return Settled(result, entry)
@@ -98,7 +99,6 @@ class Pair:
                 reduced = self._reduce(test, result)
             except Exception:  # noqa: BLE001 - the reducer's bug: the pair keeps its own result
                 result.notes.append(f"reducer: internal error:\n{traceback.format_exc(limit=-6)}"[-1500:])
-            state.cache.put(key, result)
         if first and _unconfirmed_hang(state, result, reduced) and (not expected or self.options.runxfail):
             # A pair that timed out but whose hang nothing reproduced (the reducer's replay of
             # its stage finished, or its stage has no passes to replay) may have hung on what
@@ -106,9 +106,8 @@ class Pair:
             # more in a fresh host, and that run decides. A second timeout confirms the hang.
             first_dir = set_aside_first_attempt(result, state.reports_dir)
             rerun = after_rerun(result, state.rerun_pair(test, self.config_name, limits), first_dir)
-            state.cache.put(key, rerun)
             if rerun is not result:
-                return self._after(test, key, limits, rerun, first=False)
+                return self._after(test, limits, rerun, first=False)
         return Settled(result, entry, differently=differently)
 
     def _reduce(self, test, result: Result):
