@@ -267,6 +267,11 @@ class E2EState:
     def test(self, path: Path, name: str) -> Test:
         """A collected test, its file imported here on first use (its probe was clean)."""
         if name not in registry.GLOBAL_TEST_REGISTRY:
+            # Never beside the warm-up thread: importing a suite file runs its tests' input
+            # factories (`torch.manual_seed`, wrapped by torch._dynamo), and torch.fx keeps the
+            # node metadata they annotate in a module global the thread's export uses too
+            # (a `KeyError: 'custom'` in `fx_traceback.annotate` broke the import).
+            _join_warming()
             loaded = load_suite([path], self.import_limits, isolate=self.isolate, probes=self.probes)[path.resolve()]
             if name not in registry.GLOBAL_TEST_REGISTRY:
                 why = loaded.broken.error if loaded.broken is not None else loaded.skip_reason or "no such test"

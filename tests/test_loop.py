@@ -154,3 +154,28 @@ def test_e2e_spare_host_0_runs_without_a_spare_host(pytester, monkeypatch):
     monkeypatch.setenv(SPARE_ENV, "0")
     config = pytester.parseconfigure("--e2e-suite", "suite", "--config", "linalg", "-p", "no:cacheprovider")
     assert config.stash[STATE].spare is None
+
+
+def test_a_suite_file_is_imported_here_only_once_the_warm_up_thread_ended(pytester):
+    """The first pair of a test imports its file in this process: never while the warm-up
+    thread exports (torch.fx's node metadata is a module global both would use)."""
+    from e2e.session import STATE
+
+    suite = pytester.mkdir("suite")
+    suite.joinpath("first.py").write_text(SUITE.format(name="First"))
+    config = pytester.parseconfigure("--e2e-suite", "suite", "--config", "linalg", "-p", "no:cacheprovider")
+    state = config.stash[STATE]
+    name = next(iter(state.suite_file(suite / "first.py").infos))  # probed: no fork is left to join it
+    release = threading.Event()
+    warming = threading.Thread(target=lambda: release.wait(5))
+    session._WARMING.append(warming)
+    warming.start()
+    threading.Timer(0.5, release.set).start()
+    try:
+        state.test(suite / "first.py", name)
+        assert not warming.is_alive(), "the file was imported while the warm-up thread still ran"
+    finally:
+        release.set()
+        session._join_warming()
+        state.close_prober()
+        state.close_spare()
