@@ -221,8 +221,9 @@ class E2EState:
         """The warm-ups every host forked later inherits (`preload`, `warm_up_capture`), in
         a thread, while this process only waits for the probe child: a collection that
         probes many files (`-k` across the suite, no cache) waits for seconds, the warm-up
-        then costs no wall time. The thread is joined before any fork (`_join_warming`):
-        a child forked while it imports would inherit held locks."""
+        then costs no wall time. The thread is joined before any fork (`_join_warming`): a
+        child forked while it imports would inherit held locks; and before a suite file is
+        imported here (`test`)."""
 
         def warm() -> None:
             # Only what every host of the run pays (imports, the FX capture's initialization),
