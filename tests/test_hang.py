@@ -102,7 +102,7 @@ def test_a_pair_that_hangs_every_time_stays_a_timeout_with_its_stacks(tmp_path):
 def test_a_stuck_process_is_described_from_outside_it(tmp_path):
     """Threads, states and CPU from /proc, and gdb's native and Python stacks when gdb is
     installed; the process is neither signalled nor changed (it sleeps on afterwards)."""
-    code = "import threading, time\nthreading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()\ntime.sleep(60)"
+    code = "import threading, time\nthreading.Thread(target=lambda: [0 for _ in iter(int, 1)], daemon=True).start()\ntime.sleep(600)"
     process = subprocess.Popen([sys.executable, "-c", code])
     try:
         # Sample once the spinning thread exists (a loaded machine starts python slowly).

@@ -20,6 +20,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from e2e.framework.stores import write_bytes_atomic
+
 if TYPE_CHECKING:
     from e2e.framework.html_report import ReportTable
 
@@ -29,9 +31,7 @@ class ReportsDirBusy(RuntimeError):
 
 
 def write_json_atomic(path: Path, value: Any) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(value, indent=1) + "\n")
-    os.replace(tmp, path)
+    write_bytes_atomic(path, (json.dumps(value, indent=1) + "\n").encode())
 
 
 class RunRecord:

@@ -10,6 +10,14 @@ import pickle
 from pathlib import Path
 
 
+def write_bytes_atomic(path: Path, data: bytes) -> None:
+    """Write `path` so that a reader (another worker, a later run) sees its old content or
+    the new one, never half of one: a file of this process's own, renamed over it."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
 class JsonStore:
     """JSON objects by key, one file each in `directory` (None: a store that keeps nothing).
     A write is atomic: a reader sees the old entry or the new one, never half of one."""
@@ -31,10 +39,7 @@ class JsonStore:
     def put(self, key: str, data: dict) -> None:
         if self.directory is None:
             return
-        path = self.directory / f"{key}.json"
-        tmp = path.with_name(f".{key}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)
+        write_bytes_atomic(self.directory / f"{key}.json", json.dumps(data).encode())
 
 
 class PickleStore:
@@ -66,10 +71,7 @@ class PickleStore:
         data = pickle.dumps(value)
         if len(data) > self.entry_bytes:
             return
-        path = self.directory / f"{name}.pickle"
-        tmp = path.with_name(f".{name}.{os.getpid()}.tmp")
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
+        write_bytes_atomic(self.directory / f"{name}.pickle", data)
 
     def trim(self, limit: int) -> int:
         """Remove the least recently used entries past `limit` bytes; returns how many."""
