@@ -31,9 +31,9 @@ from e2e.session import E2EState
 class PairOptions:
     """The command line's say in a pair's life."""
 
-    runxfail: bool = False  # --runxfail: every failure is reported failed, and reduced
-    reduce_xfailed: bool = False  # --reduce-xfailed: expected failures get bundles too
-    reduce_timeout: float = 300.0  # --reduce-timeout: the reducer's time box
+    runxfail: bool  # --runxfail: every failure is reported failed, and reduced
+    reduce_xfailed: bool  # --reduce-xfailed: expected failures get bundles too
+    reduce_timeout: float  # --reduce-timeout: the reducer's time box (its default is the option's)
 
 
 @dataclass
@@ -44,10 +44,6 @@ class Settled:
     entry: object | None = None  # the pair's xfail entry, if listed
     differently: bool = False  # listed, but failing otherwise than the entry says
     internal: bool = False  # the framework failed before the pair had a result
-
-    @property
-    def expected(self) -> bool:
-        return self.entry is not None and not self.differently
 
 
 class Pair:
