@@ -429,6 +429,22 @@ def test_a_kept_capture_imports_as_the_captured_one_or_is_not_kept():
     assert forced.program is None and "specialized a dynamic dim" in forced.lost
 
 
+def test_a_kept_capture_leaves_its_example_inputs_behind():
+    """torch.export.save writes the inputs a program was exported with; a kept capture
+    does not (upstream's 512 MiB InstanceNorm input went into the cache and over the pipe),
+    and the program it saved still keeps them in memory."""
+    import pickle
+
+    from compiler.fx_compile import fx_capture, fx_import_captured
+
+    x = torch.rand(1 << 20, 4)  # 16 MiB
+    captured = fx_capture(_TanhMatmulLike(), [x], None)
+    kept = pickle.dumps(captured)
+    assert len(kept) < (1 << 20)
+    assert captured.program.example_inputs is not None
+    assert fx_import_captured(pickle.loads(kept)).raw_ir == fx_import_captured(captured).raw_ir
+
+
 def test_the_capture_sources_cover_every_project_file_a_capture_runs():
     """torch.export and the decompositions traced call by call: the CAPTURE key would miss
     an edit to a project file they run outside `CAPTURE_SOURCES`; and the importer is not

@@ -330,6 +330,25 @@ def test_each_config_in_a_host_starts_from_the_same_random_state(tmp_path):
     assert first.notes[0].startswith("drew ") and first.notes[0] == second.notes[0]
 
 
+def test_a_large_reply_and_the_one_after_it_arrive_whole():
+    """A reply far larger than a pipe's buffer (a capture, a host's outputs) arrives in
+    many reads, and the reply queued behind it is not lost or cut."""
+    big = bytes(range(256)) * ((64 << 20) // 256)
+
+    def serve(channel):
+        channel.receive()
+        channel.send(big)
+        channel.send("after")
+        channel.receive()
+
+    child = isolation.Child(serve, name="host")
+    try:
+        assert child.request("go", Limits(seconds=120)) == big
+        assert child.wait_reply(Limits(seconds=60)) == "after"
+    finally:
+        child.close()
+
+
 def test_children_leave_nothing_in_the_temporary_directory(tmp_path, monkeypatch):
     """A child's stderr file has no name from the start: a run killed before it closes its
     children (SIGKILL, a crash of the worker) leaves no `e2e-*.stderr` behind."""
