@@ -84,6 +84,34 @@ def test_two_pairs_with_one_signature_are_one_bug(tmp_path):
     assert found.bugs[0].guilty_op == "torch.aten.cumsum"
 
 
+def test_one_bug_in_two_programs_is_one_bug_whatever_their_sizes_and_types(tmp_path):
+    """The where-fold bug of stop 48's campaign, as two programs show it (another operand,
+    another type), is one bug; the same message from another pass, or naming another op, is
+    another."""
+    fold = "torch-backend | torch-decompose-complex-ops | loc: 'func.return': type of return operand {} ('{}') doesn't match"
+    rows = [
+        row("Gen_1", "tosa", "torch-backend", fold.format(0, "!torch.vtensor<[N,?,N],f32>")),
+        row("Gen_2", "tosa", "torch-backend", fold.format(3, "!torch.vtensor<[],si64>")),
+        row(
+            "Gen_3",
+            "tosa",
+            "torch-backend",
+            fold.format(0, "!torch.vtensor<[N],f32>").replace("decompose", "recompose"),
+        ),
+        row("Gen_4", "tosa", "backend", "backend | tosa-x | loc: 'tosa.mul' op shift 1 is not 0"),
+        row("Gen_5", "tosa", "backend", "backend | tosa-x | loc: 'tosa.add' op shift 1 is not 0"),
+    ]
+    found = grouped(rows, tmp_path)
+    assert sorted([f.test for f in bug.failures] for bug in found.bugs) == [
+        ["Gen_1", "Gen_2"],
+        ["Gen_3"],
+        ["Gen_4"],
+        ["Gen_5"],
+    ]
+    known = grouped(rows[:1], tmp_path, f"Where_Fold  # fail: {fold.format(2, '!torch.vtensor<[4],f16>')}\n")
+    assert len(known.known) == 1
+
+
 def test_a_signature_an_xfail_entry_carries_is_a_known_bug(tmp_path):
     rows = [row("Gen_1", "tosa", "backend", LEGALIZE), row("Gen_3", "tosa", "execute", CRASHED, outcome="crash")]
     found = grouped(rows, tmp_path, f"Cumsum_Basic  # fail: {LEGALIZE}\n")

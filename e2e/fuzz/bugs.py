@@ -6,8 +6,11 @@ A failing pair is one of:
   out-of-memory, a compile failure that is the compiler breaking (a verifier error, a pass
   that breaks the IR), or a refusal of an op the config takes alone (with the same types and
   attributes: the combination is what it refuses);
-  pairs with one key (config, signature, guilty op: the reducer's bundle key) are one bug,
-  **known** when an xfail entry of the hand-written suites carries its signature, else **new**;
+  pairs with one key are one bug: the config, the signature's stage and pass or kind, its
+  message with every number and type written in it left out (`bug_message`: a generated
+  program's sizes, operand and dim numbers and tensor types change from program to program,
+  the bug does not), and the guilty op;
+  **known** when an xfail entry of the hand-written suites carries that key, else **new**;
 - a **coverage gap**: a refusal (`REJECTION`: failed to legalize, unsupported, ...) of an
   op the config does not take even alone (`e2e.fuzz.coverage.Support`), counted per
   (config, op) and never reported as a bug;
@@ -74,6 +77,26 @@ def ltc_op(message: str) -> str | None:
     return f"torch.aten.{match[1]}" if match else None
 
 
+# What `bug_message` leaves out of a signature's message, in order: types first (their
+# sizes and element types are the program's), then every number left.
+_TYPES = re.compile(r"!?\w+(?:\.\w+)*<(?:[^<>]|<[^<>]*>)*>")  # !torch.vtensor<[2,?],f32>, tensor<2x?xbf16>
+_NUMBERS = re.compile(r"-?\b\d+\b|-N\b|\bN\b")
+
+
+def bug_message(message: str | None) -> str | None:
+    """A signature's message as one bug shows it in any program: `type of return operand 3
+    ('!torch.vtensor<[N,?],si64>') doesn't match` and `... operand 0 ('!torch.vtensor<[],f32>')
+    ...` are one bug."""
+    if message is None:
+        return None
+    return _NUMBERS.sub("#", _TYPES.sub("<type>", message))
+
+
+def bug_key(signature: Signature) -> tuple[str, str | None, str | None]:
+    """The part of a signature that tells one bug from another (see the module doc)."""
+    return signature.stage, signature.where, bug_message(signature.message)
+
+
 @dataclass(frozen=True)
 class Failure:
     """One failing pair of a campaign, as the classification sees it."""
@@ -94,9 +117,9 @@ class Failure:
         return cls(row["test"], row["config"], kind_of(row), signature, op, row.get("repro_path"))
 
     @property
-    def key(self) -> tuple[str, Signature, str | None]:
-        """What makes two failures one bug (as the reducer names a bundle)."""
-        return self.config, self.signature, self.guilty_op
+    def key(self) -> tuple:
+        """What makes two failures one bug."""
+        return self.config, bug_key(self.signature), self.guilty_op
 
 
 @dataclass
@@ -149,23 +172,23 @@ class Classified:
 class KnownSignatures:
     """The signatures the hand-written suites' xfail entries carry, per config."""
 
-    by_config: dict[str, dict[Signature, tuple[str, ...]]]  # config -> signature -> the tests that carry it
+    by_config: dict[str, dict[tuple, tuple[str, ...]]]  # config -> `bug_key` -> the tests that carry it
 
     @classmethod
     def load(cls, directory: Path, configs: Iterable[str], generated: Callable[[str], bool]) -> "KnownSignatures":
         from e2e.configs.xfails import read_xfails, xfail_path
 
-        found: dict[str, dict[Signature, tuple[str, ...]]] = {}
+        found: dict[str, dict[tuple, tuple[str, ...]]] = {}
         for config in configs:
-            carried: dict[Signature, list[str]] = defaultdict(list)
+            carried: dict[tuple, list[str]] = defaultdict(list)
             for entry in read_xfails(xfail_path(config, directory), None):
                 if entry.expected is not None and not generated(entry.test):
-                    carried[entry.expected[1]].append(entry.test)
+                    carried[bug_key(entry.expected[1])].append(entry.test)
             found[config] = {signature: tuple(tests) for signature, tests in carried.items()}
         return cls(found)
 
     def carries(self, failure: Failure) -> bool:
-        tests = self.by_config.get(failure.config, {}).get(failure.signature, ())
+        tests = self.by_config.get(failure.config, {}).get(bug_key(failure.signature), ())
         if failure.kind not in (WRONG, CRASH):
             return bool(tests)
         op = _squash(short_op(failure.guilty_op) or "")
