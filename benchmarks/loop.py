@@ -17,8 +17,8 @@ with caches of its own there.
       pair   python -m pytest <pair> --no-result-cache -p no:cacheprovider
       test   python -m pytest e2e -k <test> --no-result-cache -p no:cacheprovider (six configs)
 
-(b) The six-config suite on a slice of topic files (or the whole suite), one cache
-    directory for the three runs:
+(b) The six-config suite on a slice of topic files (or the whole suite) as the README
+    runs it (`-n 2` by default: `--workers`), one cache directory for the three runs:
 
       cold     nothing cached
       edit     after a real edit under compiler/ outside the frontends (a comment line
@@ -100,13 +100,16 @@ def one_test_loop(copy: Path, scratch: Path, pair: str, test: str, runs: int) ->
     return times
 
 
-def suite_loop(copy: Path, scratch: Path, paths: list[str], edit: str) -> dict[str, tuple[float, float, str]]:
+def suite_loop(
+    copy: Path, scratch: Path, paths: list[str], edit: str, workers: int
+) -> dict[str, tuple[float, float, str]]:
     """(b): cold, after an edit under compiler/, after a simulated rebuild; wall, cpu, summary line."""
     cache = scratch / "suite-cache"
     runs: dict[str, tuple[float, float, str]] = {}
 
     def run(name: str, env: dict | None = None) -> None:
         command = [sys.executable, "-m", "pytest", "-q", *paths, "-o", f"cache_dir={cache}"]
+        command += ["-n", str(workers)] if workers > 1 else []
         command += ["--reports-dir", str(scratch / f"suite-{name}")]
         wall, cpu, output = _timed(command, copy, env)
         lines = [line for line in output.splitlines() if line.strip()]
@@ -166,6 +169,7 @@ def main() -> None:
     parser.add_argument("--whole-suite", action="store_true", help="(b) on the whole suite, not a slice")
     parser.add_argument("--edit", default="compiler/pipelines.py", help="the file (b) edits, under compiler/")
     parser.add_argument("--skip-suite", action="store_true", help="only (a)")
+    parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers of (b) (default 2, as the README)")
     args = parser.parse_args()
     if not args.edit.startswith("compiler/") or args.edit.startswith("compiler/frontends/"):
         parser.error("--edit: a file under compiler/ outside the frontends")
@@ -186,8 +190,8 @@ def main() -> None:
         if args.skip_suite:
             return
         paths = ["e2e"] if args.whole_suite else [f"e2e/test_suite/{name}" for name in args.slice]
-        runs = suite_loop(copy, scratch, paths, args.edit)
-        print(f"\n(b) the six configs on {' '.join(paths)}, one cache directory, in turn")
+        runs = suite_loop(copy, scratch, paths, args.edit, args.workers)
+        print(f"\n(b) the six configs on {' '.join(paths)}, -n {args.workers}, one cache directory, in turn")
         print(f"{'run':<8} {'wall s':>7} {'cpu s':>7} {'/ cold':>7}  outcome; e2e.diff against cold")
         cold = runs["cold"][0]
         for name, (wall, cpu, summary) in runs.items():

@@ -185,6 +185,19 @@ def test_an_import_probe_is_forgotten_when_a_module_the_file_imports_changes(pro
     assert ProbeCache(store).get(suite_file) is None
 
 
+def test_an_import_probe_outlives_a_torch_mlir_rebuild_but_not_a_result(project, monkeypatch):
+    """A rebuild of torch-mlir (its identity salted, as `benchmarks/loop.py` stands for one)
+    registers the same tests: the probe is kept; the pair's result is not."""
+    store = PytestCache()
+    suite_file = project / "suite" / "zoo_like.py"
+    ProbeCache(store).put(suite_file, [["Tmp_Neg", "torch", None, []]])
+    before = fingerprints.versions_fingerprint()
+    monkeypatch.setenv(fingerprints.IDENTITY_SALT_ENV, "rebuilt")
+    cache.forget_files()
+    assert fingerprints.versions_fingerprint() != before
+    assert ProbeCache(store).get(suite_file) == [TestInfo("Tmp_Neg", "torch", None, ())]
+
+
 def test_a_probe_record_of_another_shape_is_probed_again(project):
     store = PytestCache()
     suite_file = project / "suite" / "zoo_like.py"

@@ -61,6 +61,7 @@ def forget_files() -> None:
     the toolchain's fingerprints. For a process that outlives an edit (a test of the cache)."""
     for cached in (
         fingerprints.versions_fingerprint,
+        fingerprints.probe_fingerprint,
         fingerprints.frontend_fingerprint,
         fingerprints.program_fingerprint,
         fingerprints.tree_digest,

@@ -1,5 +1,6 @@
 """What a cached result depends on besides its test, as fingerprints: the toolchain and
-this project's sources for a pair's result (`versions_fingerprint`), torch and the capture's
+this project's sources for a pair's result (`versions_fingerprint`) and, without
+torch-mlir's build, for a suite file's import probe (`probe_fingerprint`), torch and the capture's
 or the import's sources for a frontend result (`frontend_fingerprint`), torch, torch-mlir,
 the JIT target and the compiler for a lowered program (`program_fingerprint`). Each file is
 read and hashed once per process (`e2e.framework.cache.forget_files` forgets)."""
@@ -65,6 +66,25 @@ def versions_fingerprint() -> str:
             pass
     torch_root = Path(torch.__file__).resolve().parent
     digest.update(tree_digest(torch_root, _TORCH_DATA).encode())
+    digest.update(source_digest(*_SOURCE_DIRS).encode())
+    return digest.hexdigest()
+
+
+@functools.cache
+def probe_fingerprint() -> str:
+    """What a suite file's import registers depends on besides the file and the project
+    modules it imports: `versions_fingerprint` without torch-mlir's native libraries, the
+    JIT target and torch's kernel ISA. A rebuild of torch-mlir registers the same tests (a
+    new torch-mlir version still probes again)."""
+    import torch
+
+    digest = hashlib.sha256(f"probe {torch.__version__}".encode())
+    for package in ("torch-mlir", *_PACKAGES):
+        try:
+            digest.update(f"{package}=={metadata.version(package)}".encode())
+        except metadata.PackageNotFoundError:
+            pass
+    digest.update(tree_digest(Path(torch.__file__).resolve().parent, _TORCH_DATA).encode())
     digest.update(source_digest(*_SOURCE_DIRS).encode())
     return digest.hexdigest()
 

@@ -141,7 +141,8 @@ def _probe(path: Path) -> tuple[str, Any]:
 
 class ProbeCache:
     """Files that imported cleanly in a probe, by their text, the text of the project modules
-    they import, and the toolchain (None: no memory), and by path, what this run's xdist
+    they import, and the toolchain but torch-mlir's build (`probe_fingerprint`; None: no
+    memory), and by path, what this run's xdist
     controller probed (`known`: its workers need not probe again)."""
 
     def __init__(self, cache, known: dict[str, list] | None = None):  # a pytest Cache, or None
@@ -150,12 +151,13 @@ class ProbeCache:
 
     def _key(self, path: Path) -> str:
         from e2e.framework.dependencies import files_digest, module_dependencies
-        from e2e.framework.fingerprints import versions_fingerprint
+        from e2e.framework.fingerprints import IDENTITY_SALT_ENV, probe_fingerprint
 
         # A suite file may read the project's E2E_ variables at import (the generated suite
-        # registers the seeds $E2E_GENERATE names): they are part of what it registers.
-        environment = sorted((k, v) for k, v in os.environ.items() if k.startswith("E2E_"))
-        text = f"{versions_fingerprint()}\0{files_digest(module_dependencies(path))}\0{environment}"
+        # registers the seeds $E2E_GENERATE names): they are part of what it registers. Not
+        # the salt that stands for a torch-mlir rebuild: a rebuild registers the same tests.
+        environment = sorted((k, v) for k, v in os.environ.items() if k.startswith("E2E_") and k != IDENTITY_SALT_ENV)
+        text = f"{probe_fingerprint()}\0{files_digest(module_dependencies(path))}\0{environment}"
         return f"e2e/probes/{hashlib.sha256(text.encode()).hexdigest()[:32]}"
 
     def get(self, path: Path) -> list[TestInfo] | None:
