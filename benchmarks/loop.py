@@ -33,6 +33,7 @@ with caches of its own there.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import resource
@@ -169,13 +170,16 @@ def main() -> None:
     parser.add_argument("--whole-suite", action="store_true", help="(b) on the whole suite, not a slice")
     parser.add_argument("--edit", default="compiler/pipelines.py", help="the file (b) edits, under compiler/")
     parser.add_argument("--skip-suite", action="store_true", help="only (a)")
+    parser.add_argument("--keep", type=Path, help="work in this new directory and keep it (its runs' reports)")
     parser.add_argument("--workers", type=int, default=2, help="pytest-xdist workers of (b) (default 2, as the README)")
     args = parser.parse_args()
     if not args.edit.startswith("compiler/") or args.edit.startswith("compiler/frontends/"):
         parser.error("--edit: a file under compiler/ outside the frontends")
     print(f"{_machine()}; commit {_commit()}; load average at the start {os.getloadavg()[0]:.1f}")
-    with tempfile.TemporaryDirectory(prefix="loop-bench-") as temporary:
-        scratch = Path(temporary)
+    if args.keep is not None:
+        args.keep.mkdir(parents=True)
+    with contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory(prefix="loop-bench-") as work:
+        scratch = Path(work)
         copy = _copy_checkout(scratch)
         times = one_test_loop(copy, scratch, args.pair, args.test, args.runs)
         print(f"\n(a) each command cold, no cache at all; {args.runs} turns, medians")

@@ -50,7 +50,7 @@ class FxCapture:
     def program(self) -> ExportedProgram | None:
         if self._program is None and self._saved is not None:
             try:
-                self._program = torch.export.load(io.BytesIO(self._saved))
+                self._program = _lists_as_captured(torch.export.load(io.BytesIO(self._saved)))
             except Exception as error:  # torch's deserializer: a program it cannot read is captured again
                 self.lost = f"torch.export.load: {type(error).__name__}: {first_line(error)[:200]}"
                 self._saved = None
@@ -76,6 +76,20 @@ class FxCapture:
     def __setstate__(self, state: dict) -> None:
         self.__init__(None, state["notes"])
         self.lost, self._saved = state["lost"], state["saved"]
+
+
+def _lists_as_captured(program: ExportedProgram) -> ExportedProgram:
+    """`program` as torch.export made it: the value of an op that returns one `Tensor[]`
+    (`split`, `unbind`, `aten.lstm`'s parts) is a list when captured, a tuple once saved and
+    loaded, and torch-mlir's FX importer types only the list (`!torch.list<vtensor>`)."""
+    for node in program.graph.nodes:
+        value = node.meta.get("val")
+        if node.op != "call_function" or not isinstance(value, tuple):
+            continue
+        returns = getattr(getattr(node.target, "_schema", None), "returns", ())
+        if len(returns) == 1 and isinstance(returns[0].type, torch.ListType):
+            node.meta["val"] = list(value)
+    return program
 
 
 def _saved_without_inputs(program: ExportedProgram) -> bytes:
