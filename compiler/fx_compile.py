@@ -50,7 +50,7 @@ class FxCapture:
     def program(self) -> ExportedProgram | None:
         if self._program is None and self._saved is not None:
             try:
-                self._program = _lists_as_captured(torch.export.load(io.BytesIO(self._saved)))
+                self._program = _as_captured(torch.export.load(io.BytesIO(self._saved)))
             except Exception as error:  # torch's deserializer: a program it cannot read is captured again
                 self.lost = f"torch.export.load: {type(error).__name__}: {first_line(error)[:200]}"
                 self._saved = None
@@ -78,12 +78,21 @@ class FxCapture:
         self.lost, self._saved = state["lost"], state["saved"]
 
 
-def _lists_as_captured(program: ExportedProgram) -> ExportedProgram:
-    """`program` as torch.export made it: the value of an op that returns one `Tensor[]`
-    (`split`, `unbind`, `aten.lstm`'s parts) is a list when captured, a tuple once saved and
-    loaded, and torch-mlir's FX importer types only the list (`!torch.list<vtensor>`)."""
+def _as_captured(program: ExportedProgram) -> ExportedProgram:
+    """A loaded `program` with the node metadata torch.export gave it when captured, where
+    torch-mlir's FX importer reads it and `torch.export.load` does not restore it:
+
+    - the value of an op that returns one `Tensor[]` (`split`, `unbind`, an LSTM's parts) is a
+      list when captured, a tuple once loaded, and the importer types only the list;
+    - a tensor value's `tensor_meta` is not saved, and the importer reads it (`.item()`'s
+      `_local_scalar_dense` takes its operand's dtype from it).
+    """
+    from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
     for node in program.graph.nodes:
         value = node.meta.get("val")
+        if isinstance(value, torch.Tensor) and "tensor_meta" not in node.meta:
+            node.meta["tensor_meta"] = _extract_tensor_metadata(value)
         if node.op != "call_function" or not isinstance(value, tuple):
             continue
         returns = getattr(getattr(node.target, "_schema", None), "returns", ())

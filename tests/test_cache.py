@@ -448,13 +448,24 @@ class _SplitSum(torch.nn.Module):
         return a.sum(1) + b.sum(1) + torch.max(x, dim=1).values  # (Tensor, Tensor) stays a tuple
 
 
+class _TimesItem(torch.nn.Module):
+    def forward(self, x, y):
+        return x * y.item()
+
+
 @pytest.mark.parametrize(
-    "model, inputs", [(_SplitSum, (torch.rand(4, 5),)), (lambda: torch.nn.LSTM(3, 4), (torch.rand(2, 1, 3),))]
+    "model, inputs",
+    [
+        (_SplitSum, (torch.rand(4, 5),)),
+        (lambda: torch.nn.LSTM(3, 4), (torch.rand(2, 1, 3),)),
+        (_TimesItem, (torch.rand(3), torch.rand(()))),
+    ],
 )
-def test_a_kept_capture_of_ops_that_return_tensor_lists_imports_as_the_captured_one(model, inputs):
-    """torch.export.load gives a `Tensor[]` op's value (split, the LSTM's parts) as a tuple
-    where the capture had a list, which the FX importer cannot type: 66 pairs failed in
-    `import` after a torch-mlir rebuild until the loaded program was made as captured."""
+def test_a_loaded_capture_imports_as_the_captured_one(model, inputs):
+    """What torch.export.load does not give back as captured, and the FX importer reads: a
+    `Tensor[]` op's value (split, the LSTM's parts) comes back a tuple, not a list (84 pairs
+    failed in `import` after a torch-mlir rebuild), and no value has its `tensor_meta`
+    (`.item()`'s import reads its operand's: 3 pairs)."""
     import pickle
 
     from compiler.fx_compile import fx_capture, fx_import_captured
