@@ -463,7 +463,7 @@ class _TimesItem(torch.nn.Module):
 )
 def test_a_loaded_capture_imports_as_the_captured_one(model, inputs):
     """What torch.export.load does not give back as captured, and the FX importer reads: a
-    `Tensor[]` op's value (split, the LSTM's parts) comes back a tuple, not a list (84 pairs
+    `Tensor[]` op's value (split, the LSTM's parts) comes back a tuple, not a list (81 pairs
     failed in `import` after a torch-mlir rebuild), and no value has its `tensor_meta`
     (`.item()`'s import reads its operand's: 3 pairs)."""
     import pickle
