@@ -234,6 +234,9 @@ class JitFrontend:
     def warm_up(self) -> None:
         """Nothing the FX frontend's warm-up does not pay."""
 
+    def warm_up_capture(self) -> None:
+        """Nothing: only the FX capture's initialization is paid while a collection probes."""
+
     def check(self, module, inputs, dynamic_dims) -> None:
         raise NotImplementedError(f"the {self.name} frontend's failures are not reduced")
 

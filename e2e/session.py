@@ -258,7 +258,7 @@ class E2EState:
         capture's one-time initialization), each once."""
         names = {getattr(load_config(spec), "frontend", None) for spec in self.configs.values()}
         frontends = [load_frontend(name) for name in sorted(n for n in names if isinstance(n, str))]
-        return [f.warm_up_capture for f in frontends if hasattr(f, "warm_up_capture")]
+        return [f.warm_up_capture for f in frontends]
 
     def close_prober(self) -> None:
         """Collection is over: the probe child goes (a later load starts its own)."""

@@ -115,6 +115,10 @@ class Frontend(Protocol):
     def warm_up(self) -> None:
         """Its first capture and import in this process (seconds), before test hosts fork."""
 
+    def warm_up_capture(self) -> None:
+        """Its capture's one-time initialization alone, paid while a collection probes (the
+        FX capture's; nothing for the other frontends)."""
+
     def check(self, module: Any, inputs: Sequence[object], dynamic_dims: Any) -> None:
         """Capture and import a reducer's candidate module (raises what the frontend raises)."""
 

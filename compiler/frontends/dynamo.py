@@ -178,5 +178,8 @@ class DynamoFrontend:
         """Dynamo's and AOTAutograd's first trace in a process (seconds)."""
         dynamo_import(_Warm(), [torch.rand(3, 3)], "forward", Snapshots())
 
+    def warm_up_capture(self) -> None:
+        """Nothing: only the FX capture's initialization is paid while a collection probes."""
+
     def check(self, module, inputs, dynamic_dims) -> None:
         raise NotImplementedError("the dynamo frontend's capture failures are not reduced")
