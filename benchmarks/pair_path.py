@@ -43,20 +43,14 @@ PROJECT = (os.path.join(ROOT, "e2e") + os.sep, os.path.join(ROOT, "compiler") + 
 
 def _pair_types():
     from e2e.collect import E2EItem
+    from e2e.configs.eager import EagerConfig
+    from e2e.configs.pipeline import PipelineConfig
     from e2e.framework.registry import Test
     from e2e.framework.result import Result
     from e2e.framework.runner import PreparedTest
     from e2e.pair import Pair
 
-    kinds = [E2EItem, Pair, Test, PreparedTest, Result]
-    try:
-        from e2e.configs.eager import EagerConfig
-        from e2e.configs.pipeline import PipelineConfig
-
-        kinds += [PipelineConfig, EagerConfig]
-    except ImportError:
-        pass
-    return tuple(kinds)
+    return (E2EItem, Pair, Test, PreparedTest, Result, PipelineConfig, EagerConfig)
 
 
 def _module(filename):

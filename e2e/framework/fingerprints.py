@@ -57,17 +57,9 @@ def versions_fingerprint() -> str:
     from compiler.replay_runtime.target import jit_target
 
     # torch's kernels make the golden values; the JIT target, the compiled code's instructions.
-    digest = hashlib.sha256(f"{torch.__version__} {torch_cpu_capability()} {jit_target().identity()}".encode())
-    digest.update(_torch_mlir_identity().encode())
-    for package in _PACKAGES:
-        try:
-            digest.update(f"{package}=={metadata.version(package)}".encode())
-        except metadata.PackageNotFoundError:
-            pass
-    torch_root = Path(torch.__file__).resolve().parent
-    digest.update(tree_digest(torch_root, _TORCH_DATA).encode())
-    digest.update(source_digest(*_SOURCE_DIRS).encode())
-    return digest.hexdigest()
+    return _installed_digest(
+        f"{torch.__version__} {torch_cpu_capability()} {jit_target().identity()}", _torch_mlir_identity()
+    )
 
 
 @functools.cache
@@ -78,15 +70,28 @@ def probe_fingerprint() -> str:
     new torch-mlir version still probes again)."""
     import torch
 
-    digest = hashlib.sha256(f"probe {torch.__version__}".encode())
-    for package in ("torch-mlir", *_PACKAGES):
-        try:
-            digest.update(f"{package}=={metadata.version(package)}".encode())
-        except metadata.PackageNotFoundError:
-            pass
+    return _installed_digest(f"probe {torch.__version__}", _version("torch-mlir"))
+
+
+def _installed_digest(*parts: str) -> str:
+    """`parts`, then what both fingerprints above share: the optional packages' versions,
+    torch's OpInfo database and this project's sources."""
+    import torch
+
+    digest = hashlib.sha256("".join(parts).encode())
+    for package in _PACKAGES:
+        digest.update(_version(package).encode())
     digest.update(tree_digest(Path(torch.__file__).resolve().parent, _TORCH_DATA).encode())
     digest.update(source_digest(*_SOURCE_DIRS).encode())
     return digest.hexdigest()
+
+
+def _version(package: str) -> str:
+    """`name==version`, or "" when the package is not installed."""
+    try:
+        return f"{package}=={metadata.version(package)}"
+    except metadata.PackageNotFoundError:
+        return ""
 
 
 # Read by `_torch_mlir_identity` only: a benchmark or a test stands for a rebuild of
