@@ -161,19 +161,25 @@ def test_a_suite_file_is_imported_here_only_once_the_warm_up_thread_ended(pytest
     thread exports (torch.fx's node metadata is a module global both would use)."""
     from e2e.session import STATE
 
+    pytester.syspathinsert()
+    pytester.makepyfile(e2e_import_order="events = []")
+    import e2e_import_order
+
     suite = pytester.mkdir("suite")
-    suite.joinpath("first.py").write_text(SUITE.format(name="First"))
+    # The file says when its import starts (the probe's import, in a child, says it there).
+    order = "import e2e_import_order\ne2e_import_order.events.append('imported')\n"
+    suite.joinpath("first.py").write_text(order + SUITE.format(name="First"))
     config = pytester.parseconfigure("--e2e-suite", "suite", "--config", "linalg", "-p", "no:cacheprovider")
     state = config.stash[STATE]
     name = next(iter(state.suite_file(suite / "first.py").infos))  # probed: no fork is left to join it
     release = threading.Event()
-    warming = threading.Thread(target=lambda: release.wait(5))
+    warming = threading.Thread(target=lambda: (release.wait(5), e2e_import_order.events.append("warmed up")))
     session._WARMING.append(warming)
     warming.start()
     threading.Timer(0.5, release.set).start()
     try:
         state.test(suite / "first.py", name)
-        assert not warming.is_alive(), "the file was imported while the warm-up thread still ran"
+        assert e2e_import_order.events == ["warmed up", "imported"], "the file was imported beside the warm-up"
     finally:
         release.set()
         session._join_warming()
