@@ -205,7 +205,13 @@ def warm_up_capture() -> None:
     tracer and torch._dynamo, the first export, the FX importer: ~1.5 s, most of a
     one-pair run's pair), what a spare host pays before its test is known; and the first
     `torch.export.save` (~35 ms of lazy initialization), which each host forked after would
-    pay again for its first capture the frontend cache keeps."""
+    pay again for its first capture the frontend cache keeps.
+
+    It captures twice: `decompose` records torch's decomposition override on the second
+    call and replays it from the third on, so a host forked after this replays on its
+    first capture (without the second, every host's first capture recorded: ~30 ms a test).
+    """
+    fx_capture(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
     captured = fx_capture(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
     pickle.dumps(captured)  # before the import, as the cache does: the importer freezes the program
     fx_import_captured(captured)

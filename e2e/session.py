@@ -84,6 +84,9 @@ class E2EState:
         cap = config.getoption("memory_cap")
         self.memory_cap = int(cap * GIB) if cap and cap > 0 else None
         self.isolate = not config.getoption("no_isolation")
+        # A host serves the next test when its own ended cleanly (`TestHost.hand_over`);
+        # `E2E_REUSE_HOSTS=0`: a host per test (to measure what reuse saves; docs/running.md).
+        self.reuse_hosts = os.environ.get(REUSE_ENV, "1") != "0"
         self.reduce = not config.getoption("no_reduce")
         self.reduce_unnamed_only = config.getoption("reduce_unnamed")
         cache_dir = None
@@ -308,10 +311,10 @@ class E2EState:
         return self.host_for(test).reduce(result, self.reports_dir, time_box, self.memory_cap)
 
     def host_for(self, test) -> TestHost:
-        """The host of `test`, started on first use; the previous test's host is closed."""
+        """The host of `test`, started on first use (the spare, which may be the previous
+        test's host: `end_host`); the previous test's host is closed."""
         if self.host is not None and self.host.test.name != test.name:
-            self.host.close()
-            self.host = None
+            self.close_host()
         if self.host is None:
             _join_warming()
             for name in self.host_configs.get(test.name, self.configs):
@@ -375,6 +378,17 @@ class E2EState:
             self.spare.close()
             self.spare = None
 
+    def end_host(self) -> None:
+        """The current test's pairs are over: its host becomes the spare the next test adopts,
+        when it ended cleanly (`TestHost.hand_over`), or is closed."""
+        if self.host is None:
+            return
+        handed_over = self.host.hand_over() if self.reuse_hosts else None
+        self.close_host()
+        if handed_over is not None:
+            self.close_spare()
+            self.spare = handed_over
+
     def close_host(self) -> None:
         if self.host is not None:
             self.host.close()
@@ -399,6 +413,7 @@ _WARMING: list[threading.Thread] = []
 _SPARE: list[SpareHost] = []
 # `E2E_SPARE_HOST=0`: no spare host (to measure what it saves on this machine; docs/running.md).
 SPARE_ENV = "E2E_SPARE_HOST"
+REUSE_ENV = "E2E_REUSE_HOSTS"
 
 
 def start_spare() -> None:

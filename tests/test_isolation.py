@@ -545,3 +545,67 @@ def test_a_command_gets_the_memory_cap():
     done = isolation.run_command([sys.executable, "-c", grab], timeout=60, memory_bytes=256 << 20)
     assert done.returncode == 7, done.stderr
     assert isolation.run_command([sys.executable, "-c", grab], timeout=60).returncode == 0
+
+
+REUSE_SUITE = (
+    "import torch\nfrom e2e.framework import op_test\n"
+    "op_test('Reuse_first', torch.tanh, lambda tu: [tu.rand(2, 3)])\n"
+    "op_test('Reuse_second', torch.exp, lambda tu: [tu.rand(4)])\n"
+)
+
+
+def _speak(prepared, state):
+    print(f"said while serving {prepared.test.name}", file=sys.stderr, flush=True)
+    return os.getpid(), prepared.test.name, prepared.golden[0].inputs[0].shape
+
+
+def _abort(prepared, state):
+    os.abort()
+
+
+def _reuse_tests(tmp_path, monkeypatch) -> dict:
+    monkeypatch.setattr(registry, "GLOBAL_TEST_REGISTRY", {})
+    (tmp_path / "reuse_suite.py").write_text(REUSE_SUITE)
+    load_suite([tmp_path], isolate=False)
+    return registry.GLOBAL_TEST_REGISTRY
+
+
+def test_a_host_whose_test_ended_cleanly_serves_the_next_test_with_its_own_module_and_output(tmp_path, monkeypatch):
+    """Handed over, the same process builds the next test's module and golden run; what the
+    first test wrote to stderr is not in the tail of the second's crash; a dead host is not
+    handed over."""
+    tests = _reuse_tests(tmp_path, monkeypatch)
+    first = TestHost(tests["Reuse_first"], shape_mode="annotated", config_loader=_no_config, golden_limits=LIMITS)
+    pid, name, shape = first.call(_speak, LIMITS)
+    assert (name, shape) == ("Reuse_first", (2, 3))  # the golden run's inputs
+    spare = first.hand_over()
+    first.close()  # what the session does: the handed-over process is not closed with it
+    assert spare is not None and spare.child.alive and spare.child.pid == pid
+    second = TestHost(
+        tests["Reuse_second"], shape_mode="annotated", config_loader=_no_config, golden_limits=LIMITS, spare=spare
+    )
+    try:
+        assert second.call(_speak, LIMITS) == (pid, "Reuse_second", (4,))  # the next test's own golden run
+        ended = second.call(_abort, LIMITS)
+        assert isinstance(ended, isolation.Crashed)
+        assert "said while serving Reuse_second" in ended.stderr_tail
+        assert "Reuse_first" not in ended.stderr_tail
+        assert second.hand_over() is None
+    finally:
+        second.close()
+
+
+def test_a_host_that_grew_past_the_bound_or_whose_test_is_broken_is_not_handed_over(tmp_path, monkeypatch):
+    tests = _reuse_tests(tmp_path, monkeypatch)
+    grown = TestHost(tests["Reuse_first"], shape_mode="annotated", config_loader=_no_config, golden_limits=LIMITS)
+    monkeypatch.setattr(host_module, "REUSE_GROWTH_BYTES", -(1 << 40))  # any size is past it
+    assert grown.hand_over() is None
+    assert grown.alive  # still this test's host until closed
+    grown.close()
+    monkeypatch.setattr(host_module, "REUSE_GROWTH_BYTES", 1 << 40)
+    broken = TestHost(
+        simple_test(invoke=lambda m, tu: 1 / 0), shape_mode="annotated", config_loader=_no_config, golden_limits=LIMITS
+    )
+    assert broken.golden_failure is not None
+    assert broken.hand_over() is None
+    broken.close()

@@ -6,6 +6,7 @@ results.json and the JUnit XML are complete.
 """
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -241,7 +242,12 @@ for i in range(8):
 
 def test_a_signal_swallowed_by_a_finalizer_still_stops_the_run(tmp_path):
     suite = write_suite(tmp_path, {"signalled.py": SIGNAL_IN_A_FINALIZER_SUITE})
-    run = subprocess.run(e2e_command(suite, tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    # A host per test, so that the third test's host is the third fork (a host serves the
+    # next test when its own ended cleanly).
+    environ = {**os.environ, "E2E_REUSE_HOSTS": "0"}
+    run = subprocess.run(
+        e2e_command(suite, tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=300, env=environ
+    )
     out = run.stdout + run.stderr
     assert "Exception ignored" in out  # the KeyboardInterrupt itself was swallowed
     assert run.returncode == pytest.ExitCode.INTERRUPTED, out
@@ -346,3 +352,52 @@ def test_a_bad_xfail_file_under_xdist_names_its_file_and_line(tmp_path):
     assert run.returncode == 4, run.stdout + run.stderr
     assert f"{xfails / 'linalg.txt'}:2: unknown test 'RenamedAway'" in run.stderr
     assert "INTERNALERROR" not in run.stdout + run.stderr
+
+
+# Each module records the process that built it: its test's host.
+HOSTS_SUITE = """
+import ctypes, os
+import torch
+from e2e.framework import e2e_test
+
+TESTS = ("A_First", "B_Second", "C_Segfaults", "D_After")
+
+@e2e_test(inputs=lambda tu: [tu.rand(2)], params={name: {"name": name} for name in TESTS})
+class Hosted(torch.nn.Module):
+    def __init__(self, name):
+        super().__init__()
+        with open(os.environ["E2E_TEST_HOSTS"], "a") as hosts:
+            hosts.write(f"{name} {os.getpid()}\\n")
+        if name == "C_Segfaults":
+            ctypes.string_at(0)
+
+    def forward(self, x):
+        return torch.tanh(x)
+"""
+
+
+@pytest.mark.parametrize("reuse", ["1", "0"])
+def test_consecutive_tests_share_a_host_until_one_ends_badly(tmp_path, reuse):
+    """Through the plugin: a test whose host ended cleanly hands it to the next test; a test
+    that crashed its host leaves the next test a new one. `E2E_REUSE_HOSTS=0`: a host per test."""
+    suite = write_suite(tmp_path, {"hosts.py": HOSTS_SUITE})
+    hosts = tmp_path / "hosts.txt"
+    environ = {**os.environ, "E2E_TEST_HOSTS": str(hosts), "E2E_REUSE_HOSTS": reuse}
+    run = subprocess.run(
+        e2e_command(suite, tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=300, env=environ
+    )
+    assert run.returncode == pytest.ExitCode.TESTS_FAILED, run.stdout + run.stderr  # C_Segfaults
+    pids: dict[str, list[int]] = {}
+    for line in hosts.read_text().splitlines():
+        name, pid = line.split()
+        pids.setdefault(name, []).append(int(pid))
+    assert list(pids) == ["A_First", "B_Second", "C_Segfaults", "D_After"]
+    # The crash is reported from a host of its own: the adopted host, then a new one, crashed.
+    assert len(pids["C_Segfaults"]) == (2 if reuse == "1" else 1)
+    assert (pids["A_First"] == pids["B_Second"]) is (reuse == "1")
+    if reuse == "1":
+        assert pids["C_Segfaults"][0] == pids["B_Second"][0]
+    assert pids["D_After"][0] not in pids["C_Segfaults"] + pids["A_First"]
+    rows = json.loads((tmp_path / "reports" / "results.json").read_text())
+    outcomes = {row["test"].removeprefix("Hosted_"): row["outcome"] for row in rows}
+    assert outcomes == {"A_First": "pass", "B_Second": "pass", "C_Segfaults": "crash", "D_After": "pass"}

@@ -1,4 +1,4 @@
-"""A test host: one forked process per test that holds everything the test's configs share.
+"""A test host: a forked process that holds everything one test's configs share.
 
 The host builds the module and runs the golden trace (user code: it may crash, hang,
 or allocate without bound), then serves requests from the pytest process: run a config
@@ -16,7 +16,8 @@ host whose compiled program ran and gave a wrong answer or failed (stage `execut
 its heap corruption must not crash or skew the next config. It hands what the test's
 configs share (export, import, torch-backend IR) to the host that takes over. A fork per pair cost ~25%
 of a small pair's time (the fork itself, then copy-on-write faults on every page the
-pair touched); a new host is rare.
+pair touched); a new host is rare. A host whose test ended cleanly serves the next test
+(`TestHost.hand_over`, `_serve_adopted`), which saves the fork per test the same way.
 
 What a host imported from installed libraries to build its module and run it (a
 transformers model class and what it pulls in: 2-3 s, paid by every host of a zoo test)
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import gc
 import importlib
 import os
 import site
@@ -129,6 +131,13 @@ class SpareHost:
     def __init__(self, warm_up: Sequence[Callable[[], None]]):
         self.child = Child(lambda channel: _serve_spare(tuple(warm_up), channel), name="host")
 
+    @classmethod
+    def of(cls, child: Child) -> SpareHost:
+        """A host whose test ended cleanly, waiting for its next (`TestHost.hand_over`)."""
+        spare = cls.__new__(cls)
+        spare.child = child
+        return spare
+
     def close(self) -> None:
         self.child.kill()
 
@@ -148,36 +157,61 @@ def _serve_spare(warm_up: tuple[Callable[[], None], ...], channel: Channel) -> N
         adopt = channel.receive()
     except EOFError:
         return
+    _serve_adopted(adopt, channel)
+
+
+def _serve_adopted(adopt: _Adopt | None, channel: Channel) -> None:
+    """Serve the test of `adopt`, then each next test the parent hands this host, until EOF
+    or the host retires (`TestHost.hand_over`)."""
     scratch = os.environ["TMPDIR"]  # its own (`Child`), which stays
-    os.environ.clear()
-    os.environ.update({**adopt.environ, "TMPDIR": scratch})
-    sys.path[:] = adopt.path
-    os.chdir(adopt.cwd)
     from e2e.framework.registry import GLOBAL_TEST_REGISTRY
     from e2e.framework.suite_files import load_suite
 
-    loaded = load_suite([adopt.origin], isolate=False)[Path(adopt.origin).resolve()]
-    if adopt.name not in GLOBAL_TEST_REGISTRY:  # the parent starts a host of its own
-        why = loaded.broken.error if loaded.broken is not None else loaded.skip_reason
-        channel.send(isolation.Raised(None, f"{adopt.name}: not registered by {adopt.origin}: {why}"))
-        return
-    test = GLOBAL_TEST_REGISTRY[adopt.name]
-    _serve_ready(test, adopt.shape_mode, adopt.config_loader, adopt.reducer, adopt.shared, adopt.caches, channel)
+    while adopt is not None:
+        os.environ.clear()
+        os.environ.update({**adopt.environ, "TMPDIR": scratch})
+        sys.path[:] = adopt.path
+        os.chdir(adopt.cwd)
+        loaded = load_suite([adopt.origin], isolate=False)[Path(adopt.origin).resolve()]
+        if adopt.name not in GLOBAL_TEST_REGISTRY:  # the parent starts a host of its own
+            why = loaded.broken.error if loaded.broken is not None else loaded.skip_reason
+            channel.send(isolation.Raised(None, f"{adopt.name}: not registered by {adopt.origin}: {why}"))
+            return
+        test = GLOBAL_TEST_REGISTRY[adopt.name]
+        adopt = _serve_ready(
+            test, adopt.shape_mode, adopt.config_loader, adopt.reducer, adopt.shared, adopt.caches, channel
+        )
+        _forget_test()
+
+
+def _forget_test() -> None:
+    """What a test left in this process that could reach the next one's pairs: torch.compile's
+    compiled frames (the same `forward` of another test would reuse them, or hit the
+    recompile limit), and the test's objects themselves."""
+    if "torch._dynamo" in sys.modules:
+        torch._dynamo.reset()
+    gc.collect()
 
 
 def _serve(
     test: Test, shape_mode: str, config_loader, reducer, shared: dict, caches: _Caches, channel: Channel
 ) -> None:
-    """The host's loop (in the child): prepare once, then answer requests until EOF.
-    `shared`: what an earlier host of this test computed for its configs."""
+    """The host's loop (in the child): prepare once, then answer requests until EOF; then the
+    next tests the parent hands it, if any. `shared`: what an earlier host of this test
+    computed for its configs."""
     channel.receive()  # "ready?": the golden run counts against the request's limits
-    _serve_ready(test, shape_mode, config_loader, reducer, shared, caches, channel)
+    adopt = _serve_ready(test, shape_mode, config_loader, reducer, shared, caches, channel)
+    if adopt is not None:
+        _forget_test()
+        _serve_adopted(adopt, channel)
 
 
 def _serve_ready(
     test: Test, shape_mode: str, config_loader, reducer, shared: dict, caches: _Caches, channel: Channel
-) -> None:
-    """The host's loop once asked to get ready: prepare, reply "ready", then answer requests."""
+) -> _Adopt | None:
+    """The host's loop once asked to get ready: prepare, reply "ready", then answer requests.
+    Returns the next test's `_Adopt` when the parent hands this host over, else None (EOF,
+    or the host retired)."""
     torch.set_num_threads(1)  # a forked grandchild of a multi-threaded OpenMP process hangs
     before = set(sys.modules)
     prepared = prepare(test)
@@ -192,7 +226,7 @@ def _serve_ready(
         try:
             request = channel.receive()
         except EOFError:
-            return
+            return None
         if isinstance(request, _Run):
             config = config_loader(request.config)
             torch.set_rng_state(rng)
@@ -200,8 +234,10 @@ def _serve_ready(
             result = outcome[0] if isinstance(outcome, tuple) else outcome  # a Result, or Raised
             if isinstance(result, Result) and ran_and_failed(result):
                 channel.send(_Retiring(result, prepared.shared))
-                return
+                return None
             channel.send(result)
+        elif isinstance(request, _Adopt):
+            return request
         elif isinstance(request, _Reduce):
             channel.send(_reduce(prepared, config_loader, reducer, request))
         elif isinstance(request, _Call):
@@ -248,6 +284,28 @@ def _reduce(prepared, config_loader, reducer, request: _Reduce):
         return isolation.Raised(None, "this host was given no reducer")
     config = config_loader(request.result.config)
     return reducer(request.result, prepared, config, request.reports_dir, request.time_box, request.limits.memory_bytes)
+
+
+# How much a host may have grown over the process it was forked from and still serve the
+# next test (`TestHost.hand_over`); one that grew more (a model's weights, a large
+# program's allocator arenas) ends with its test.
+REUSE_GROWTH_BYTES = 512 * isolation.MIB
+
+
+@dataclass
+class _HandedOver:
+    """What a `TestHost` keeps of a child it handed over: its peak, and nothing to close."""
+
+    child: Child
+
+    alive = False
+
+    @property
+    def peak_rss(self) -> int:
+        return self.child.peak_rss
+
+    def close(self) -> None:
+        pass
 
 
 class TestHost:
@@ -299,15 +357,18 @@ class TestHost:
             spare = None
         if spare is not None:
             self._child = spare.child
+            self._child.forget_output()  # a crash's tail is this test's own
             adopt = _Adopt(
                 test.origin, test.name, self.shape_mode, self._config_loader, self._reducer, shared, self._caches
             )
             reply = self._child.request(adopt, self._golden_limits)
             if not (isinstance(reply, tuple) and reply[0] == "ready"):
                 # It could not become this test's host (or the test took it down: then the
-                # host forked here meets the same end, and that is the result).
+                # host forked here meets the same end, and that is the result). A golden run
+                # that overstayed its budget is the result now: a second would only wait as long.
                 self._child.kill()
-                reply = None
+                if not isinstance(reply, isolation.TimedOut):
+                    reply = None
         if reply is None:
             self._child = Child(
                 lambda channel: _serve(
@@ -400,6 +461,21 @@ class TestHost:
             self._child.kill()
             return f"reducer: no bundle: the test host ended while reducing ({type(reply).__name__})"
         return reply
+
+    def hand_over(self) -> SpareHost | None:
+        """This host, to serve the next test (`TestHost(spare=...)`), when its test ended
+        cleanly: alive, the test not broken, and grown less than `REUSE_GROWTH_BYTES` over the
+        process it was forked from. None otherwise (then `close` it). A fork per test cost
+        ~30,000 copy-on-write page faults (every page its pairs touched), ~0.1 s of a small
+        test's ~0.5 s; a host that serves the next test has taken them already."""
+        child = self._child
+        if not child.alive or self.golden_failure is not None:
+            return None
+        if isolation.rss_bytes(child.pid) - child.baseline_rss > REUSE_GROWTH_BYTES:
+            return None
+        self.peak_rss = max(self.peak_rss, child.peak_rss)
+        self._child = _HandedOver(child)
+        return SpareHost.of(child)
 
     def close(self) -> None:
         self._child.close()

@@ -450,6 +450,15 @@ class Child:
             return OverMemory(limits.memory_bytes, self.request_peak_rss, tail)
         return Crashed(reason, tail, self.request_peak_rss)
 
+    def forget_output(self) -> None:
+        """Start the child's stderr afresh, and its peak, for what it serves next (a host
+        handed over to another test). The child writes through the same open file: its next
+        write goes to the start."""
+        if not self._stderr.closed:
+            self._stderr.seek(0)
+            self._stderr.truncate()
+        self.peak_rss = 0
+
     def _stderr_tail(self) -> str:
         return "" if self._stderr.closed else _tail(self._stderr.fileno())
 

@@ -145,8 +145,12 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_runtest_teardown(item, nextitem):
-    # A test's host serves its configs, which run one after another: close it after the last.
+    # A test's host serves its configs, which run one after another: after the last, it
+    # waits for the next test (or is closed).
     state = item.config.stash[STATE]
     next_test = getattr(nextitem, "test_name", None)
     if state.host is not None and next_test != state.host.test.name:
-        state.close_host()
+        if next_test is None:
+            state.close_host()
+        else:
+            state.end_host()
