@@ -205,13 +205,7 @@ def warm_up_capture() -> None:
     tracer and torch._dynamo, the first export, the FX importer: ~1.5 s, most of a
     one-pair run's pair), what a spare host pays before its test is known; and the first
     `torch.export.save` (~35 ms of lazy initialization), which each host forked after would
-    pay again for its first capture the frontend cache keeps.
-
-    It captures twice: `decompose` records torch's decomposition override on the second
-    call and replays it from the third on, so a host forked after this replays on its
-    first capture (without the second, every host's first capture recorded: ~30 ms a test).
-    """
-    fx_capture(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
+    pay again for its first capture the frontend cache keeps."""
     captured = fx_capture(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
     pickle.dumps(captured)  # before the import, as the cache does: the importer freezes the program
     fx_import_captured(captured)
@@ -223,7 +217,9 @@ def warm_up() -> None:
 
     The first torch.export, decomposition table, FX import and pass pipelines of a
     process take ~1-3 s of lazy initialization; a child's warm-up dies with it. Run
-    here, the children inherit it.
+    here, the children inherit it. With the second capture below, `decompose` has recorded
+    torch's decomposition override, and a host forked after this replays it on its first
+    capture (~30 ms a test).
     """
     warm_up_capture()
     torch_ir, _ = fx_to_torch_backend_ir(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
