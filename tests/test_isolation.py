@@ -609,3 +609,52 @@ def test_a_host_that_grew_past_the_bound_or_whose_test_is_broken_is_not_handed_o
     assert broken.golden_failure is not None
     assert broken.hand_over() is None
     broken.close()
+
+
+class _WithLstmCell(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = torch.nn.LSTMCell(2, 2)
+
+    def forward(self, x):
+        return self.cell(x)[0]
+
+
+class _AsksForLstmCell(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cell = torch.nn.RNNCell(2, 2)
+
+    def forward(self, x):
+        if isinstance(self.cell, torch.nn.LSTMCell):
+            return x
+        return self.cell(x)
+
+
+def _scripts(module_class) -> bool:
+    try:
+        torch.jit.script(module_class())
+    except Exception:  # noqa: BLE001 - whether it scripts is the answer
+        return False
+    return True
+
+
+def _scripts_after(previous, forget: bool) -> bool:
+    for module_class in previous:  # what the previous tests on the host scripted
+        _scripts(module_class)
+    if forget:
+        host_module._forget_test()
+    return _scripts(_AsksForLstmCell)
+
+
+@pytest.mark.parametrize(
+    "previous, forget, scripts",
+    [((), False, False), ((_WithLstmCell,), False, True), ((_WithLstmCell,), True, False)],
+    ids=["new-process", "leaked", "forgotten"],
+)
+def test_a_host_forgets_the_torchscript_classes_its_last_test_compiled(previous, forget, scripts):
+    """In a new process `isinstance(self.cell, torch.nn.LSTMCell)` does not script; after a
+    test scripted an LSTMCell it does (the leak this guards against). A host handed to the
+    next test forgets it, as a new fork would (the suite's `Cell_RNNNoBias` on torchscript
+    passed or failed by the test its host served before)."""
+    assert isolation.run_forked(lambda: _scripts_after(previous, forget), timeout=120) is scripts

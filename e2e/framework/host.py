@@ -185,9 +185,16 @@ def _serve_adopted(adopt: _Adopt | None, channel: Channel) -> None:
 
 
 def _forget_test() -> None:
-    """What a test left in this process that could reach the next one's pairs: torch.compile's
-    compiled frames (the same `forward` of another test would reuse them, or hit the
-    recompile limit), and the test's objects themselves."""
+    """What a test left in this process that could reach the next one's pairs, as a new fork
+    would not have it: TorchScript's compiled classes (a class one test's module scripted
+    resolves a name the next test's `torch.jit.script` fails on in a new process:
+    `isinstance(m, torch.nn.LSTMCell)` after a test scripted an LSTMCell; torch's own
+    `JitTestCase` clears the same three between tests), torch.compile's compiled frames (the
+    same `forward` of another test would reuse them, or hit the recompile limit), and the
+    test's objects themselves."""
+    torch._C._jit_clear_class_registry()
+    torch.jit._recursive.concrete_type_store = torch.jit._recursive.ConcreteTypeStore()
+    torch.jit._state._clear_class_state()
     if "torch._dynamo" in sys.modules:
         torch._dynamo.reset()
     gc.collect()
