@@ -219,7 +219,7 @@ def warm_up() -> None:
     process take ~1-3 s of lazy initialization; a child's warm-up dies with it. Run
     here, the children inherit it. With the second capture below, `decompose` has recorded
     torch's decomposition override, and a host forked after this replays it on its first
-    capture (~30 ms a test).
+    capture (recording it took ~50 ms of a first capture, measured in one process).
     """
     warm_up_capture()
     torch_ir, _ = fx_to_torch_backend_ir(_Warm(), [torch.rand(3, 3)], [[-1, 3]])
