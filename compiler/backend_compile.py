@@ -83,23 +83,34 @@ def compile_backend_ir(
 
 
 def lower_torch_backend_ir(
-    torch_backend_ir: str, backend: str, *, snapshots: Snapshots, opt_level: int | None
+    torch_backend_ir: str,
+    backend: str,
+    *,
+    snapshots: Snapshots,
+    opt_level: int | None,
+    context: ir.Context | None = None,
 ) -> LoweredProgram:
     """`compile_torch_backend_ir` on the RefBackend up to its JIT: the lowered program as text,
-    which `LoweredProgram.load` JIT-compiles (here or in a later process)."""
+    which `LoweredProgram.load` JIT-compiles (here or in a later process). The IR is parsed
+    in `context` (default: a new one)."""
     chain = toolchain(executor="refbackend", frontend="fx", backend=backend)
-    module, dtypes = _backend_module(torch_backend_ir, chain, snapshots)
+    module, dtypes = _backend_module(torch_backend_ir, chain, snapshots, context)
     level = opt_level_for(torch_backend_ir) if opt_level is None else opt_level
     return chain.executor.lowered_for(module, dtypes, snapshots, opt_level=level)
 
 
-def _backend_module(torch_ir: str, chain: Toolchain, snapshots: Snapshots) -> tuple[ir.Module, list]:
+def _backend_module(
+    torch_ir: str, chain: Toolchain, snapshots: Snapshots, context: ir.Context | None = None
+) -> tuple[ir.Module, list]:
     """Stage `backend`: torch IR parsed and converted by `chain.to_backend`; @main's result dtypes.
 
     A chain that takes torch IR as it is (`TORCH_INPUT`) is given the importer's raw IR:
     it is verified first, as the torch-backend stage would, so IR the importer wrote
     invalid is blamed on the import (printed in generic form, it has no @main to read)."""
-    module = parse_imported(torch_ir) if chain.backend == TORCH_INPUT else parse_module(torch_ir, new_context())
+    if chain.backend == TORCH_INPUT:
+        module = parse_imported(torch_ir)
+    else:
+        module = parse_module(torch_ir, context or new_context())
     dtypes = result_dtypes(torch_ir)
     if chain.backend != TORCH_INPUT:
         module = run_stage(module, "backend", chain.to_backend, snapshots)

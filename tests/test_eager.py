@@ -7,7 +7,8 @@ import copy
 import pytest
 import torch
 
-from compiler.frontends import eager_ops
+from compiler import backend_compile, refbackend, stages
+from compiler.frontends import eager, eager_ops
 from compiler.frontends.eager import EagerSession, EagerTensor, eager_mode, from_eager, to_eager
 
 
@@ -49,9 +50,9 @@ def test_cache_hits_do_not_recompile(session, monkeypatch):
     compiles = []
     compile_single_op = eager_ops.compile_single_op
 
-    def counting(func, *rest):
+    def counting(func, *rest, **options):
         compiles.append(str(func))
-        return compile_single_op(func, *rest)
+        return compile_single_op(func, *rest, **options)
 
     monkeypatch.setattr("compiler.frontends.eager.compile_single_op", counting)
     a, b, ea, eb = eager_pair(session, 4, 4)
@@ -67,6 +68,25 @@ def test_cache_hits_do_not_recompile(session, monkeypatch):
     assert len(compiles) == 5
     assert session.report.compiles["aten.mul.Tensor"] == 5
     assert session.report.cache_hits["aten.mul.Tensor"] == 3
+
+
+def test_a_session_compiles_and_loads_its_ops_in_one_mlir_context(session, monkeypatch):
+    made = []
+    new_context = stages.new_context
+
+    def counting():
+        made.append(1)
+        return new_context()
+
+    for module in (eager, eager_ops, refbackend, backend_compile):
+        monkeypatch.setattr(module, "new_context", counting)
+    a, b, ea, eb = eager_pair(session, 2, 3)
+    torch.testing.assert_close(from_eager(torch.tanh(ea * eb) + ea), torch.tanh(a * b) + a)
+    assert sum(session.report.compiles.values()) == 3
+    assert len(made) == 1  # not three per op: import, backend, the JIT's parse
+    session.close()
+    torch.testing.assert_close(from_eager(ea - eb), a - b)  # a closed session's next op: a new context
+    assert len(made) == 2
 
 
 def test_fallback_is_recorded_with_stage_and_single_op_ir(session):

@@ -46,6 +46,7 @@ from torch._ops import HigherOrderOperator
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from torch_mlir import ir
 
 from compiler.frontends.eager_ops import (
     NATIVE_BY_DESIGN,
@@ -62,7 +63,7 @@ from compiler.frontends.eager_ops import (
     result_types,
     type_text,
 )
-from compiler.stages import Snapshots, StageError
+from compiler.stages import Snapshots, StageError, new_context
 
 __all__ = [
     "NATIVE_BY_DESIGN",
@@ -335,6 +336,11 @@ class EagerSession:
         self._cache: dict[Any, CompiledOp | DecomposedOp | Fallback] = {}
         self._fake_mode = FakeTensorMode()
         self._decomposing: set[str] = set()  # ops whose decomposition is running
+        # One MLIR context for every op this session compiles or loads: a context takes
+        # ~2 ms to make, a third of a small op's lowering, three times per op otherwise.
+        # Its uniqued types and attributes grow with the ops (no tensor data: a single-op
+        # program takes its tensors as arguments); `close` lets it go.
+        self._context: ir.Context | None = None
 
     def dispatch(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
         """Run one aten op on EagerTensors (or plain tensors); tensor results are EagerTensors."""
@@ -414,6 +420,13 @@ class EagerSession:
             if type(entry) is CompiledOp:
                 entry.program.close()
         self._cache.clear()
+        self._context = None
+
+    @property
+    def context(self) -> ir.Context:
+        if self._context is None:
+            self._context = new_context()
+        return self._context
 
     def _compile(self, func, op: Plan, args: tuple, kwargs: dict, key: Any) -> CompiledOp | DecomposedOp | Fallback:
         snapshots = Snapshots()
@@ -446,7 +459,7 @@ class EagerSession:
         if not isinstance(lowered, LoweredOp):
             return None
         try:
-            compiled = lowered.load()
+            compiled = lowered.load(self.context)
         except Exception:  # noqa: BLE001 - compiled again below, where a failure is recorded
             return None
         self.report.loaded[op.name] += 1
@@ -456,14 +469,24 @@ class EagerSession:
         """The op alone; if that fails, its decomposition (as the FX configs would compile
         it) as one program; if that fails too, the decomposition to run op by op."""
         try:
-            return compile_single_op(func, args, kwargs, self._fake_mode, snapshots, self.backend, self.opt_level)
+            return compile_single_op(
+                func, args, kwargs, self._fake_mode, snapshots, self.backend, self.opt_level, context=self.context
+            )
         except StageError:
             if not can_decompose(func):
                 raise
             first_failure = sys.exc_info()[1]
         try:
             return compile_single_op(
-                func, args, kwargs, self._fake_mode, Snapshots(), self.backend, self.opt_level, decompose=True
+                func,
+                args,
+                kwargs,
+                self._fake_mode,
+                Snapshots(),
+                self.backend,
+                self.opt_level,
+                decompose=True,
+                context=self.context,
             )
         except DecompositionMismatch:
             raise first_failure from None  # the op's own failure is the one to report

@@ -19,6 +19,7 @@ import torch
 import torch._decomp
 import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensorMode
+from torch_mlir import ir
 from torch_mlir.extras.fx_importer import FxImporter
 
 from compiler import pipelines
@@ -104,9 +105,10 @@ class LoweredOp:
     torch_ir: str
     decomposed: bool = False  # compiled through the op's decomposition, its own program having failed
 
-    def load(self) -> CompiledOp:
-        """JIT-compile the program (a failure is stage `lower`'s, as when it was compiled)."""
-        return CompiledOp(self.program.load(), self)
+    def load(self, context: ir.Context | None = None) -> CompiledOp:
+        """JIT-compile the program (a failure is stage `lower`'s, as when it was compiled),
+        parsed in `context` (default: a new one)."""
+        return CompiledOp(self.program.load(context), self)
 
 
 @dataclass
@@ -305,11 +307,16 @@ def compile_single_op(
     opt_level: int | None = 0,
     *,
     decompose: bool = False,
+    context: ir.Context | None = None,
 ) -> CompiledOp:
-    """`lower_single_op`, then the JIT. Raises StageError (the JIT's failures in stage `lower`)."""
-    lowered = lower_single_op(func, args, kwargs, fake_mode, snapshots, backend, opt_level, decompose=decompose)
+    """`lower_single_op`, then the JIT. Raises StageError (the JIT's failures in stage `lower`).
+    Every stage's IR lives in `context` (default: a new one for this op)."""
+    context = context or new_context()
+    lowered = lower_single_op(
+        func, args, kwargs, fake_mode, snapshots, backend, opt_level, decompose=decompose, context=context
+    )
     try:
-        return lowered.load()
+        return lowered.load(context)
     except StageError:
         raise
     except Exception as error:
@@ -326,9 +333,11 @@ def lower_single_op(
     opt_level: int | None = 0,
     *,
     decompose: bool = False,
+    context: ir.Context | None = None,
 ) -> LoweredOp:
     """capture (one-node graph, or with `decompose` the op's decomposition) -> import ->
-    torch-backend -> linalg -> LLVM dialect, as text for the RefBackend's JIT.
+    torch-backend -> linalg -> LLVM dialect, as text for the RefBackend's JIT; the IR of
+    every stage in `context` (default: a new one).
 
     Raises StageError; `snapshots.texts["graph"]` holds the FX graph and
     `snapshots.texts["torch-backend"]` the single op as raw torch-dialect IR.
@@ -339,13 +348,16 @@ def lower_single_op(
         graph, fake_result = build(func, args, kwargs, fake_mode)
         snapshots.texts["graph"] = str(graph)
         stage = "import"
-        importer = FxImporter(context=new_context())
+        context = context or new_context()
+        importer = FxImporter(context=context)
         importer.import_stateless_graph(graph, func_name="main")
         torch_backend = run_stage(
             importer.module, "torch-backend", pipelines.FX_TO_TORCH_BACKEND, snapshots
         )  # EagerFrontend.to_torch_backend
         stage = "backend"
-        program = lower_torch_backend_ir(module_text(torch_backend), backend, snapshots=snapshots, opt_level=opt_level)
+        program = lower_torch_backend_ir(
+            module_text(torch_backend), backend, snapshots=snapshots, opt_level=opt_level, context=context
+        )
     except StageError:
         raise
     except Exception as error:
