@@ -1,9 +1,9 @@
 """Zoo: decoder-only language models (rotary embeddings, RMSNorm, GQA, sliding windows,
 learned positions), from `transformers` config classes with random weights."""
 
-import transformers  # noqa: F401  (without it this file registers nothing: ImportError)
+from e2e.test_suite.zoo_common import VOCAB, register_zoo, require, text_model
 
-from e2e.test_suite.zoo_common import VOCAB, register_zoo, text_model
+require("transformers")  # without it this file registers nothing (skipped)
 
 # Every model: hidden 32, 2 layers, 4 heads, vocab 128.
 SIZES = dict(
