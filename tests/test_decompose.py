@@ -92,3 +92,18 @@ def test_torch_ops_callable_still_answers_isinstance():
 
     assert isinstance(len, torch._ops.Callable) and not isinstance(3, torch._ops.Callable)
     assert torch._ops.Callable[[int], int] is torch._ops.Callable
+
+
+def test_the_table_split_is_torchs_own_and_sees_ops_registered_after_it():
+    decompose.install()
+    table = get_decomposition_table()
+    split, torchs = exported_program._split_decomp_table_to_cia_and_python_decomp, decompose._ORIGINAL["split"]
+    first, second = split(dict(table)), split(dict(table))
+    assert first == torchs(dict(table)) and second == first
+    assert first[0] is not second[0] and first[1] is not second[1]  # a caller may change its own
+    library = torch.library.Library("e2e_decompose_split_test", "DEF")
+    library.define("thrice(Tensor x) -> Tensor")
+    library.impl("thrice", lambda x: x * 3, "CompositeImplicitAutograd")
+    after = split(dict(table))
+    assert torch.ops.e2e_decompose_split_test.thrice.default in after[0]  # kept whole, as torch keeps it
+    assert after == torchs(dict(table))
