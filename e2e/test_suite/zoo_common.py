@@ -12,7 +12,6 @@ every process gets the same random weights. This file registers no test itself.
 
 from __future__ import annotations
 
-import importlib.util
 import types
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -32,16 +31,6 @@ DYNAMIC_SHAPES = ((2, 8), (3, 5))
 MODEL_TOLERANCE = Tolerance(rtol=1e-3, atol=1e-4)
 
 VOCAB = 128
-
-
-def require(package: str) -> None:
-    """Raise what importing `package` would if it is not installed, without importing it:
-    the suite loader then skips the file with the reason (`suite_files._classify`).
-    Registering a zoo file's tests needs only names and config class names; its models
-    import `transformers` when built. Imported at registration, `transformers` was most of
-    what probing the suite files cost a `-k` run (0.6 s of ~1.5 s)."""
-    if importlib.util.find_spec(package) is None:
-        raise ModuleNotFoundError(f"No module named {package!r}", name=package)
 
 
 def seeded(build: Callable[[], torch.nn.Module]) -> torch.nn.Module:

@@ -2,6 +2,7 @@
 `transformers` config classes with random weights."""
 
 import torch
+import transformers  # noqa: F401  (without it this file registers nothing: ImportError)
 
 from e2e.test_suite.zoo_common import (
     TEXT_DIMS,
@@ -11,12 +12,9 @@ from e2e.test_suite.zoo_common import (
     ZooModel,
     padding_mask,
     register_zoo,
-    require,
     text_model,
     token_ids,
 )
-
-require("transformers")  # without it this file registers nothing (skipped)
 
 BERT_SIZES = dict(
     hidden_size=32,

@@ -7,10 +7,9 @@ length varies.
 """
 
 import torch
+import transformers  # noqa: F401  (without it this file registers nothing: ImportError)
 
-from e2e.test_suite.zoo_common import HfModel, TestUtils, ZooModel, register_zoo, require, seeded
-
-require("transformers")  # without it this file registers nothing (skipped)
+from e2e.test_suite.zoo_common import HfModel, TestUtils, ZooModel, register_zoo, seeded
 
 IMAGE = 16
 
