@@ -337,7 +337,8 @@ class EagerSession:
         self._fake_mode = FakeTensorMode()
         self._decomposing: set[str] = set()  # ops whose decomposition is running
         # One MLIR context for every op this session compiles or loads: a context takes
-        # ~2 ms to make, a third of a small op's lowering, three times per op otherwise.
+        # ~2 ms to make, and three per op (the import, the backend stage's parse, the JIT's
+        # parse) were a fifth of a small op's compile.
         # Its uniqued types and attributes grow with the ops (no tensor data: a single-op
         # program takes its tensors as arguments); `close` lets it go.
         self._context: ir.Context | None = None
