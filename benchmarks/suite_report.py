@@ -61,7 +61,7 @@ def report(run: dict, rows: list[dict], upstream_seconds: float | None) -> list[
             lines.append(
                 f"  {stage:>14}: {total:8.1f} s  {100 * total / max(pair_seconds, 1e-9):5.1f}%  median {1000 * median:6.0f} ms"
             )
-        lines.append("  (the rest of a pair's time: forking, golden reuse, pickling, the reducer)")
+        lines.append("  (the rest of a pair's time: forking, golden reuse, freeing its program, pickling, the reducer)")
         workers = max(len(run.get("peak_rss_mib") or {}), 1)
         lines.append(f"floor on {workers} worker(s), the pairs' time shared evenly: {pair_seconds / workers:.0f} s")
         from_cache: dict[str, int] = defaultdict(int)
