@@ -151,7 +151,7 @@ class Campaign:
             # signature names no op (wrong results, crashes), whose bundle names the guilty op.
             # Such a bundle is most often minimal in a few seconds; one that is not by 10 s is
             # left to the shrinking after triage (a 30 s box spent ~30 s of a block's ~230
-            # worker-seconds on one JIT-frontend crash, and ended 34 ops from minimal).
+            # worker-seconds on one JIT-frontend crash, and ended with 34 ops, not minimal).
             "--reduce-unnamed",
             "--reduce-timeout",
             "10",
