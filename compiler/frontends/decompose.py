@@ -75,7 +75,10 @@ def _split_cached_by_op_count(split):
     @functools.wraps(split)
     def cached(decomp_table: dict):
         key = (_op_count(), tuple(decomp_table.items()))
-        found = memo.get(key)
+        try:
+            found = memo.get(key)
+        except TypeError:  # an entry that cannot be a key: torch's own split, every call
+            return split(decomp_table)
         if found is None:
             memo.clear()  # one table in practice (torch-mlir's): a new op count supersedes the old
             found = memo[key] = split(dict(decomp_table))
