@@ -108,10 +108,8 @@ def _backend_module(
     it is verified first, as the torch-backend stage would, so IR the importer wrote
     invalid is blamed on the import (printed in generic form, it has no @main to read)."""
     if chain.backend == TORCH_INPUT:
-        module = parse_imported(torch_ir)
-    else:
-        module = parse_module(torch_ir, context or new_context())
+        module = parse_imported(torch_ir)  # verified before @main's signature is read
+        return module, result_dtypes(torch_ir)
+    module = parse_module(torch_ir, context or new_context())
     dtypes = result_dtypes(torch_ir)
-    if chain.backend != TORCH_INPUT:
-        module = run_stage(module, "backend", chain.to_backend, snapshots)
-    return module, dtypes
+    return run_stage(module, "backend", chain.to_backend, snapshots), dtypes

@@ -108,4 +108,4 @@ def test_the_table_split_is_torchs_own_and_sees_ops_registered_after_it():
     assert torch.ops.e2e_decompose_split_test.thrice.default in after[0]  # kept whole, as torch keeps it
     assert after == torchs(dict(table))
     odd = {torch.ops.aten.linear.default: [], torch.ops.aten.addmm.default: table[torch.ops.aten.addmm.default]}
-    assert split(dict(odd)) == torchs(dict(odd))  # an unhashable entry: torch's split, not the cache
+    assert split(dict(odd)) == torchs(dict(odd))  # an unhashable entry: the key is compared, not hashed

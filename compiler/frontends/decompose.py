@@ -67,24 +67,20 @@ def _cached_by_op_count(collect):
 
 
 def _split_cached_by_op_count(split):
-    """`split(table)` once per table content and op count. torch's split deletes the CIA
-    ops from the table it is given and returns that table as the second part: here the
-    caller gets new dicts with the same entries, from a split of a copy."""
-    memo: dict = {}
+    """`split(table)` once per table content and op count (the last one asked: one table in
+    practice, torch-mlir's). torch's split deletes the CIA ops from the table it is given
+    and returns that table as the second part: here the caller gets new dicts with the same
+    entries, from a split of a copy."""
 
     @functools.wraps(split)
     def cached(decomp_table: dict):
-        key = (_op_count(), tuple(decomp_table.items()))
-        try:
-            found = memo.get(key)
-        except TypeError:  # an entry that cannot be a key: torch's own split, every call
-            return split(decomp_table)
-        if found is None:
-            memo.clear()  # one table in practice (torch-mlir's): a new op count supersedes the old
-            found = memo[key] = split(dict(decomp_table))
-        cia_to_decomp, python_decomp_table = found
+        key = (_op_count(), tuple(decomp_table.items()))  # compared, not hashed: any entry goes
+        if key != cached.key:
+            cached.value, cached.key = split(dict(decomp_table)), key
+        cia_to_decomp, python_decomp_table = cached.value
         return dict(cia_to_decomp), dict(python_decomp_table)
 
+    cached.key, cached.value = None, None
     return cached
 
 
