@@ -24,8 +24,8 @@ import compiler.frontends.eager_ops as eager_ops  # noqa: E402 - after the check
 import compiler.refbackend as refbackend
 from compiler.stages import Snapshots
 from e2e.configs.eager import CONFIG
+from e2e.framework.prepared import prepare
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY
-from e2e.framework.runner import prepare
 from e2e.framework.suite_files import load_suite
 
 SECONDS: Counter[str] = Counter()

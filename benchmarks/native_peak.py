@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from e2e.framework import isolation  # noqa: E402
 from e2e.framework.isolation import MIB  # noqa: E402
+from e2e.framework.prepared import prepare  # noqa: E402
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
-from e2e.framework.runner import prepare  # noqa: E402
 from e2e.framework.suite_files import load_suite  # noqa: E402
 
 

@@ -30,8 +30,8 @@ from compiler.refbackend import largest_tensor_elements  # noqa: E402
 from compiler.stages import StageError  # noqa: E402
 from e2e.configs.pipeline import tensor_leaves  # noqa: E402
 from e2e.framework import isolation  # noqa: E402
+from e2e.framework.prepared import prepare  # noqa: E402
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
-from e2e.framework.runner import prepare  # noqa: E402
 from e2e.framework.suite_files import load_suite  # noqa: E402
 
 LEVELS = (0, 1, 2)

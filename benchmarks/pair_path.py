@@ -7,8 +7,10 @@ A call *passes the pair on* when one of its arguments is the pair's item, its `P
 `Test`, its `PreparedTest`, its `Result` or its config (the object, or the config's name
 next to the test). Such calls are recorded, in the pytest process and in the test host it
 forks (the spare host is turned off, so the host starts inside the pair's life), in project
-code only (`e2e/`, `compiler/`), in time order. A *stop* is a run of consecutive recorded
-calls in one module; a *return* is a stop in a module an earlier stop was in.
+code only (`e2e/`, `compiler/`), in time order. A *stop* is a run of one process's
+consecutive recorded calls in one module (the other process's calls in between do not
+split it: the pytest process that waits in `TestHost` while the host serves has not left
+`host.py`); a *return* is a stop in a module an earlier stop of the same process was in.
 
 `--no-queries` leaves out the methods of the pair's values called on themselves
 (`Result.passed`, `Test.arg_shapes`, `Result.to_json`: the modules `result.py` and
@@ -47,7 +49,7 @@ def _pair_types():
     from e2e.configs.pipeline import PipelineConfig
     from e2e.framework.registry import Test
     from e2e.framework.result import Result
-    from e2e.framework.runner import PreparedTest
+    from e2e.framework.prepared import PreparedTest
     from e2e.pair import Pair
 
     return (E2EItem, Pair, Test, PreparedTest, Result, PipelineConfig, EagerConfig)
@@ -113,15 +115,17 @@ def main() -> None:
             sys.exit(f"{' '.join(command)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
         calls = sorted(json.loads(line) for path in scratch.glob("calls.*") for line in path.read_text().splitlines())
     parent = calls[0][1] if calls else None
-    stops: list[tuple[str, str, list[str]]] = []  # (process, module, functions)
+    stops: list[tuple[str, str, list[str]]] = []  # (process, module, functions), by first call
+    current: dict[str, tuple[str, str, list[str]]] = {}  # each process's own last stop
     if args.no_queries:
         calls = [call for call in calls if call[2] not in VALUE_MODULES]
     for _, pid, module, function in calls:
         process = "pytest" if pid == parent else "host"
-        if stops and stops[-1][:2] == (process, module):
-            stops[-1][2].append(function)
+        if process in current and current[process][1] == module:
+            current[process][2].append(function)
         else:
-            stops.append((process, module, [function]))
+            current[process] = (process, module, [function])
+            stops.append(current[process])
     seen: set[tuple[str, str]] = set()
     returns = 0
     for number, (process, module, functions) in enumerate(stops, 1):

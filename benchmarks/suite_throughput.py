@@ -31,8 +31,9 @@ import torch  # noqa: E402
 from e2e.configs import load_config  # noqa: E402
 from e2e.framework.host import TestHost  # noqa: E402
 from e2e.framework.isolation import Limits  # noqa: E402
+from e2e.framework.prepared import PreparedCache  # noqa: E402
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
-from e2e.framework.runner import PreparedCache, run_pair, warm_up  # noqa: E402
+from e2e.framework.runner import run_pair, warm_up  # noqa: E402
 from e2e.framework.suite_files import load_suite  # noqa: E402
 
 LIMITS = Limits(300, None)

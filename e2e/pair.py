@@ -60,7 +60,7 @@ class Pair:
         self.options = options
 
     def settle(self) -> Settled:
-        state = self.state
+        state, diagnose = self.state, self._diagnoses_hangs()
         try:
             test = state.test(self.path, self.test_name)
             limits = state.limits(test)
@@ -69,7 +69,7 @@ class Pair:
             key = pair_key(test, self.config_name, state.shape_mode, limits.seconds)
             result = state.cache.get(key)
             if result is None:
-                result = state.run_pair(test, self.config_name, limits, diagnose=self._diagnoses_hangs())
+                result = state.run_pair(test, self.config_name, limits, diagnose=diagnose)
         except Exception:  # noqa: BLE001 - the framework's own bug: a result like any other
             return Settled(self._internal_error(traceback.format_exc(limit=-12)), self.entry, internal=True)
         settled = self._after(test, limits, result, first=True)

@@ -27,9 +27,10 @@ from e2e.framework.cache import FrontendCache, ProgramCache, ResultCache
 from e2e.framework.dependencies import keep_imports
 from e2e.framework.host import SpareHost, TestHost
 from e2e.framework.isolation import GIB, Limits
+from e2e.framework.prepared import PreparedCache
 from e2e.framework.registry import Test
 from e2e.framework.result import Result
-from e2e.framework.runner import SPARE_WARM_UP, PreparedCache, run_pair
+from e2e.framework.runner import SPARE_WARM_UP, run_pair
 from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, ProbeHost, SuiteFile, load_suite, suite_files
 from e2e.opinfo import SLICES as OPINFO_SLICES
 

@@ -308,12 +308,12 @@ def test_a_capture_is_kept_by_test_shape_mode_and_what_was_captured(project, mon
     test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
     store = cache.FrontendCache(tmp_path / "frontend")
     key = ("fx-import", "forward", None, ((-1, 3),))
-    assert store.get(test, "annotated", key) is None
-    store.put(test, "annotated", key, {"raw_ir": "module {}"})
-    assert store.get(test, "annotated", key) == {"raw_ir": "module {}"}
-    assert store.get(test, "static", key) is None
-    assert store.get(test, "annotated", ("fx-import", "forward", None, ((2, 3),))) is None
-    assert cache.FrontendCache(None).get(test, "annotated", key) is None  # disabled: keeps nothing
+    assert store.for_test(test, "annotated").get(key) is None
+    store.for_test(test, "annotated").put(key, {"raw_ir": "module {}"})
+    assert store.for_test(test, "annotated").get(key) == {"raw_ir": "module {}"}
+    assert store.for_test(test, "static").get(key) is None
+    assert store.for_test(test, "annotated").get(("fx-import", "forward", None, ((2, 3),))) is None
+    assert cache.FrontendCache(None).for_test(test, "annotated") is None  # disabled: keeps nothing
 
 
 @pytest.mark.parametrize("stage", [fingerprints.CAPTURE, fingerprints.IMPORT])
@@ -330,10 +330,10 @@ def test_an_edit_to_a_lowering_keeps_the_capture_and_an_edit_to_the_frontend_or_
         ("helpers/shapes.py", False),  # what the test builds
     ):
         cache.forget_files()
-        store.put(test, "annotated", key, "captured", stage)
+        store.for_test(test, "annotated").put(key, "captured", stage)
         _edit(project / edited)
         cache.forget_files()
-        assert (store.get(test, "annotated", key, stage) == "captured") is kept, edited
+        assert (store.for_test(test, "annotated").get(key, stage) == "captured") is kept, edited
 
 
 @pytest.mark.parametrize("frontend", ["fx", "ltc", "torchscript"])
@@ -374,14 +374,14 @@ def test_the_frontend_sources_cover_every_project_file_a_capture_runs(frontend):
 def _import_neg(store: "cache.FrontendCache") -> tuple[str, set, list[str]]:
     """`Tmp_Neg`'s FX capture and import in a new run (every fingerprint computed again):
     the raw torch IR, what the run took from the frontend cache of earlier runs, the notes."""
-    from e2e.configs.pipeline import shared_import
-    from e2e.framework.runner import prepare
+    from compiler.frontends import load_frontend
+    from e2e.framework.prepared import prepare
 
     cache.forget_files()
     prepared = prepare(registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"])
-    prepared.frontend_cache = store
+    prepared.frontend_cache = store.for_test(prepared.test, prepared.shape_mode)
     item = prepared.golden[0]
-    imported = shared_import(prepared, item, ("forward", None), [[-1, 3]], Snapshots())
+    imported = prepared.imported(load_frontend("fx"), item, ("forward", None), [[-1, 3]], Snapshots())
     return imported.raw_ir, {key[0] for key in prepared.from_earlier_run}, imported.notes
 
 
@@ -525,21 +525,23 @@ def test_the_least_recently_used_captures_go_first_and_a_large_one_is_not_kept(p
     test = registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"]
     store = cache.FrontendCache(tmp_path / "frontend")
     for n in range(3):
-        store.put(test, "annotated", ("k", n), "x" * 1000)
-    store.get(test, "annotated", ("k", 0))  # used again: now the most recent
+        store.for_test(test, "annotated").put(("k", n), "x" * 1000)
+    store.for_test(test, "annotated").get(("k", 0))  # used again: now the most recent
     old = time.time() - 100
     entries = sorted((tmp_path / "frontend").glob("*.pickle"), key=lambda p: p.stat().st_mtime)
     for age, path in enumerate(entries):  # an order the filesystem's coarse clock cannot blur
         os.utime(path, (old + age, old + age))
-    used_last = tmp_path / "frontend" / f"{store._name(test, 'annotated', ('k', 0), fingerprints.IMPORT)}.pickle"
+    used_last = (
+        tmp_path / "frontend" / f"{store.for_test(test, 'annotated')._name(('k', 0), fingerprints.IMPORT)}.pickle"
+    )
     os.utime(used_last, (old + 10, old + 10))
     assert store.trim(limit=2500) == 1
-    assert store.get(test, "annotated", ("k", 0)) is not None
-    assert sum(store.get(test, "annotated", ("k", n)) is not None for n in (1, 2)) == 1
+    assert store.for_test(test, "annotated").get(("k", 0)) is not None
+    assert sum(store.for_test(test, "annotated").get(("k", n)) is not None for n in (1, 2)) == 1
     monkeypatch.setattr(cache, "FRONTEND_ENTRY_BYTES", 100)
     store = cache.FrontendCache(tmp_path / "frontend")
-    store.put(test, "annotated", ("k", 3), "x" * 1000)
-    assert store.get(test, "annotated", ("k", 3)) is None
+    store.for_test(test, "annotated").put(("k", 3), "x" * 1000)
+    assert store.for_test(test, "annotated").get(("k", 3)) is None
 
 
 def test_a_lowered_program_is_kept_by_its_key_and_an_edit_to_the_compiler_drops_it(project, monkeypatch, tmp_path):

@@ -14,9 +14,10 @@ from compiler.fx_compile import fx_import
 from compiler.stages import Snapshots, StageError
 from compiler.toolchain import toolchain
 from e2e.configs import load_config
+from e2e.framework.prepared import prepare
 from e2e.framework.registry import Test, annotate_args
 from e2e.framework.result import NotApplicable, Result
-from e2e.framework.runner import attempt_pair, prepare
+from e2e.framework.runner import attempt_pair
 from e2e.framework.signature import mismatch_signature, stage_signature
 from e2e.reducer.case import compile_signature
 

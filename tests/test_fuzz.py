@@ -6,8 +6,8 @@ import torch
 
 from e2e.framework.compare import compare_traces
 from e2e.framework.judge import Outcome
+from e2e.framework.prepared import prepare
 from e2e.framework.registry import Test
-from e2e.framework.runner import prepare
 from e2e.framework.signature import Signature
 from e2e.framework.trace import TraceItem
 from e2e.generate.oracle import Float64Oracle, SpecRefusal

@@ -17,9 +17,10 @@ from e2e.framework import deadlock, isolation, registry
 from e2e.framework import host as host_module
 from e2e.framework.host import SpareHost, TestHost
 from e2e.framework.isolation import MIB, Limits
+from e2e.framework.prepared import prepare
 from e2e.framework.registry import Test
 from e2e.framework.result import CRASH, ERROR, FAIL, MEMORY, PASS, TIMEOUT
-from e2e.framework.runner import prepare, run_pair
+from e2e.framework.runner import run_pair
 from e2e.framework.suite_files import load_suite
 
 LIMITS = Limits(20, 2048 * MIB)

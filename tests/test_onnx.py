@@ -16,8 +16,9 @@ from e2e.configs import load_config  # noqa: E402
 from e2e.configs.onnx_oracle import oracle_notes  # noqa: E402
 from e2e.framework import registry  # noqa: E402
 from e2e.framework.isolation import Limits  # noqa: E402
+from e2e.framework.prepared import prepare  # noqa: E402
 from e2e.framework.result import FAIL, PASS, SKIP  # noqa: E402
-from e2e.framework.runner import prepare, run_pair  # noqa: E402
+from e2e.framework.runner import run_pair  # noqa: E402
 from e2e.framework.trace import TraceItem  # noqa: E402
 from e2e.onnx_backend import cases  # noqa: E402
 from e2e.onnx_backend.register import OnnxModelModule  # noqa: E402

@@ -101,8 +101,9 @@ def test_a_suite_mismatch_on_the_onnx_config_gets_its_bundle(tmp_path):
     """reduce_result takes the onnx config's compare failures to the ONNX node search:
     torch-mlir's `onnx.Equal` holds NaN == NaN (as `NanInf_Nanmean` shows in the suite)."""
     from e2e.framework.isolation import Limits
+    from e2e.framework.prepared import prepare
     from e2e.framework.registry import Test
-    from e2e.framework.runner import prepare, run_pair
+    from e2e.framework.runner import run_pair
     from e2e.reducer.strategies import reduce_result
 
     def invoke(module, tu):

@@ -311,8 +311,9 @@ def test_execute_crash_reduces_to_the_failing_assert(tmp_path):
 def test_lazy_capture_failure_becomes_a_torch_script(tmp_path):
     """An op LTC cannot lower: the bundle is the one-node FX graph, run with torch alone."""
     import e2e.test_suite.elementwise_binary  # noqa: F401  (registers Binary_Atan2SameShape)
+    from e2e.framework.prepared import prepare
     from e2e.framework.registry import GLOBAL_TEST_REGISTRY
-    from e2e.framework.runner import prepare, run_pair
+    from e2e.framework.runner import run_pair
     from e2e.reducer.strategies import reduce_result
 
     prepared = prepare(GLOBAL_TEST_REGISTRY["Binary_Atan2SameShape"])
@@ -340,8 +341,9 @@ def test_a_failure_in_torchs_decompositions_replays_with_torch_alone(tmp_path):
     """The bundle's replay labels the export and decomposition steps as the suite's capture
     does (before, every such bundle replayed as `torch.export` and failed verification), and
     needs only the few decompositions of torch's that still fail, spelled by name."""
+    from e2e.framework.prepared import prepare
     from e2e.framework.registry import Test
-    from e2e.framework.runner import prepare, run_pair
+    from e2e.framework.runner import run_pair
     from e2e.reducer.strategies import reduce_result
 
     def invoke(module, tu):

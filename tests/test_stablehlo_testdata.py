@@ -13,8 +13,9 @@ import torch
 from e2e.configs import load_config
 from e2e.framework import registry
 from e2e.framework.isolation import Limits
+from e2e.framework.prepared import prepare
 from e2e.framework.result import FAIL, PASS
-from e2e.framework.runner import prepare, run_pair
+from e2e.framework.runner import run_pair
 from e2e.stablehlo_testdata.program import Check, compare, dense_values, read_program
 from e2e.stablehlo_testdata.register import OPTION, StablehloProgram, corpus_dir
 from tests.extras import requires_extra

@@ -9,9 +9,9 @@ from compiler.stages import Snapshots
 from e2e.configs import load_config
 from e2e.framework import TestUtils, annotate_args
 from e2e.framework.compare import compare_traces
+from e2e.framework.prepared import prepare
 from e2e.framework.registry import Test
 from e2e.framework.result import NotApplicable
-from e2e.framework.runner import prepare
 
 
 class Scripted(torch.nn.Module):

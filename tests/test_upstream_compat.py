@@ -13,7 +13,8 @@ from e2e.configs import load_config
 from e2e.framework import registry
 from e2e.framework.compare import compare_traces
 from e2e.framework.isolation import Limits
-from e2e.framework.runner import prepare, run_pair
+from e2e.framework.prepared import prepare
+from e2e.framework.runner import run_pair
 from e2e.framework.trace import TraceItem
 from torch_mlir_e2e_test.registry import UPSTREAM_TIMEOUT_SECONDS, UPSTREAM_TOLERANCE
 

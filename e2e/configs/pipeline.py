@@ -11,11 +11,10 @@ static shapes), its torch-backend step, its warm-up, and what the frontend cache
 
 One program per method when the test has dynamic dims (and the frontend and executor
 take them); else one per call shape (a static program takes only the shapes it was made
-for). Capture and import depend only on the test, so they are computed once per test
-(`PreparedTest.share`) and reused by every config of the same frontend; so is the
-torch-backend lowering, per pipeline. Across runs, the frontend cache keeps what the
-frontend's `keeps` says: the FX capture (keyed by torch, the test and the capture code)
-and its import (by torch-mlir too), or the JIT frontends' imports.
+for). Capture and import depend only on the test, so the test's `PreparedTest`
+(`e2e.framework.prepared`) computes them once, for every config of the same frontend,
+and keeps them across runs as the frontend says; so is the torch-backend lowering, per
+pipeline.
 
 The built-in configs are `CONFIGS`; `eager` is its own (`e2e/configs/eager.py`).
 """
@@ -29,13 +28,13 @@ import torch
 import torch.utils._pytree as pytree
 
 from compiler.backend_compile import compile_backend_ir
-from compiler.frontends import KEEPS_CAPTURE, KEEPS_IMPORT, NotCapturable, StaticShapesOnly, load_frontend
+from compiler.frontends import load_frontend
 from compiler.stages import Snapshots
 from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
 from e2e.configs.capture_check import CaptureCheck
 from e2e.configs.onnx_oracle import OnnxOracle
-from e2e.framework.fingerprints import CAPTURE, IMPORT
 from e2e.framework.judge import Explainer
+from e2e.framework.prepared import PreparedTest
 from e2e.framework.registry import Tolerance
 from e2e.framework.result import NotApplicable
 from e2e.framework.trace import Trace, TraceItem, call_key
@@ -119,6 +118,7 @@ class PipelineConfig:
         executor = installed_executor(chain)
         static_only = self.static or getattr(executor, "static_only", False) or getattr(frontend, "static_only", False)
         given = frontend.given(prepared.module)
+        to_torch_backend = None if chain.backend == TORCH_INPUT else chain.to_torch_backend
         compiled = Compiled(tolerance=prepared.test.tolerance)
         fell_back: set[str] = set()  # methods whose capture fell back to static shapes
         for item in prepared.golden:
@@ -135,19 +135,18 @@ class PipelineConfig:
             if given is not None:  # a model given as it is: imported by each config
                 imported = frontend.import_capture(given, snapshots)
             else:
-                imported = shared_import(prepared, item, key, shapes, snapshots, self.frontend)
+                imported = prepared.imported(frontend, item, key, shapes, snapshots)
             if imported.static_fallback and given is None:  # it takes this call's shapes alone
                 fell_back.add(item.method)
                 key = (item.method, call_key(item.inputs))
             imported.arguments(item.inputs)  # raises a StageError where the program takes other arguments
             compiled.notes.extend(n for n in imported.result_notes if n not in compiled.notes)
-            if chain.backend == TORCH_INPUT:
+            if to_torch_backend is None:
                 torch_ir = imported.raw_ir
             else:
-                pipeline = chain.to_torch_backend
                 torch_ir = prepared.share(
-                    (frontend.name, *key, pipeline),
-                    lambda: frontend.torch_backend_ir(imported, pipeline, snapshots),
+                    (frontend.name, *key, to_torch_backend),
+                    lambda: frontend.torch_backend_ir(imported, to_torch_backend, snapshots),
                 )
             program = compile_backend_ir(torch_ir, chain, snapshots=snapshots, opt_level=self.opt_level)
             out_spec = imported.out_spec if imported.out_spec is not None else pytree.tree_flatten(item.outputs)[1]
@@ -164,70 +163,6 @@ class PipelineConfig:
         return f"compiled static shapes: the {chain.frontend.name} frontend takes no dynamic dims"
 
 
-def shared_import(prepared, item: TraceItem, key: tuple, shapes, snapshots: Snapshots, frontend: str = "fx"):
-    """The capture and import of `item` (its program's `key`: method and call shapes, or
-    None with dynamic `shapes`), once per test and, through the frontend cache, across runs
-    as the frontend `keeps` it: the FX capture while torch and the test are unchanged, and
-    its import while torch-mlir is too (a rebuild of torch-mlir imports the kept capture
-    again); the JIT frontends' imports (their captures are graphs of live objects)."""
-    chosen = load_frontend(frontend)
-    dims = None if shapes is None else tuple(None if s is None else tuple(s) for s in shapes)
-
-    def capture():
-        return _capture(chosen, prepared, item, shapes, snapshots)
-
-    try:
-        if chosen.keeps == KEEPS_CAPTURE:
-            return prepared.share(
-                (f"{chosen.name}-import", *key, dims),
-                lambda: _import_kept_capture(chosen, prepared, item, key, shapes, dims, snapshots),
-                across_runs=IMPORT,
-            )
-        if chosen.keeps == KEEPS_IMPORT:
-            return prepared.share(
-                (f"{chosen.name}-import", *key, dims),
-                lambda: chosen.import_capture(capture(), snapshots),
-                across_runs=IMPORT,
-            )
-        captured = prepared.share((f"{chosen.name}-capture", *key, dims), capture)  # this run only
-        return chosen.import_capture(captured, snapshots)
-    except StaticShapesOnly as error:
-        raise NotApplicable(f"{error}: run with --shapes static to compile the example inputs' shapes") from None
-    except NotCapturable as error:
-        raise NotApplicable(str(error)) from None
-
-
-def _capture(frontend, prepared, item: TraceItem, shapes, snapshots: Snapshots):
-    return frontend.capture(prepared.module, item.inputs, shapes, item.method, snapshots)
-
-
-def _import_kept_capture(frontend, prepared, item: TraceItem, key: tuple, shapes, dims, snapshots: Snapshots):
-    """The import of a capture kept across runs (a rebuild of torch-mlir imports the capture
-    of an earlier run again); one that did not survive being kept is captured again."""
-    capture_key = (f"{frontend.name}-capture", *key, dims)
-    captured = prepared.share(
-        capture_key, lambda: _capture(frontend, prepared, item, shapes, snapshots), across_runs=CAPTURE
-    )
-    if capture_key in prepared.from_earlier_run:
-        snapshots.enter("capture")  # this run's capture: loading the kept one
-    lost = captured.lost_on_the_way()
-    if lost is not None:  # it did not survive being kept: captured again
-        prepared.from_earlier_run.discard(capture_key)
-        captured = _capture(frontend, prepared, item, shapes, snapshots)
-    imported = frontend.import_capture(captured, snapshots)
-    if lost := lost or captured.lost:
-        imported.result_notes.append(f"frontend cache: the capture is not kept across runs ({lost})")
-    return imported
-
-
-def recapture(prepared, call: TraceItem, dynamic: bool, frontend: str = "fx"):
-    """The captured program of `call` again, as `compile` captured it: with the test's
-    dynamic dims when its program was compiled with them, else at the call's shapes."""
-    shapes = prepared.arg_shapes(call.method) if dynamic else None
-    chosen = load_frontend(frontend)
-    return chosen.import_capture(_capture(chosen, prepared, call, shapes, Snapshots()), Snapshots()).exported
-
-
 def installed_executor(chain: Toolchain):
     """The chain's executor; a pair whose runtime is not installed skips with its install line."""
     executor = chain.executor
@@ -236,7 +171,7 @@ def installed_executor(chain: Toolchain):
     return executor
 
 
-FX_EXPLAINERS: tuple[Explainer, ...] = (CaptureCheck(recapture),)
+FX_EXPLAINERS: tuple[Explainer, ...] = (CaptureCheck(PreparedTest.recapture),)
 
 # The built-in pipeline configs, by name.
 CONFIGS: dict[str, PipelineConfig] = {

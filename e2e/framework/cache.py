@@ -40,6 +40,7 @@ three caches and their keys.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -131,23 +132,36 @@ class FrontendCache:
     def __init__(self, directory: Path | None):
         self.store = PickleStore(directory, FRONTEND_ENTRY_BYTES)
 
-    def _name(self, test: Test, shape_mode: str, key: object, stage: str) -> str:
-        test_part = f"{test.name}\0{files_digest(test_dependencies(test))}"
-        name = hashlib.sha256("\0".join([frontend_fingerprint(stage), test_part, shape_mode, repr(key)]).encode())
-        return name.hexdigest()
-
-    def get(self, test: Test, shape_mode: str, key: object, stage: str = IMPORT) -> object | None:
-        if self.store.directory is None:
-            return None
-        return self.store.get(self._name(test, shape_mode, key, stage))
-
-    def put(self, test: Test, shape_mode: str, key: object, value: object, stage: str = IMPORT) -> None:
-        if self.store.directory is not None:
-            self.store.put(self._name(test, shape_mode, key, stage), value)
+    def for_test(self, test: Test, shape_mode: str) -> FrontendEntries | None:
+        """What this cache keeps of `test` in `shape_mode`; None when disabled."""
+        return FrontendEntries(self.store, test, shape_mode) if self.store.directory is not None else None
 
     def trim(self, limit: int = FRONTEND_CACHE_BYTES) -> int:
         """Remove the least recently used entries past `limit` bytes; returns how many."""
         return self.store.trim(limit)
+
+
+class FrontendEntries:
+    """One test's entries of the frontend cache, in one shape mode, by what was captured
+    (method, call shapes, dynamic dims) and stage (CAPTURE or IMPORT)."""
+
+    def __init__(self, store: PickleStore, test: Test, shape_mode: str):
+        self.store = store
+        self.test = test
+        self.shape_mode = shape_mode
+
+    @functools.cached_property
+    def _test_part(self) -> str:
+        return f"{self.test.name}\0{files_digest(test_dependencies(self.test))}\0{self.shape_mode}"
+
+    def _name(self, key: object, stage: str) -> str:
+        return hashlib.sha256("\0".join([frontend_fingerprint(stage), self._test_part, repr(key)]).encode()).hexdigest()
+
+    def get(self, key: object, stage: str = IMPORT) -> object | None:
+        return self.store.get(self._name(key, stage))
+
+    def put(self, key: object, value: object, stage: str = IMPORT) -> None:
+        self.store.put(self._name(key, stage), value)
 
 
 # --- the program cache -------------------------------------------------------------------

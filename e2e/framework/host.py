@@ -50,9 +50,10 @@ import torch
 from e2e.framework import isolation
 from e2e.framework.cache import FrontendCache, ProgramCache
 from e2e.framework.isolation import Channel, Child, Limits
+from e2e.framework.prepared import prepare
 from e2e.framework.registry import Test
 from e2e.framework.result import Result
-from e2e.framework.runner import abnormal_result, attempt_pair, broken_test_result, finish_pair, prepare, ran_and_failed
+from e2e.framework.runner import abnormal_result, attempt_pair, broken_test_result, finish_pair
 
 # What a reduction's host may need beyond its grandchild's deadline (unpickling, bookkeeping).
 _HOST_MARGIN_SECONDS = 30.0
@@ -224,7 +225,7 @@ def _serve_ready(
     prepared = prepare(test)
     prepared.shape_mode = shape_mode
     prepared.shared.update(shared)
-    prepared.frontend_cache = caches.frontend
+    prepared.frontend_cache = caches.frontend.for_test(test, shape_mode) if caches.frontend is not None else None
     prepared.program_cache = caches.programs
     channel.send(("ready", prepared.golden_error, prepared.golden_kind, library_modules(since=before)))
     rng = torch.get_rng_state()  # every config starts where the golden run left it
@@ -239,7 +240,7 @@ def _serve_ready(
             torch.set_rng_state(rng)
             outcome = attempt_pair(prepared, config, request.reports_dir)  # what `share` computed stays here
             result = outcome[0] if isinstance(outcome, tuple) else outcome  # a Result, or Raised
-            if isinstance(result, Result) and ran_and_failed(result):
+            if isinstance(result, Result) and result.ran_and_failed:
                 channel.send(_Retiring(result, prepared.shared))
                 return None
             channel.send(result)

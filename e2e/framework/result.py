@@ -19,6 +19,9 @@ SKIP = "skip"
 # exports the example inputs' shapes, as upstream torch-mlir's FX configs do.
 SHAPE_MODES = ("annotated", "static")
 
+# The stages in which a pair's compiled program runs.
+RUNTIME_STAGES = ("execute", "compare")
+
 
 # Which side a runtime config's failure is on, judged beside its RefBackend twin
 # (`e2e.configs.runtime`): the runtime's, the RefBackend's, or the IR both ran.
@@ -66,6 +69,11 @@ class Result:
     @property
     def passed(self) -> bool:
         return self.outcome == PASS
+
+    @property
+    def ran_and_failed(self) -> bool:
+        """Whether the pair's compiled program ran and then failed or gave a wrong answer."""
+        return not self.passed and self.stage in RUNTIME_STAGES
 
     def to_json(self) -> dict:
         """The row results files hold: the signature as its text (`Signature.format`)."""

@@ -1,8 +1,8 @@
 """Run one test on one config: golden trace, isolated compile and run, compare, Result.
 
-A test host (`e2e.framework.host`) computes each test's golden trace once
-(`PreparedTest`) and keeps what configs share (a frontend's capture, import and
-torch-backend IR) in `PreparedTest.shared`. `attempt_pair` compiles, runs and compares one config in
+A test host (`e2e.framework.host`) computes each test's golden trace once, with what its
+configs share (a frontend's capture, import and torch-backend IR): its `PreparedTest`
+(`e2e.framework.prepared`). `attempt_pair` compiles, runs and compares one config in
 the process it is called in (a test host, a child `run_pair` forks, or the pytest
 process under `--no-isolation`); `finish_pair`, in the process that waited, makes the
 pair's Result of what came back: a crash or a hang of that process ends as the pair's
@@ -12,23 +12,19 @@ pair's Result of what came back: a crash or a hang of that process ends as the p
 
 from __future__ import annotations
 
-import copy
 import shutil
 import time
 import traceback
-from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
 
 import torch
-import torch.utils._pytree as pytree
 
 from compiler.stages import Snapshots, StageError, write_atomic
 from e2e.framework import hang_stack, isolation
 from e2e.framework.compare import compare_traces
 from e2e.framework.isolation import Limits
 from e2e.framework.judge import Annotated, Closable, Explanation, Outcome, explain
+from e2e.framework.prepared import PreparedTest
 from e2e.framework.registry import Test
 from e2e.framework.result import (
     CRASH,
@@ -49,144 +45,6 @@ from e2e.framework.signature import (
     mismatch_signature,
     stage_signature,
 )
-from e2e.framework.testutils import seed_for
-from e2e.framework.trace import Trace, record_trace
-
-if TYPE_CHECKING:
-    from e2e.framework.cache import FrontendCache, ProgramCache
-
-
-@dataclass
-class PreparedTest:
-    """What every config of one test starts from, computed once per process."""
-
-    test: Test
-    module: torch.nn.Module | None = None  # pristine instance the configs compile
-    golden: Trace = field(default_factory=list)
-    golden_error: str | None = None
-    golden_kind: str | None = None  # how the test is broken: module_factory, deepcopy, invoker, outputs
-    shared: dict[Any, Any] = field(default_factory=dict)  # config-shared frontend results
-    new_shared: dict[Any, Any] = field(default_factory=dict)  # filled in a child, sent back
-    shape_mode: str = "annotated"  # one of result.SHAPE_MODES
-    reused: set = field(default_factory=set)  # shared keys this config took from an earlier one
-    frontend_cache: FrontendCache | None = None  # `share(..., across_runs=stage)` values of earlier runs
-    from_earlier_run: set = field(default_factory=set)  # shared keys this config took from the frontend cache
-    program_cache: ProgramCache | None = None  # lowered programs of earlier hosts and runs, for the compiler
-
-    def share(self, key: Any, compute: Callable[[], Any], *, across_runs: str | None = None) -> Any:
-        """`compute()` once per test (its host and the configs' children); StageErrors are
-        shared too. A value an earlier config computed is noted as reused. `across_runs`:
-        a frontend result of that stage (`fingerprints.CAPTURE` or `fingerprints.IMPORT`, which decides
-        what its key covers), kept in the frontend cache for later runs and taken from it."""
-        if key in self.shared and key not in self.new_shared:
-            self.reused.add(key)
-        cache = self.frontend_cache if across_runs else None
-        if key not in self.shared and cache is not None:
-            kept = cache.get(self.test, self.shape_mode, key, across_runs)
-            if kept is not None:
-                self.shared[key] = self.new_shared[key] = kept
-                self.from_earlier_run.add(key)
-        if key not in self.shared:
-            try:
-                self.shared[key] = compute()
-            except StageError as error:
-                self.shared[key] = error
-            self.new_shared[key] = self.shared[key]
-            if cache is not None:
-                cache.put(self.test, self.shape_mode, key, self.shared[key], across_runs)
-        value = self.shared[key]
-        if isinstance(value, StageError):
-            raise value
-        return value
-
-    def first_call(self, method: str) -> list[Any]:
-        return next(item.inputs for item in self.golden if item.method == method)
-
-    def failing_call(self, index: int | None) -> tuple[str, list[Any]]:
-        """The method and inputs of golden trace item `index` (a Result's `failing_call`); else the first call."""
-        if index is not None and index < len(self.golden):
-            item = self.golden[index]
-            return item.method, item.inputs
-        method = self.methods()[0]
-        return method, self.first_call(method)
-
-    def methods(self) -> list[str]:
-        return list(dict.fromkeys(item.method for item in self.golden))
-
-    def arg_shapes(self, method: str) -> list[list[int] | None] | None:
-        """The argument shapes to compile for (-1 = dynamic); None: the example inputs' shapes."""
-        if self.shape_mode == "static":
-            return None
-        return self.test.arg_shapes(self.module, method)
-
-
-def prepare(test: Test) -> PreparedTest:
-    """Build the module and run the golden trace; a broken test is recorded, not raised.
-
-    This is user code: run it where a crash or hang is contained (a `TestHost`).
-    """
-    prepared = PreparedTest(test)
-    step = "module_factory"
-    try:
-        torch.manual_seed(seed_for(test.name))  # factories that draw weights draw the same ones
-        prepared.module = test.module_factory()
-        step = "deepcopy"
-        native = copy.deepcopy(prepared.module)
-        step = "invoker"
-        prepared.golden = record_trace(test, lambda method, inputs: getattr(native, method)(*inputs))
-    except Exception:
-        prepared.golden_kind = step
-        prepared.golden_error = _BROKEN[step] + traceback.format_exc(limit=-4)
-        return prepared
-    problem = bad_outputs(prepared.golden)
-    if problem is not None:
-        prepared.golden_kind, prepared.golden_error = "outputs", problem
-    return prepared
-
-
-_BROKEN = {
-    "module_factory": "the test's module_factory raised on native torch:\n",
-    "deepcopy": (
-        "the test's module cannot be deep-copied (the golden run uses a copy, so the "
-        "compiled program starts from the same state):\n"
-    ),
-    "invoker": "the test failed on native torch:\n",
-}
-
-
-def bad_outputs(trace: Trace) -> str | None:
-    """Why a golden trace cannot be compared (a broken test), or None."""
-    if not trace:
-        return "the invoker made no call on the module"
-    for number, item in enumerate(trace):
-        where = f"trace item #{number} ({item.method})"
-        if item.outputs is None:
-            return f"{where} returned None: an e2e test returns the values to compare"
-        for leaf in pytree.tree_leaves(item.outputs):
-            if leaf is not None and not isinstance(leaf, (torch.Tensor, bool, int, float)):
-                return (
-                    f"{where} returned a {type(leaf).__name__}: outputs must be tensors, Python "
-                    "scalars, or tuples, lists and dicts of them"
-                )
-    return None
-
-
-class PreparedCache:
-    """A few recently prepared tests, in this process (for `--no-isolation` and benchmarks)."""
-
-    def __init__(self, size: int = 4):
-        self.size = size
-        self._entries: OrderedDict[str, PreparedTest] = OrderedDict()
-
-    def get(self, test: Test, shape_mode: str = "annotated") -> PreparedTest:
-        if test.name not in self._entries:
-            self._entries[test.name] = prepare(test)
-            while len(self._entries) > self.size:
-                self._entries.popitem(last=False)
-        self._entries.move_to_end(test.name)
-        prepared = self._entries[test.name]
-        prepared.shape_mode = shape_mode
-        return prepared
 
 
 def warm_up() -> None:
@@ -244,17 +102,9 @@ def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tu
     # A test host runs every config of its test: free each one's ExecutionEngines, unless
     # the program misbehaved (its heap may be corrupt: freeing can abort or hang; the
     # host retires instead).
-    if not ran_and_failed(result) and isinstance(outcome.artifact, Closable):
+    if not result.ran_and_failed and isinstance(outcome.artifact, Closable):
         outcome.artifact.close()
     return result, prepared.new_shared
-
-
-RUNTIME_STAGES = ("execute", "compare")
-
-
-def ran_and_failed(result: Result) -> bool:
-    """Whether the pair's compiled program ran and then failed or gave a wrong answer."""
-    return not result.passed and result.stage in RUNTIME_STAGES
 
 
 def _compile_and_run_once(config, prepared: PreparedTest, snapshots: Snapshots) -> Outcome | Result:

@@ -57,7 +57,8 @@ def run_program(program: Program, config_name: str, reports_dir: Path, seconds: 
     """`program`'s pair on `config_name`, run by the suite's runner in a forked child."""
     from e2e.configs import load_config
     from e2e.framework.isolation import Limits
-    from e2e.framework.runner import prepare, run_pair
+    from e2e.framework.prepared import prepare
+    from e2e.framework.runner import run_pair
 
     prepared = prepare(program_test(program))
     return run_pair(prepared, load_config(config_name), reports_dir=reports_dir, limits=Limits(seconds))

@@ -19,6 +19,7 @@ from torch_mlir import ir
 
 from compiler import pipelines
 from compiler.backend_compile import torch_backend_ir
+from compiler.frontends import load_frontend
 from compiler.refbackend import (
     LOWER_PIPELINE,
     RefBackendProgram,
@@ -28,7 +29,7 @@ from compiler.refbackend import (
     result_dtypes,
 )
 from compiler.stages import Snapshots, StageError, module_text, new_context, parse_module, run_stage
-from e2e.configs.pipeline import Compiled, shared_import
+from e2e.configs.pipeline import Compiled
 from e2e.framework.trace import call_key
 from e2e.mutation.catalogue import BOUNDARIES, Mutation
 from e2e.mutation.undefined import Fill
@@ -61,7 +62,7 @@ def survey(prepared, backend: str) -> dict[tuple, ProgramIR]:
         key = (item.method, None if dynamic else call_key(item.inputs))
         if key in programs:
             continue
-        imported = shared_import(prepared, item, key, shapes, snapshots)
+        imported = prepared.imported(load_frontend("fx"), item, key, shapes, snapshots)
         torch_ir = prepared.share(
             ("fx", *key, legal_ops), lambda: torch_backend_ir(imported.raw_ir, legal_ops, snapshots=snapshots)
         )

@@ -93,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
         return _report(outcome)
     from e2e.configs import load_config
     from e2e.framework.isolation import Limits
+    from e2e.framework.prepared import prepare
     from e2e.framework.registry import GLOBAL_TEST_REGISTRY
-    from e2e.framework.runner import prepare, run_pair
+    from e2e.framework.runner import run_pair
     from e2e.framework.suite_files import load_suite
     from e2e.reducer.strategies import reduce_result
 
