@@ -116,6 +116,8 @@ class Pair:
             result.notes.append(str(outcome)[-800:])
             return None
         result.notes.append(outcome.summary())
+        if outcome.types_broke is not None:
+            result.notes.append(f"reducer: {outcome.types_broke}")
         if outcome.bundle is not None and outcome.verified:
             result.repro_path = str(outcome.bundle)
         elif outcome.bundle is not None:

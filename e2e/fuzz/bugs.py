@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable
 
 from e2e.framework.results_files import row_signature
 from e2e.framework.signature import Signature, guilty_op
+from e2e.reducer.outcome import TYPES_NOTE
 
 RUNTIME_ENDINGS = ("crash", "timeout", "memory")
 NOT_FAILURES = ("pass", "skip")
@@ -107,6 +108,7 @@ class Failure:
     signature: Signature
     guilty_op: str | None
     repro_path: str | None = None
+    types_broke: str | None = None  # the reducer's word on the step that broke the types, if one did
 
     @classmethod
     def of(cls, row: dict) -> "Failure":
@@ -114,7 +116,8 @@ class Failure:
         signature = row_signature(row) or Signature(str(row.get("stage")), "-")
         text = signature.format()
         op = bundle_guilty_op(row) or guilty_op(row.get("error") or "") or guilty_op(text) or ltc_op(text)
-        return cls(row["test"], row["config"], kind_of(row), signature, op, row.get("repro_path"))
+        types = next((n.removeprefix("reducer: ") for n in row.get("notes") or () if n.startswith(TYPES_NOTE)), None)
+        return cls(row["test"], row["config"], kind_of(row), signature, op, row.get("repro_path"), types)
 
     @property
     def key(self) -> tuple:
@@ -146,6 +149,10 @@ class Bug:
     @property
     def first(self) -> Failure:
         return self.failures[0]
+
+    @property
+    def types_broke(self) -> str | None:
+        return next((f.types_broke for f in self.failures if f.types_broke), None)
 
     @property
     def bundle(self) -> str | None:

@@ -193,6 +193,18 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, p
             f"{len(bug.failures)} | {bug.regression or '-'} | {bug.bundle or '-'}"
             f"{' (verified)' if bug.verified else ' (NOT verified)' if bug.verified is False else ''} |"
         )
+    broke = [(number, bug.types_broke) for number, bug in enumerate(classified.bugs, start=1) if bug.types_broke]
+    if broke:
+        lines += [
+            "",
+            "## Where the types broke",
+            "",
+            "Bugs whose failing pass may only have tripped over types an earlier step broke: the reducer "
+            "replayed the torch-backend stage pass by pass and checked every torch op's result shape "
+            "against what torch computes from its operands (`compiler.type_check`).",
+            "",
+            *(f"- {number}: {text}" for number, text in broke),
+        ]
     return "\n".join(lines) + "\n"
 
 

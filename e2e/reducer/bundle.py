@@ -108,6 +108,26 @@ def add_test(bundle_dir: Path, test: str, config: str) -> list[str]:
         return tests
 
 
+TYPES_SECTION = "## Where the types broke\n"
+
+
+def add_to_readme(bundle_dir: Path, types_broke: str) -> None:
+    """Say in the bundle's README where the torch dialect's types first disagreed with what
+    its ops compute (`compiler.type_check`): the failing pass may only have tripped over them."""
+    readme = bundle_dir / "README.md"
+    with open(bundle_dir / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not readme.exists() or TYPES_SECTION in (text := readme.read_text()):
+            return
+        section = (
+            f"{TYPES_SECTION}\nReplaying the config's torch-backend stage pass by pass, with every torch op's "
+            f"result type checked against what torch computes from its operand types (the shapes): "
+            f"{types_broke}. The failing pass above may only report what that step broke.\n\n"
+        )
+        head, marker, tail = text.partition("## Tests that hit it\n")
+        write_atomic(readme, head + section + marker + tail if marker else text.rstrip() + "\n\n" + section)
+
+
 REPRO = '''#!/usr/bin/env python3
 """Reproducer: {signature}
 

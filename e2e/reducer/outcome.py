@@ -9,6 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# How a Result's note that says where its types broke starts (`ReduceOutcome.types_broke`).
+TYPES_NOTE = "reducer: types first disagree"
+
 # Why a reduction stopped (ReduceOutcome.stopped)
 NO_LOCALIZATION = "no localization"
 
@@ -27,6 +30,9 @@ class ReduceOutcome:
     details: list[str] = field(default_factory=list)
     stopped: str = ""  # 1-minimal | time box | no localization | crash | shared
     verify_seconds: float = 0.0  # of `seconds`, re-verifying the bundle in a fresh process
+    # The step after which the torch dialect's types first disagree with what its ops
+    # compute (`compiler.type_check`), when the failing pass only tripped over them.
+    types_broke: str | None = None
 
     def summary(self) -> str:
         """One line for Result.notes (the benchmark parses the key=value pairs)."""

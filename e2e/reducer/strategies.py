@@ -10,6 +10,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from compiler.toolchain import TORCH_INPUT
+from compiler.type_check import where_types_broke
+from e2e.reducer.bundle import add_to_readme
 from e2e.reducer.case import single_threaded
 from e2e.reducer.failure import ExecuteCrash, FxMismatch, Hang, PassError, StageCrash
 from e2e.reducer.frontend_graph import FrontendFailure
@@ -32,6 +35,8 @@ STRATEGIES: tuple[Strategy, ...] = (
 
 # A following strategy gets what is left of the time box, and at least this long.
 FOLLOWING_SECONDS = 10.0
+# How long the type check of a failing pair's torch-backend stage may take (beyond the time box).
+TYPE_CHECK_SECONDS = 20.0
 
 
 def candidates(pair: FailingPair) -> list[Strategy]:
@@ -44,8 +49,17 @@ def candidates(pair: FailingPair) -> list[Strategy]:
 
 
 def reduce_result(result, prepared, config, reports_dir: Path, time_box: float = DEFAULT_TIME_BOX) -> ReduceOutcome:
-    """A failing pair's Result -> its bundle (or why there is none)."""
+    """A failing pair's Result -> its bundle (or why there is none), and where its types
+    broke when a step before the failing pass broke them."""
     pair = FailingPair(result, prepared, config, Path(reports_dir))
+    outcome = _reduce(pair, time_box)
+    outcome.types_broke = types_broke(pair)
+    if outcome.types_broke is not None and outcome.bundle is not None:
+        add_to_readme(outcome.bundle, outcome.types_broke)
+    return outcome
+
+
+def _reduce(pair: FailingPair, time_box: float) -> ReduceOutcome:
     first, *following = candidates(pair)  # PassError applies to every pair
     start, outcome = time.monotonic(), first.reduce(pair, time_box)
     for strategy in following:
@@ -56,6 +70,26 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
             return later
         outcome.note = f"{outcome.note}; {strategy.name}: {later.note}"
     return outcome
+
+
+# The stages whose failure may come from types an earlier step broke in the torch dialect.
+_AFTER_TORCH_BACKEND = ("torch-backend", "backend", "lower", "execute", "compare")
+
+
+def types_broke(pair: FailingPair, seconds: float = TYPE_CHECK_SECONDS) -> str | None:
+    """The pair's torch-backend stage replayed pass by pass with its types checked after
+    each (`compiler.type_check`): the step after which they first disagree, in words; None
+    when they never do (or the pair has no torch-backend stage)."""
+    if pair.result.stage not in _AFTER_TORCH_BACKEND or (text := pair.saved_input("torch-backend")) is None:
+        return None
+    chain = pair.config.toolchain()
+    if chain.backend == TORCH_INPUT:
+        return None
+    try:
+        broke = where_types_broke(text, chain.to_torch_backend, seconds)
+    except Exception as error:  # noqa: BLE001 - the check's own failure is a note, never the pair's
+        return f"the type check raised {type(error).__name__}: {error}"[:300]
+    return broke.describe() if broke is not None else None
 
 
 def reduce_isolated(
