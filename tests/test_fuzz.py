@@ -51,6 +51,63 @@ def test_f64_oracle_keeps_a_result_further_from_float64_than_torch():
     assert "float64 distance failed" in explanation.notes[0]
 
 
+class HalfSum(torch.nn.Module):
+    def forward(self, x):
+        return x.sum()
+
+
+def judged_half_sum(compiled: float):
+    """The oracle on a bf16 sum of 1 and 256 terms of 2**-9: torch accumulates in float32 and
+    gives 1.5, exactly float64's answer; accumulated in bfloat16, each term rounds away (1.0)."""
+    terms = torch.cat([torch.ones(1), torch.full((256,), 2.0**-9)]).to(torch.bfloat16)
+    prepared = prepare(Test("Fuzz_HalfSum", HalfSum, lambda module, tu: module.forward(terms)))
+    golden = prepared.golden[0]
+    assert float(golden.outputs) == 1.5
+    trace = [TraceItem(golden.method, golden.inputs, torch.tensor(compiled, dtype=torch.bfloat16))]
+    mismatch = compare_traces(prepared.golden, trace)
+    assert mismatch is not None and mismatch.kind == "values"
+    return Float64Oracle().explain(prepared, Outcome("compare", mismatch=mismatch, trace=trace))
+
+
+def test_a_half_precision_result_no_further_than_narrow_accumulation_is_acquitted():
+    explanation = judged_half_sum(1.0)  # what accumulating in bfloat16 gives
+    assert explanation.acquit
+    assert "float64 distance failed; narrow accumulation acquits" in explanation.notes[0]
+
+
+def test_a_half_precision_result_further_than_narrow_accumulation_is_a_wrong_result():
+    explanation = judged_half_sum(0.5)
+    assert not explanation.acquit
+    assert "narrow accumulation failed: a wrong result" in explanation.notes[0]
+
+
+def test_narrow_accumulation_computes_the_ops_exactly_where_nothing_rounds():
+    """Small integers are exact in bfloat16: the term-by-term reductions must give torch's answers."""
+    from e2e.generate.oracle import NarrowAccumulationMode
+
+    def ints(*shape):
+        return torch.randint(-3, 4, shape).to(torch.bfloat16)
+
+    x, a, b, w, bias = ints(2, 3, 4), ints(3, 4), ints(4, 2), ints(4, 3, 2, 2), ints(4)
+    y, bias2, image, signal, kernel = ints(2, 4, 3), ints(2), ints(1, 3, 5, 5), ints(2, 4, 6), ints(6, 2, 3)
+    cases = [
+        lambda: x.sum(),
+        lambda: x.sum(dim=(0, 2), keepdim=True),
+        lambda: x.mean(dim=1),
+        lambda: x.cumsum(2),
+        lambda: a @ b,
+        lambda: torch.bmm(x, y),
+        lambda: torch.nn.functional.linear(a, b.t(), bias2),
+        lambda: torch.nn.functional.conv2d(image, w, bias, padding=1),
+        lambda: torch.nn.functional.conv1d(signal, kernel, groups=2, stride=2),
+    ]
+    for case in cases:
+        expected = case()
+        with NarrowAccumulationMode():
+            got = case()
+        assert got.dtype == expected.dtype and torch.equal(got, expected), case
+
+
 def test_spec_refusal_blames_the_lowering_of_a_defined_program():
     prepared = prepare(cancel_test())
     refused = RuntimeError("tosa_reference_model failed (exit 1): OpPow: x is less than 0")

@@ -7,6 +7,13 @@ A generated program is nobody's intent, so a disagreement with torch is not yet 
   compiled result within tolerance of the float64 answer, or no further from it than
   torch's own, is torch's rounding, not a compiler bug: the pair is acquitted (it passes,
   with a note). Otherwise the note records both distances and the pair stays a wrong result.
+- Narrow accumulation: a float16 or bfloat16 result further from float64 than torch's may
+  come from a reduction accumulated in that dtype, which torch's CPU kernels do not do (they
+  accumulate in float32) and a compiler or a runtime may (the StableHLO spec allows it
+  where an op gives no accumulation type). The program is run natively again with every
+  sum-like reduction of half-precision values (sum, mean, cumsum, mm, bmm, addmm,
+  convolution) accumulated one term at a time in its own dtype (`NarrowAccumulationMode`);
+  a compiled result no further from float64 than that is acquitted too.
 - `SpecRefusal`: a reference model that refuses an op its spec leaves undefined (the TOSA
   reference model on `pow` of a negative base) while torch's program is defined (finite
   golden outputs on inputs the generator kept in every op's domain) blames the lowering
@@ -19,6 +26,8 @@ campaign counts, from the results file alone, how many verdicts each check turne
 from __future__ import annotations
 
 import copy
+import dataclasses
+import itertools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -34,8 +43,10 @@ from e2e.framework.trace import Trace, TraceItem, clone_tree
 ORACLE_NOTE = "oracle:"
 # The checks a verdict passes, in the order they are made (the campaign's counters).
 TOLERANCE, F64_DISTANCE, SPEC_REFUSAL = "tolerance", "float64 distance", "spec refusal"
-ORACLE_CHECKS = (TOLERANCE, F64_DISTANCE, SPEC_REFUSAL)
+NARROW_ACCUMULATION = "narrow accumulation"
+ORACLE_CHECKS = (TOLERANCE, F64_DISTANCE, NARROW_ACCUMULATION, SPEC_REFUSAL)
 NARROW_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
+HALF_FLOATS = (torch.float16, torch.bfloat16)
 
 
 def _widen(value: Any) -> Any:
@@ -62,6 +73,107 @@ def run_float64(module: torch.nn.Module, item: TraceItem) -> Any:
         return getattr(native, item.method)(*clone_tree(item.inputs))
 
 
+def _reduced_dims(x: torch.Tensor, dim) -> list[int]:
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return list(range(x.dim()))
+    return sorted({d % max(x.dim(), 1) for d in ([dim] if isinstance(dim, int) else dim)})
+
+
+def _narrow_sum(x: torch.Tensor, dim=None, keepdim: bool = False) -> torch.Tensor:
+    """`x` summed over `dim` one term at a time in its own dtype (each partial sum rounded)."""
+    dims = _reduced_dims(x, dim)
+    if x.dim() == 0:
+        return x.clone()
+    kept = [d for d in range(x.dim()) if d not in dims]
+    terms = x.permute(*kept, *dims).reshape(*[x.shape[d] for d in kept], -1)
+    total = torch.zeros(terms.shape[:-1], dtype=x.dtype)
+    for index in range(terms.shape[-1]):
+        total = total + terms[..., index]
+    if keepdim:
+        total = total.reshape([1 if d in dims else x.shape[d] for d in range(x.dim())])
+    return total
+
+
+def _narrow_mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """(batched) a @ b with each product and partial sum rounded to the operands' dtype."""
+    total = torch.zeros((*a.shape[:-1], b.shape[-1]), dtype=a.dtype)
+    for k in range(a.shape[-1]):
+        total = total + a[..., k : k + 1] * b[..., k : k + 1, :]
+    return total
+
+
+def _narrow_convolution(x, w, bias, stride, padding, dilation, transposed, output_padding, groups):
+    """A convolution as the sum of its terms (one input channel and kernel position each,
+    computed exactly and rounded), accumulated in the input's dtype."""
+    if transposed:
+        return None
+    total = None
+    for position in itertools.product(*(range(size) for size in w.shape[1:])):
+        selected = torch.zeros_like(w, dtype=torch.float64)
+        selected[(slice(None), *position)] = w[(slice(None), *position)].to(torch.float64)
+        term = torch.ops.aten.convolution.default(
+            x.to(torch.float64), selected, None, stride, padding, dilation, False, output_padding, groups
+        ).to(x.dtype)
+        total = term if total is None else total + term
+    return total if bias is None else total + bias.reshape(1, -1, *([1] * (total.dim() - 2)))
+
+
+def _half(*tensors) -> bool:
+    return all(isinstance(t, torch.Tensor) and t.dtype in HALF_FLOATS for t in tensors)
+
+
+def _narrow(func, args, kwargs):
+    """The narrow-accumulation answer of a reduction of half-precision values, or None (the op as it is)."""
+    aten = torch.ops.aten
+    x = args[0] if args else None
+    if kwargs.get("dtype") not in (None, getattr(x, "dtype", None)) or not _half(x):
+        return None
+    if func in (aten.sum.default, aten.sum.dim_IntList):
+        return _narrow_sum(x, args[1] if len(args) > 1 else kwargs.get("dim"), *args[2:3], **_keep(kwargs))
+    if func in (aten.mean.default, aten.mean.dim):
+        dim = args[1] if len(args) > 1 else kwargs.get("dim")
+        count = 1
+        for d in _reduced_dims(x, dim):
+            count *= x.shape[d] if x.dim() else 1
+        return _narrow_sum(x, dim, *args[2:3], **_keep(kwargs)) / count
+    if func is aten.cumsum.default:
+        dim = args[1] % max(x.dim(), 1)
+        total, partial = torch.zeros_like(x.select(dim, 0)) if x.dim() else x.clone(), []
+        for index in range(x.shape[dim] if x.dim() else 0):
+            total = total + x.select(dim, index)
+            partial.append(total)
+        return torch.stack(partial, dim) if partial else x.clone()
+    if func in (aten.mm.default, aten.bmm.default) and _half(args[1]):
+        return _narrow_mm(x, args[1])
+    if func is aten.addmm.default and _half(*args[1:3]):
+        beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
+        return beta * x + alpha * _narrow_mm(args[1], args[2])
+    if func is aten.convolution.default and _half(args[1]) and (args[2] is None or _half(args[2])):
+        return _narrow_convolution(*args)
+    return None
+
+
+def _keep(kwargs) -> dict:
+    return {"keepdim": kwargs["keepdim"]} if "keepdim" in kwargs else {}
+
+
+class NarrowAccumulationMode(TorchDispatchMode):
+    """Runs every op as torch does, except the sum-like reductions of float16 and bfloat16
+    values, which accumulate one term at a time in their own dtype (`_narrow`)."""
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        narrow = _narrow(func, args, kwargs)
+        return narrow if narrow is not None else func(*args, **kwargs)
+
+
+def run_narrow_accumulation(module: torch.nn.Module, item: TraceItem) -> Any:
+    """`item`'s call on a copy of `module`, half-precision reductions accumulated in half precision."""
+    native = copy.deepcopy(module)
+    with torch.no_grad(), NarrowAccumulationMode():
+        return getattr(native, item.method)(*clone_tree(item.inputs))
+
+
 def distance(reference: torch.Tensor, value: torch.Tensor) -> float:
     """The largest elementwise distance from the float64 `reference` (NaN where both are
     NaN counts 0; where one is, infinity)."""
@@ -80,14 +192,21 @@ class Judgement:
     torch_distance: float
     compiled_distance: float
     within_tolerance: bool  # the compiled output is within the suite's tolerance of float64's
+    narrow_distance: float | None = None  # the narrow-accumulation answer's, when one was computed
 
     @property
     def acquits(self) -> bool:
         return self.within_tolerance or self.compiled_distance <= self.torch_distance
 
+    @property
+    def narrow_acquits(self) -> bool:
+        return self.acquits or (self.narrow_distance is not None and self.compiled_distance <= self.narrow_distance)
+
     def __str__(self) -> str:
-        return f"{self.where}: compiled {self.compiled_distance:.3g} from float64, torch {self.torch_distance:.3g}" + (
-            " (compiled within tolerance of float64)" if self.within_tolerance else ""
+        narrow = "" if self.narrow_distance is None else f", accumulated in half precision {self.narrow_distance:.3g}"
+        return (
+            f"{self.where}: compiled {self.compiled_distance:.3g} from float64, torch {self.torch_distance:.3g}{narrow}"
+            + (" (compiled within tolerance of float64)" if self.within_tolerance else "")
         )
 
 
@@ -137,7 +256,39 @@ class Float64Oracle:
                 [f"{ORACLE_NOTE} {TOLERANCE} failed; {F64_DISTANCE} acquits: torch's rounding, not a bug ({shown})"],
                 acquit=True,
             )
-        return Explanation([f"{ORACLE_NOTE} {TOLERANCE} failed; {F64_DISTANCE} failed: a wrong result ({shown})"])
+        found = self._narrow_judgements(prepared, outcome, found)
+        shown = "; ".join(map(str, found))
+        if found and all(judgement.narrow_acquits for judgement in found):
+            return Explanation(
+                [
+                    f"{ORACLE_NOTE} {TOLERANCE} failed; {F64_DISTANCE} failed; {NARROW_ACCUMULATION} acquits: "
+                    f"no further from float64 than accumulating the half-precision reductions in half precision, "
+                    f"which a compiler may do ({shown})"
+                ],
+                acquit=True,
+            )
+        return Explanation(
+            [
+                f"{ORACLE_NOTE} {TOLERANCE} failed; {F64_DISTANCE} failed; {NARROW_ACCUMULATION} failed: "
+                f"a wrong result ({shown})"
+            ]
+        )
+
+    @staticmethod
+    def _narrow_judgements(prepared, outcome: Outcome, found: list[Judgement]) -> list[Judgement]:
+        """`found` with each output's distance from float64 of the narrow-accumulation run."""
+        narrow: dict[str, float] = {}
+        for number, expected in enumerate(prepared.golden):
+            where = f"trace item #{number} ({expected.method}) @ output"
+            if not any(j.where.startswith(where) for j in found):
+                continue
+            exact = run_float64(prepared.module, expected)
+            half = run_narrow_accumulation(prepared.module, expected)
+            leaves = zip(pytree.tree_leaves(exact), pytree.tree_leaves(half))
+            for index, (e, h) in enumerate(leaves):
+                if isinstance(e, torch.Tensor) and isinstance(h, torch.Tensor) and e.shape == h.shape:
+                    narrow[f"{where}[{index}]"] = distance(e, h)
+        return [dataclasses.replace(j, narrow_distance=narrow.get(j.where)) for j in found]
 
 
 @dataclass(frozen=True)
