@@ -108,6 +108,27 @@ def test_narrow_accumulation_computes_the_ops_exactly_where_nothing_rounds():
         assert got.dtype == expected.dtype and torch.equal(got, expected), case
 
 
+def test_narrow_accumulation_decomposes_softmax_around_a_half_precision_sum():
+    from e2e.generate.oracle import NarrowAccumulationMode
+
+    x = torch.randn(3, 40).to(torch.float16)
+    cases = [
+        lambda v: torch.softmax(v, 1),
+        lambda v: torch.log_softmax(v, 0),
+        lambda v: torch.logsumexp(v, 1),
+        lambda v: torch.logsumexp(v, (0, 1), keepdim=True),
+    ]
+    for case in cases:
+        expected = case(x)
+        with NarrowAccumulationMode():
+            got = case(x)
+        assert got.dtype == expected.dtype and got.shape == expected.shape, case
+        assert torch.allclose(got.float(), expected.float(), rtol=2e-2, atol=2e-2), case
+        with NarrowAccumulationMode():
+            wide = case(x.float())
+        assert torch.equal(wide, case(x.float())), case  # float32: torch's own kernels, untouched
+
+
 def test_spec_refusal_blames_the_lowering_of_a_defined_program():
     prepared = prepare(cancel_test())
     refused = RuntimeError("tosa_reference_model failed (exit 1): OpPow: x is less than 0")

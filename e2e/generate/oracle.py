@@ -12,8 +12,10 @@ A generated program is nobody's intent, so a disagreement with torch is not yet 
   accumulate in float32) and a compiler or a runtime may (the StableHLO spec allows it
   where an op gives no accumulation type). The program is run natively again with every
   sum-like reduction of half-precision values (sum, mean, cumsum, mm, bmm, addmm,
-  convolution) accumulated one term at a time in its own dtype (`NarrowAccumulationMode`);
-  a compiled result no further from float64 than that is acquitted too.
+  convolution; softmax, log_softmax and logsumexp decomposed around such a sum, as a
+  compiler does) accumulated one term at a time in its own dtype
+  (`NarrowAccumulationMode`); a compiled result no further from float64 than that is
+  acquitted too.
 - `SpecRefusal`: a reference model that refuses an op its spec leaves undefined (the TOSA
   reference model on `pow` of a negative base) while torch's program is defined (finite
   golden outputs on inputs the generator kept in every op's domain) blames the lowering
@@ -150,6 +152,16 @@ def _narrow(func, args, kwargs):
         return beta * x + alpha * _narrow_mm(args[1], args[2])
     if func is aten.convolution.default and _half(args[1]) and (args[2] is None or _half(args[2])):
         return _narrow_convolution(*args)
+    if func in (aten._softmax.default, aten._log_softmax.default) and not args[2]:  # not half_to_float
+        dim = args[1]
+        shifted = x - x.amax(dim, keepdim=True)
+        total = _narrow_sum(shifted.exp(), dim, keepdim=True)
+        return shifted.exp() / total if func is aten._softmax.default else shifted - total.log()
+    if func is aten.logsumexp.default:
+        dim, keepdim = args[1], (args[2] if len(args) > 2 else kwargs.get("keepdim", False))
+        top = x.amax(dim, keepdim=True)
+        total = (top + _narrow_sum((x - top).exp(), dim, keepdim=True).log()).to(x.dtype)
+        return total if keepdim else total.squeeze(_reduced_dims(x, dim))
     return None
 
 
