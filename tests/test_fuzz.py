@@ -432,3 +432,34 @@ def test_a_limited_reduction_takes_one_bug_per_signature_and_op_round_robin_over
         ("linalg", "backend | q | a"),
     ]
     assert chosen_for_reduction(bugs, None) == bugs
+
+
+def test_the_triage_names_the_step_that_broke_a_bugs_types(tmp_path):
+    """A bug the campaign's reducer did not look at (its signature names an op): the triage
+    replays its first pair's saved torch-backend input with the types checked. torch-mlir's
+    `fmod.Tensor` shape function types the broadcast as its first operand (the pinned wheel's)."""
+    from e2e.fuzz.bugs import COMPILE, Bug, Failure
+    from e2e.fuzz.triage import check_types
+
+    saved = tmp_path / "ir" / "Gen_7" / "torchscript"
+    saved.mkdir(parents=True)
+    (saved / "2-torch-backend.mlir").write_text(
+        "func.func @main(%a: !torch.tensor {torch.type_bound = !torch.vtensor<[1,?,1,1],si64>},\n"
+        "                %b: !torch.tensor {torch.type_bound = !torch.vtensor<[2],si64>}) -> !torch.tensor {\n"
+        "  %0 = torch.aten.fmod.Tensor %a, %b : !torch.tensor, !torch.tensor -> !torch.tensor\n"
+        "  return %0 : !torch.tensor\n}\n"
+    )
+    signature = Signature("backend", "convert-torch-to-linalg", "loc: 'tensor.cast' op operand type")
+    bug = Bug(
+        "torchscript",
+        signature,
+        "tensor.cast",
+        COMPILE,
+        False,
+        [Failure("Gen_7", "torchscript", COMPILE, signature, "tensor.cast")],
+    )
+    untouched = Bug("linalg", signature, None, COMPILE, False, [Failure("Gen_8", "linalg", COMPILE, signature, None)])
+    assert check_types([bug, untouched], tmp_path, log=lambda line: None) == 1
+    assert bug.types_broke.startswith("types first disagree after torch-lower-to-backend-contract")
+    assert "torch.aten.fmod.Tensor declares !torch.vtensor<[1,?,1,1],si64>" in bug.types_broke
+    assert untouched.types_broke is None  # nothing saved to replay

@@ -141,6 +141,7 @@ class Bug:
     regression: str | None = None
     regression_bundle: str | None = None
     verified: bool | None = None
+    checked_types: str | None = None  # the triage's own type check (`e2e.fuzz.triage.check_types`)
 
     @property
     def stage(self) -> str:
@@ -152,7 +153,8 @@ class Bug:
 
     @property
     def types_broke(self) -> str | None:
-        return next((f.types_broke for f in self.failures if f.types_broke), None)
+        """Where the types broke: the reducer's word on a failing pair, else the triage's."""
+        return next((f.types_broke for f in self.failures if f.types_broke), self.checked_types)
 
     @property
     def bundle(self) -> str | None:

@@ -108,6 +108,32 @@ def classify_campaign(reports_dir: Path, configs: list[str], rows: list[dict], s
     return classify(rows, known, support.untaken)
 
 
+def check_types(bugs: list[Bug], reports_dir: Path, log=print) -> int:
+    """For each bug the reducer did not type-check (a campaign's blocks reduce only what no
+    signature names): its first pair's torch-backend stage replayed with its types checked
+    (`e2e.reducer.strategies.types_broke`), in a forked child. Returns how many named a step."""
+    from e2e.configs import load_config
+    from e2e.framework import isolation
+    from e2e.framework.result import FAIL, Result
+    from e2e.reducer.pair import FailingPair
+    from e2e.reducer.strategies import TYPE_CHECK_SECONDS, types_broke
+
+    named = 0
+    for bug in bugs:
+        if bug.types_broke is not None:
+            continue
+        first = bug.first
+        pair = FailingPair(
+            Result(first.test, first.config, FAIL, stage=bug.stage), None, load_config(first.config), reports_dir
+        )
+        found = isolation.run_forked(lambda pair=pair: types_broke(pair), timeout=TYPE_CHECK_SECONDS + 30)
+        if isinstance(found, str):
+            bug.checked_types = found
+            named += 1
+    log(f"fuzz: types checked: {named} of {len(bugs)} bugs failed after a step that broke the types")
+    return named
+
+
 def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds: float, log=print) -> dict[str, str]:
     """Shrink each bug's first program (within `seconds` in all), write the regression
     tests, run them for bundles, record their xfail entries, verify the bundles. Returns
@@ -210,6 +236,7 @@ def analyse(
     begun = cpu_seconds()
     judge_by_oracle(rows, reports_dir / "triage", log=log)
     classified = classify_campaign(reports_dir, configs, rows)
+    check_types(classified.bugs, reports_dir, log)
     campaign["triage_cpu_s"] = round(cpu_seconds() - begun, 1)
     if reduce_seconds > 0:
         begun, started = cpu_seconds(), time.monotonic()
