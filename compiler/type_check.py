@@ -74,6 +74,8 @@ class Disagreement:
     declared: str  # the declared result type
     computed: str  # the shape torch's meta kernel gives, in the same form (its dtype the declared one)
     replaced_in: str | None = None  # the function whose return took a value of another type in its place
+    user: Disagreement | None = None  # the op that took the replacing value, and how it disagrees
+    refused: str | None = None  # torch's meta kernel refuses the declared (static) operand types: its message
 
     def describe(self) -> str:
         if self.replaced_in is not None:
@@ -81,6 +83,13 @@ class Disagreement:
                 f"{self.op}'s result ({self.declared}) was replaced by a value of type {self.computed}, which "
                 f"@{self.replaced_in} returns (a fold or rewrite of {self.op})"
             )
+        if self.user is not None:
+            return (
+                f"{self.op}'s result ({self.declared}) was replaced by a value of type {self.computed} (a fold "
+                f"or rewrite of {self.op}), which {self.user.op} takes: {self.user.describe()}"
+            )
+        if self.refused is not None:
+            return f"{self.op} declares {self.declared} of operands torch refuses ({self.refused})"
         return f"{self.op} declares {self.declared}, its operands give {self.computed}"
 
 
@@ -159,13 +168,29 @@ def _arguments(overload, operands: list[Any]) -> tuple[list[Any], dict[str, Any]
     return args, kwargs
 
 
-def _computed(overload, operands: list[Any]) -> list[tuple[list[int], torch.dtype]] | None:
+@dataclass(frozen=True)
+class _Refused:
+    message: str
+
+
+# What torch's meta kernels say when operand shapes do not fit an op (and not when a meta
+# kernel is missing, or an op's result depends on values).
+_SHAPE_ERROR = re.compile(r"size|shape|dimension|broadcast|match", re.I)
+_NOT_JUDGED = re.compile(r"meta|not ?implemented|data.dependent", re.I)
+
+
+def _computed(overload, operands: list[Any], static: bool) -> list[tuple[list[int], torch.dtype]] | _Refused | None:
     call = _arguments(overload, operands)
     if call is None:
         return None
     try:
         outputs = overload(*call[0], **call[1])
-    except Exception:  # noqa: BLE001 - torch's meta kernel does not take it: not judged
+    except Exception as error:  # noqa: BLE001 - torch's meta kernel does not take it: not judged, unless
+        # every operand shape is static and the kernel says they do not fit the op.
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        if static and isinstance(error, (RuntimeError, ValueError, IndexError)):
+            if _SHAPE_ERROR.search(message) and not _NOT_JUDGED.search(message):
+                return _Refused(message[:200])
         return None
     outputs = outputs if isinstance(outputs, (tuple, list)) else [outputs]
     if not all(isinstance(out, torch.Tensor) for out in outputs):
@@ -173,15 +198,24 @@ def _computed(overload, operands: list[Any]) -> list[tuple[list[int], torch.dtyp
     return [(list(out.shape), out.dtype) for out in outputs]
 
 
-def _judge_op(op: ir.OpView, values: dict, sample: int) -> list[tuple[list[int], torch.dtype]] | None:
+def _judge_op(op: ir.OpView, values: dict, sample: int) -> list[tuple[list[int], torch.dtype]] | _Refused | None:
     overload = _aten_overload(op.operation.name)
     if overload is None:
         return None
     operands = [values.get(_key(value), _UNKNOWN) for value in op.operation.operands]
     if any(operand is _UNKNOWN for operand in operands):
         return None
+    static = all(None not in meta.dims for meta in _metas(operands))
     operands = [_materialize(operand, sample) for operand in operands]
-    return _computed(overload, operands)
+    return _computed(overload, operands, static)
+
+
+def _metas(operands: list[Any]) -> list[_Meta]:
+    """The tensor operands, lists' included."""
+    found = []
+    for operand in operands:
+        found += _metas(operand) if isinstance(operand, list) else [operand] if isinstance(operand, _Meta) else []
+    return found
 
 
 def _materialize(operand: Any, sample: int) -> Any:
@@ -243,7 +277,13 @@ def _disagrees(declared: tuple[list[int | None], torch.dtype], computed: list) -
 
 def first_disagreement(module: ir.Module) -> Disagreement | None:
     """The first torch.aten op (in program order) whose declared result types are not what
-    torch computes from its declared operand types."""
+    torch computes from its declared operand types, or whose static operand types torch
+    refuses."""
+    return _first(module)[1]
+
+
+def _first(module: ir.Module) -> tuple[Any, Disagreement | None]:
+    """`first_disagreement`, with the op."""
     values: dict = {}
     for function in module.body.operations:
         if function.operation.name != "func.func":
@@ -258,7 +298,10 @@ def first_disagreement(module: ir.Module) -> Disagreement | None:
             if not declared or any(d is None for d in declared):
                 continue
             computed = [_judge_op(op, values, sample) for sample in SAMPLE_SIZES]
-            if any(c is None or len(c) != len(declared) for c in computed):
+            if all(isinstance(c, _Refused) for c in computed):
+                line = str(op.operation).strip()
+                return op, Disagreement(op.operation.name, line, _format(*declared[0]), "", refused=computed[0].message)
+            if any(c is None or isinstance(c, _Refused) or len(c) != len(declared) for c in computed):
                 continue
             for index, expected in enumerate(declared):
                 outcomes = [c[index] for c in computed]
@@ -267,13 +310,13 @@ def first_disagreement(module: ir.Module) -> Disagreement | None:
                         None if len({o[0][d] for o in outcomes}) > 1 else outcomes[0][0][d]
                         for d in range(len(outcomes[0][0]))
                     ]
-                    return Disagreement(
+                    return op, Disagreement(
                         op.operation.name,
                         str(op.operation).strip(),
                         _format(*expected),
                         _format(dims, expected[1]),
                     )
-    return None
+    return None, None
 
 
 def where_types_broke(input_ir: str, pipeline: Sequence[str], seconds: float = 30.0) -> TypesBroke | None:
@@ -297,11 +340,38 @@ def where_types_broke(input_ir: str, pipeline: Sequence[str], seconds: float = 3
             run_pipeline(module, [pass_entry])
         except ir.MLIRError as error:
             return _replaced_return(before, pass_entry, context) if _RETURN_MISMATCH in str(error) else None
-        found = first_disagreement(module)
+        op, found = _first(module)
         if found is not None:
             inner = _inside_contract(before, pass_entry, context) if pass_entry.startswith(_CONTRACT) else None
-            return inner or TypesBroke(pass_entry, found)
+            return inner or TypesBroke(pass_entry, _replaced_operand(before, module, op, found) or found)
     return None
+
+
+def _replaced_operand(before: ir.Operation, after: ir.Module, op, found: Disagreement) -> Disagreement | None:
+    """When the pass handed the disagreeing op another value than it had (a fold or a rewrite
+    of the op that made it, replacing its result by one of another type): that op, named.
+    The op is found before the pass as the same kind with the same result types, counted
+    in program order."""
+
+    def same_kind(candidate) -> bool:
+        return candidate.operation.name == op.operation.name and [str(r.type) for r in candidate.operation.results] == [
+            str(r.type) for r in op.operation.results
+        ]
+
+    later = [candidate.operation for candidate in _all_ops(after) if same_kind(candidate)]
+    ordinal = later.index(op.operation)
+    earlier = [candidate for candidate in _all_ops(before) if same_kind(candidate)]
+    if ordinal >= len(earlier):
+        return None
+    for was, now in zip(earlier[ordinal].operation.operands, op.operation.operands):
+        if str(was.type) != str(now.type) and not isinstance(was.owner, ir.Block):
+            maker = was.owner.operation
+            return Disagreement(maker.name, str(maker).strip(), str(was.type), str(now.type), user=found)
+    return None
+
+
+def _all_ops(module: ir.Module | ir.Operation) -> list:
+    return [op for function in _functions(module) for op in function.regions[0].blocks[0].operations]
 
 
 _CONTRACT = "torch-lower-to-backend-contract"
@@ -372,8 +442,9 @@ def _replaced_return(before: ir.Operation, pass_entry: str, context: ir.Context)
     return None
 
 
-def _functions(module: ir.Module) -> list:
-    return [op for op in module.body.operations if op.operation.name == "func.func"]
+def _functions(module: ir.Module | ir.Operation) -> list:
+    body = module.body if isinstance(module, ir.Module) else module.regions[0].blocks[0]
+    return [op for op in body.operations if op.operation.name == "func.func"]
 
 
 def _return_operands(function) -> list:

@@ -113,3 +113,46 @@ def test_a_fold_that_returns_a_value_of_another_type_names_the_folded_op():
     assert broke is not None, "torch-mlir's where.self fold keeps the broadcast right now: drop this test"
     assert broke.disagreement.op == "torch.aten.where.self" and broke.disagreement.replaced_in == "main"
     assert "a fold or rewrite of torch.aten.where.self" in broke.describe()
+
+
+def test_static_operands_torch_refuses_are_a_disagreement():
+    text = """
+    func.func @main(%a: !torch.vtensor<[1,1,1],f32>, %b: !torch.vtensor<[1,2,1],f32>) -> !torch.vtensor<[1,1,1],f32> {
+      %0 = torch.aten.bmm %a, %b : !torch.vtensor<[1,1,1],f32>, !torch.vtensor<[1,2,1],f32> -> !torch.vtensor<[1,1,1],f32>
+      return %0 : !torch.vtensor<[1,1,1],f32>
+    }
+    """
+    found = _check(text)
+    assert found is not None and found.op == "torch.aten.bmm" and found.refused
+    assert "torch refuses" in found.describe()
+    assert _check(text.replace("[1,2,1],f32>", "[1,?,1],f32>")) is None  # a dynamic dim: the sample may be to blame
+
+
+def test_a_fold_that_hands_its_user_a_value_of_another_type_names_the_folded_op():
+    """`where(c, x, x)` of a rank-0 `x` folds to `x`: `tanh` then takes a `[]` value and
+    still declares `[1]`; the check names the fold's op, not only the user that tripped."""
+    text = """
+    func.func @main(%c: !torch.vtensor<[1],i1>, %x: !torch.vtensor<[],f32>) -> !torch.vtensor<[1],f32> {
+      %0 = torch.aten.where.self %c, %x, %x : !torch.vtensor<[1],i1>, !torch.vtensor<[],f32>, !torch.vtensor<[],f32> -> !torch.vtensor<[1],f32>
+      %1 = torch.aten.tanh %0 : !torch.vtensor<[1],f32> -> !torch.vtensor<[1],f32>
+      return %1 : !torch.vtensor<[1],f32>
+    }
+    """
+    broke = where_types_broke(text, toolchain("fx", "stablehlo").to_torch_backend)
+    assert broke is not None, "torch-mlir's where.self fold keeps the broadcast right now: drop this test"
+    assert broke.disagreement.op == "torch.aten.where.self"
+    assert broke.disagreement.user is not None and broke.disagreement.user.op == "torch.aten.tanh"
+
+
+def test_a_list_operand_with_a_dynamic_dim_is_not_refused():
+    text = """
+    func.func @main(%a: !torch.vtensor<[3,3],si32>, %b: !torch.vtensor<[4,?],si32>) -> !torch.vtensor<[7,3],si32> {
+      %int0 = torch.constant.int 0
+      %list = torch.prim.ListConstruct %a, %b : (!torch.vtensor<[3,3],si32>, !torch.vtensor<[4,?],si32>) -> !torch.list<vtensor>
+      %0 = torch.aten.cat %list, %int0 : !torch.list<vtensor>, !torch.int -> !torch.vtensor<[7,3],si32>
+      return %0 : !torch.vtensor<[7,3],si32>
+    }
+    """
+    assert _check(text) is None  # the ? is 3 at run time for all the check knows
+    found = _check(text.replace("[4,?]", "[4,5]"))
+    assert found is not None and found.refused and "Sizes of tensors must match" in found.refused
