@@ -111,12 +111,11 @@ def classify_campaign(reports_dir: Path, configs: list[str], rows: list[dict], s
 def check_types(bugs: list[Bug], reports_dir: Path, log=print) -> int:
     """For each bug the reducer did not type-check (a campaign's blocks reduce only what no
     signature names): its first pair's torch-backend stage replayed with its types checked
-    (`e2e.reducer.strategies.types_broke`), in a forked child. Returns how many named a step."""
+    (`e2e.reducer.strategies.types_broke`, in a forked child). Returns how many named a step."""
     from e2e.configs import load_config
-    from e2e.framework import isolation
     from e2e.framework.result import FAIL, Result
     from e2e.reducer.pair import FailingPair
-    from e2e.reducer.strategies import TYPE_CHECK_SECONDS, types_broke
+    from e2e.reducer.strategies import types_broke
 
     named = 0
     for bug in bugs:
@@ -126,8 +125,8 @@ def check_types(bugs: list[Bug], reports_dir: Path, log=print) -> int:
         pair = FailingPair(
             Result(first.test, first.config, FAIL, stage=bug.stage), None, load_config(first.config), reports_dir
         )
-        found = isolation.run_forked(lambda pair=pair: types_broke(pair), timeout=TYPE_CHECK_SECONDS + 30)
-        if isinstance(found, str):
+        found = types_broke(pair)
+        if found is not None and found.startswith("types first disagree"):
             bug.checked_types = found
             named += 1
     log(f"fuzz: types checked: {named} of {len(bugs)} bugs failed after a step that broke the types")

@@ -78,18 +78,25 @@ _AFTER_TORCH_BACKEND = ("torch-backend", "backend", "lower", "execute", "compare
 
 def types_broke(pair: FailingPair, seconds: float = TYPE_CHECK_SECONDS) -> str | None:
     """The pair's torch-backend stage replayed pass by pass with its types checked after
-    each (`compiler.type_check`): the step after which they first disagree, in words; None
-    when they never do (or the pair has no torch-backend stage)."""
+    each (`compiler.type_check`), in a forked child (a pass that crashes or hangs on the
+    replay costs a note, never the reduction): the step after which they first disagree,
+    in words; None when they never do (or the pair has no torch-backend stage)."""
+    from e2e.framework import isolation
+
     if pair.result.stage not in _AFTER_TORCH_BACKEND or (text := pair.saved_input("torch-backend")) is None:
         return None
     chain = pair.config.toolchain()
     if chain.backend == TORCH_INPUT:
         return None
-    try:
+
+    def check() -> str | None:
         broke = where_types_broke(text, chain.to_torch_backend, seconds)
-    except Exception as error:  # noqa: BLE001 - the check's own failure is a note, never the pair's
-        return f"the type check raised {type(error).__name__}: {error}"[:300]
-    return broke.describe() if broke is not None else None
+        return broke.describe() if broke is not None else None
+
+    found = isolation.run_forked(check, timeout=seconds + 30)
+    if found is None or isinstance(found, str):
+        return found
+    return f"the type check gave no answer: {type(found).__name__} {getattr(found, 'reason', '')}".strip()[:300]
 
 
 def reduce_isolated(
