@@ -3,8 +3,8 @@ without a mutation.
 
 `survey` runs an FX config's flow (the `linalg`, `tosa` or `stablehlo` config) and keeps
 each program's IR at every boundary: the torch backend IR, the backend's IR, and
-linalg-on-tensors. The capture, import and torch-backend lowering are shared through
-`PreparedTest.share` exactly as the FX configs share them. `finish` starts from one
+linalg-on-tensors. The capture, import and torch-backend lowering are shared through the
+test's `PreparedTest` (`imported`, `share`) exactly as the FX configs share them. `finish` starts from one
 boundary's IR, applies a mutation there, and runs the rest of the compiler, so a
 mutation costs only the stages after its boundary.
 """

@@ -20,7 +20,7 @@ DEFAULT_TIME_BOX = 60.0
 @dataclass
 class FailingPair:
     result: Any  # e2e.framework.result.Result
-    prepared: Any  # e2e.framework.runner.PreparedTest (None for an IR-only replay)
+    prepared: Any  # e2e.framework.prepared.PreparedTest (None for an IR-only replay)
     config: Any
     reports_dir: Path
 
