@@ -12,9 +12,11 @@ the pass that tripped over the types, not the step that broke them.
 This module checks each `torch.aten.*` op alone, as torch would run it: every tensor
 operand a meta tensor of its declared type (a dynamic dim given a sample size), every
 scalar and list operand its constant; torch's own meta kernel gives the result's shape,
-which must agree with the declared rank and static dims (dtypes are not judged). An op whose operands are
-not all known (a scalar computed at run time), that torch does not know, or whose meta
-kernel raises is not judged. A dim that changes with the sample size is not judged either.
+which must agree with the declared rank and static dims (dtypes are not judged). An op whose
+operands are not all known (a scalar computed at run time), that torch does not know, or
+whose meta kernel raises is not judged, unless every operand shape is static and the
+kernel says they do not fit the op (a disagreement too). A dim that changes with the
+sample size is not judged either.
 """
 
 from __future__ import annotations
@@ -202,7 +204,7 @@ def _judge_op(op: ir.OpView, values: dict, sample: int) -> list[tuple[list[int],
     overload = _aten_overload(op.operation.name)
     if overload is None:
         return None
-    operands = [values.get(_key(value), _UNKNOWN) for value in op.operation.operands]
+    operands = [values.get(value, _UNKNOWN) for value in op.operation.operands]
     if any(operand is _UNKNOWN for operand in operands):
         return None
     static = all(None not in meta.dims for meta in _metas(operands))
@@ -232,10 +234,6 @@ class _Meta:
     dtype: torch.dtype
 
 
-def _key(value: ir.Value) -> Any:
-    return value
-
-
 def _known(op: ir.OpView, values: dict) -> None:
     """Record what the op's results are known to be: a constant, a list of known values,
     or a tensor of its declared type."""
@@ -243,19 +241,19 @@ def _known(op: ir.OpView, values: dict) -> None:
     results = op.operation.results
     if name.startswith("torch.constant.") and len(results) == 1:
         try:
-            values[_key(results[0])] = _constant(op)
+            values[results[0]] = _constant(op)
         except (KeyError, ValueError):
             pass
         return
     if name == "torch.prim.ListConstruct" and len(results) == 1:
-        items = [values.get(_key(value), _UNKNOWN) for value in op.operation.operands]
+        items = [values.get(value, _UNKNOWN) for value in op.operation.operands]
         if all(item is not _UNKNOWN for item in items):
-            values[_key(results[0])] = items
+            values[results[0]] = items
         return
     for result in results:
         declared = _vtensor(str(result.type))
         if declared is not None:
-            values[_key(result)] = _Meta(tuple(declared[0]), declared[1])
+            values[result] = _Meta(tuple(declared[0]), declared[1])
 
 
 def _disagrees(declared: tuple[list[int | None], torch.dtype], computed: list) -> bool:
@@ -285,13 +283,11 @@ def first_disagreement(module: ir.Module) -> Disagreement | None:
 def _first(module: ir.Module) -> tuple[Any, Disagreement | None]:
     """`first_disagreement`, with the op."""
     values: dict = {}
-    for function in module.body.operations:
-        if function.operation.name != "func.func":
-            continue
+    for function in _functions(module):
         for argument in function.regions[0].blocks[0].arguments:
             declared = _vtensor(str(argument.type))
             if declared is not None:
-                values[_key(argument)] = _Meta(tuple(declared[0]), declared[1])
+                values[argument] = _Meta(tuple(declared[0]), declared[1])
         for op in function.regions[0].blocks[0].operations:
             _known(op, values)
             declared = [_vtensor(str(result.type)) for result in op.operation.results]
@@ -342,7 +338,9 @@ def where_types_broke(input_ir: str, pipeline: Sequence[str], seconds: float = 3
             return _replaced_return(before, pass_entry, context) if _RETURN_MISMATCH in str(error) else None
         op, found = _first(module)
         if found is not None:
-            inner = _inside_contract(before, pass_entry, context) if pass_entry.startswith(_CONTRACT) else None
+            inner = (
+                _inside_contract(before, pass_entry, context, deadline) if pass_entry.startswith(_CONTRACT) else None
+            )
             return inner or TypesBroke(pass_entry, _replaced_operand(before, module, op, found) or found)
     return None
 
@@ -379,7 +377,7 @@ _RETURN_MISMATCH = "doesn't match function result type"
 _CONTRACT_OPTION = re.compile(r"([\w-]+)=(\{[^}]*\}|[^ }]*)")
 
 
-def _inside_contract(before: ir.Operation, pass_entry: str, context: ir.Context) -> TypesBroke | None:
+def _inside_contract(before: ir.Operation, pass_entry: str, context: ir.Context, deadline: float) -> TypesBroke | None:
     """The step of the contract pass's simplification pipeline after which types first
     disagree (each iteration pass by pass, up to its `max-iterations` or a fixed point),
     named `<contract pass> > iteration N: <pass>`; None when the replay does not show it."""
@@ -394,10 +392,12 @@ def _inside_contract(before: ir.Operation, pass_entry: str, context: ir.Context)
         passes = expand([simplification], context)
     except ir.MLIRError:
         return None
-    module = ir.Module.parse(before.get_asm(enable_debug_info=False), context)
+    module = parse_module(before.get_asm(enable_debug_info=False), context)
     for iteration in range(1, int(options.get("max-iterations", "10")) + 1):
         start = str(module)
         for inner in passes:
+            if time.monotonic() > deadline:
+                return None
             try:
                 run_pipeline(module, [inner])
             except ir.MLIRError:
@@ -416,8 +416,7 @@ def _replaced_return(before: ir.Operation, pass_entry: str, context: ir.Context)
     result it replaced (a fold or a rewrite of that op) is named."""
     if pass_entry.startswith("python:"):
         return None
-    text = before.get_asm(enable_debug_info=False)
-    original, module = parse_module(text, context), parse_module(text, context)
+    module = parse_module(before.get_asm(enable_debug_info=False), context)  # `before` stays as it was
     try:
         with context:
             manager = passmanager.PassManager.parse(as_text([pass_entry]))
@@ -425,7 +424,7 @@ def _replaced_return(before: ir.Operation, pass_entry: str, context: ir.Context)
             manager.run(module.operation)
     except ir.MLIRError:
         return None
-    for old, new in zip(_functions(original), _functions(module)):
+    for old, new in zip(_functions(before), _functions(module)):
         declared = ir.FunctionType(ir.TypeAttr(new.attributes["function_type"]).value).results
         for index, (was, now) in enumerate(zip(_return_operands(old), _return_operands(new))):
             if str(now.type) == str(declared[index]) or isinstance(was.owner, ir.Block):
@@ -448,5 +447,5 @@ def _functions(module: ir.Module | ir.Operation) -> list:
 
 
 def _return_operands(function) -> list:
-    terminator = function.regions[0].blocks[0].operations[len(function.regions[0].blocks[0].operations) - 1]
+    *_, terminator = function.regions[0].blocks[0].operations
     return list(terminator.operation.operands) if terminator.operation.name == "func.return" else []

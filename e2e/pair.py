@@ -116,8 +116,7 @@ class Pair:
             result.notes.append(str(outcome)[-800:])
             return None
         result.notes.append(outcome.summary())
-        if outcome.types_broke is not None:
-            result.notes.append(f"reducer: {outcome.types_broke}")
+        result.notes += [f"reducer: {text}" for text in (outcome.types_broke, outcome.type_check_failed) if text]
         if outcome.bundle is not None and outcome.verified:
             result.repro_path = str(outcome.bundle)
         elif outcome.bundle is not None:

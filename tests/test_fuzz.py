@@ -108,6 +108,15 @@ def test_narrow_accumulation_computes_the_ops_exactly_where_nothing_rounds():
         assert got.dtype == expected.dtype and torch.equal(got, expected), case
 
 
+def test_a_reduction_the_narrow_mode_cannot_emulate_runs_as_torch_runs_it():
+    from e2e.generate.oracle import NarrowAccumulationMode
+
+    empty = torch.ones(2, 0, 3).to(torch.bfloat16)
+    with NarrowAccumulationMode():
+        got = empty.cumsum(1), empty.sum(1)
+    assert got[0].shape == (2, 0, 3) and torch.equal(got[1], torch.zeros(2, 3, dtype=torch.bfloat16))
+
+
 def test_narrow_accumulation_decomposes_softmax_around_a_half_precision_sum():
     from e2e.generate.oracle import NarrowAccumulationMode
 

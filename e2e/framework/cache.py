@@ -77,11 +77,15 @@ def forget_files() -> None:
 # --- the result cache ------------------------------------------------------------------
 
 
+def test_part(test: Test) -> str:
+    """What every key of `test` holds: its name and the digest of every file it depends on."""
+    return f"{test.name}\0{files_digest(test_dependencies(test))}"
+
+
 def cache_key(test: Test, *parts: str) -> str:
     """The key of a result of `test` that also depends on `parts` (a config, a shape mode,
     ...): the toolchain, the test's name and every file it depends on, the parts."""
-    test_part = f"{test.name}\0{files_digest(test_dependencies(test))}"
-    return hashlib.sha256("\0".join([versions_fingerprint(), test_part, *parts]).encode()).hexdigest()
+    return hashlib.sha256("\0".join([versions_fingerprint(), test_part(test), *parts]).encode()).hexdigest()
 
 
 def pair_key(test: Test, config: str, shape_mode: str, budget: float) -> str:
@@ -152,7 +156,7 @@ class FrontendEntries:
 
     @functools.cached_property
     def _test_part(self) -> str:
-        return f"{self.test.name}\0{files_digest(test_dependencies(self.test))}\0{self.shape_mode}"
+        return f"{test_part(self.test)}\0{self.shape_mode}"
 
     def _name(self, key: object, stage: str) -> str:
         return hashlib.sha256("\0".join([frontend_fingerprint(stage), self._test_part, repr(key)]).encode()).hexdigest()

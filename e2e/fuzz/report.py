@@ -204,8 +204,9 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, p
             "## Where the types broke",
             "",
             "Bugs whose failing pass may only have tripped over types an earlier step broke: the reducer "
-            "replayed the torch-backend stage pass by pass and checked every torch op's result shape "
-            "against what torch computes from its operands (`compiler.type_check`).",
+            "(or, for a bug it did not reduce, the triage) replayed the torch-backend stage pass by pass "
+            "and checked every torch op's result shape against what torch computes from its operands "
+            "(`compiler.type_check`).",
             "",
             *(f"- {number}: {text}" for number, text in broke),
         ]

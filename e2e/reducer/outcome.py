@@ -33,6 +33,7 @@ class ReduceOutcome:
     # The step after which the torch dialect's types first disagree with what its ops
     # compute (`compiler.type_check`), when the failing pass only tripped over them.
     types_broke: str | None = None
+    type_check_failed: str | None = None  # why the type check gave no answer (a pass crashed or hung)
 
     def summary(self) -> str:
         """One line for Result.notes (the benchmark parses the key=value pairs)."""

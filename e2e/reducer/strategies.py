@@ -53,7 +53,7 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     broke when a step before the failing pass broke them."""
     pair = FailingPair(result, prepared, config, Path(reports_dir))
     outcome = _reduce(pair, time_box)
-    outcome.types_broke = types_broke(pair)
+    outcome.types_broke, outcome.type_check_failed = types_broke(pair)
     if outcome.types_broke is not None and outcome.bundle is not None:
         add_to_readme(outcome.bundle, outcome.types_broke)
     return outcome
@@ -76,18 +76,19 @@ def _reduce(pair: FailingPair, time_box: float) -> ReduceOutcome:
 _AFTER_TORCH_BACKEND = ("torch-backend", "backend", "lower", "execute", "compare")
 
 
-def types_broke(pair: FailingPair, seconds: float = TYPE_CHECK_SECONDS) -> str | None:
+def types_broke(pair: FailingPair, seconds: float = TYPE_CHECK_SECONDS) -> tuple[str | None, str | None]:
     """The pair's torch-backend stage replayed pass by pass with its types checked after
-    each (`compiler.type_check`), in a forked child (a pass that crashes or hangs on the
-    replay costs a note, never the reduction): the step after which they first disagree,
-    in words; None when they never do (or the pair has no torch-backend stage)."""
+    each (`compiler.type_check`), in a forked child: (the step after which they first
+    disagree, in words, or None when they never do or the pair has no torch-backend stage;
+    why the check gave no answer, when a pass crashed or hung on the replay: a note, never
+    the reduction's loss)."""
     from e2e.framework import isolation
 
     if pair.result.stage not in _AFTER_TORCH_BACKEND or (text := pair.saved_input("torch-backend")) is None:
-        return None
+        return None, None
     chain = pair.config.toolchain()
     if chain.backend == TORCH_INPUT:
-        return None
+        return None, None
 
     def check() -> str | None:
         broke = where_types_broke(text, chain.to_torch_backend, seconds)
@@ -95,8 +96,8 @@ def types_broke(pair: FailingPair, seconds: float = TYPE_CHECK_SECONDS) -> str |
 
     found = isolation.run_forked(check, timeout=seconds + 30)
     if found is None or isinstance(found, str):
-        return found
-    return f"the type check gave no answer: {type(found).__name__} {getattr(found, 'reason', '')}".strip()[:300]
+        return found, None
+    return None, f"the type check gave no answer: {type(found).__name__} {getattr(found, 'reason', '')}".strip()[:300]
 
 
 def reduce_isolated(
