@@ -116,7 +116,11 @@ class Pair:
             result.notes.append(str(outcome)[-800:])
             return None
         result.notes.append(outcome.summary())
-        result.notes += [f"reducer: {text}" for text in (outcome.types_broke, outcome.type_check_failed) if text]
+        if outcome.types_broke:
+            bundle = f"; {outcome.types_bundle}" if outcome.types_bundle else ""
+            result.notes.append(f"reducer: {outcome.types_broke}{bundle}")
+        if outcome.type_check_failed:
+            result.notes.append(f"reducer: {outcome.type_check_failed}")
         if outcome.bundle is not None and outcome.verified:
             result.repro_path = str(outcome.bundle)
         elif outcome.bundle is not None:

@@ -470,5 +470,8 @@ def test_the_triage_names_the_step_that_broke_a_bugs_types(tmp_path):
     untouched = Bug("linalg", signature, None, COMPILE, False, [Failure("Gen_8", "linalg", COMPILE, signature, None)])
     assert check_types([bug, untouched], tmp_path, log=lambda line: None) == 1
     assert bug.types_broke.startswith("types first disagree after torch-lower-to-backend-contract")
-    assert "torch.aten.fmod.Tensor declares !torch.vtensor<[1,?,1,1],si64>" in bug.types_broke
+    assert "torch.aten.fmod.Tensor declares !torch.vtensor<[1,?,1,1]," in bug.types_broke
+    types_bundle = tmp_path / "repro" / "Gen_7" / "torchscript" / "types"
+    assert f"bundle={types_bundle} (verified, " in bug.types_broke  # from the step's input, reduced
+    assert "torch.aten.fmod.Tensor" in (types_bundle / "repro.mlir").read_text()
     assert untouched.types_broke is None  # nothing saved to replay

@@ -125,9 +125,9 @@ def check_types(bugs: list[Bug], reports_dir: Path, log=print) -> int:
         pair = FailingPair(
             Result(first.test, first.config, FAIL, stage=bug.stage), None, load_config(first.config), reports_dir
         )
-        found, _ = types_broke(pair)
-        if found is not None:
-            bug.checked_types = found
+        checked = types_broke(pair)
+        if checked.broke is not None:
+            bug.checked_types = checked.broke + (f"; {checked.bundle}" if checked.bundle else "")
             named += 1
     log(f"fuzz: types checked: {named} of {len(bugs)} bugs failed after a step that broke the types")
     return named

@@ -27,6 +27,7 @@ from compiler.executors import INSTALL_RUNTIMES
 from compiler.pipelines import as_text
 from compiler.replay_runtime.replay import REPRODUCED, RUNTIME_PASS
 from compiler.stages import write_atomic
+from compiler.type_check import TYPES_AGREE
 from e2e.framework import isolation
 from e2e.framework.signature import normalize, pass_name
 from e2e.reducer.case import CRASH, HANG, MISMATCH, Case
@@ -111,9 +112,10 @@ def add_test(bundle_dir: Path, test: str, config: str) -> list[str]:
 TYPES_SECTION = "## Where the types broke\n"
 
 
-def add_to_readme(bundle_dir: Path, types_broke: str) -> None:
+def add_to_readme(bundle_dir: Path, types_broke: str, types_bundle: Path | None = None) -> None:
     """Say in the bundle's README where the torch dialect's types first disagreed with what
-    its ops compute (`compiler.type_check`): the failing pass may only have tripped over them."""
+    its ops compute (`compiler.type_check`): the failing pass may only have tripped over them;
+    and where the bundle that starts from that step's input is, when one re-verified."""
     readme = bundle_dir / "README.md"
     with open(bundle_dir / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -124,6 +126,12 @@ def add_to_readme(bundle_dir: Path, types_broke: str) -> None:
             f"result type checked against what torch computes from its operand types (the shapes): "
             f"{types_broke}. The failing pass above may only report what that step broke.\n\n"
         )
+        if types_bundle is not None:
+            where = os.path.relpath(types_bundle, bundle_dir)
+            section += (
+                f"`{where}/` is a bundle of that step alone: it starts from the step's input, whose types "
+                "agree, and reproduces the disagreement (`python repro.py` there).\n\n"
+            )
         head, marker, tail = text.partition("## Tests that hit it\n")
         write_atomic(readme, head + section + marker + tail if marker else text.rstrip() + "\n\n" + section)
 
@@ -243,14 +251,20 @@ def _body(text: str, limit: int = 60) -> str | None:
 def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: Verification) -> str:
     case = info.case
     v = versions()
+    breaks_types = case.pipeline[-1] == TYPES_AGREE
     what = {
-        "error": f"the pass `{case.pipeline[-1]}` fails on the module below",
+        "error": f"the pass `{case.pipeline[0]}` leaves an op whose declared result type is not what torch "
+        "computes from its operand types (the bundle's type check after it says which)"
+        if breaks_types
+        else f"the pass `{case.pipeline[-1]}` fails on the module below",
         "crash": f"the process crashes in the pass `{case.pipeline[-1]}`",
         "hang": f"the pass `{case.pipeline[-1]}` gives no result in {case.hang_seconds or 0:.0f} s on the module below",
         "mismatch": f"`{case.guilty_op}` computes wrong results ({case.signature.where} mismatch)",
     }[case.kind]
     expected = {
-        "error": "the pipeline lowers the module without an error.",
+        "error": "Every op keeps the result type its operands give."
+        if breaks_types
+        else "the pipeline lowers the module without an error.",
         "crash": "the module runs without taking the process down."
         if case.stage == "execute"
         else "the pipeline finishes (or reports an error) without taking the process down.",
@@ -262,7 +276,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
             else " (the suite's default tolerance)."
         ),
     }[case.kind]
-    title = f"{case.guilty_op or pass_name(case.pipeline[-1])}: {case.signature}"
+    title = f"{case.guilty_op or pass_name(case.pipeline[0 if breaks_types else -1])}: {case.signature}"
     lines = [
         f"# {title}",
         "",

@@ -61,11 +61,13 @@ def reduce_localized(
     original_ir: str,
     time_box: float = DEFAULT_TIME_BOX,
     verify: bool = True,
+    within: str = "",
 ) -> ReduceOutcome:
-    """Reduce a localized compile failure or crash and write (or join) its bundle."""
+    """Reduce a localized compile failure or crash and write (or join) its bundle (`within`
+    a subdirectory of the pair's bundle directory, see `claim_bundle`)."""
     start = time.monotonic()
     case = localized.case
-    target, shared = claim_bundle(reports_dir, test, config, case)
+    target, shared = claim_bundle(reports_dir, test, config, case, within)
     if shared is not None:
         return shared
 

@@ -21,10 +21,13 @@ def bundle_dir_for(reports_dir: Path, test: str, config: str) -> Path:
     return Path(reports_dir) / "repro" / test / config
 
 
-def claim_bundle(reports_dir, test: str, config: str, case: Case) -> tuple[Path, ReduceOutcome | None]:
-    """Where this failure's bundle goes, and, when an earlier failure with the same signature
-    wrote one, the outcome of sharing it (this test is added to it)."""
-    target = bundle_dir_for(reports_dir, test, config)
+def claim_bundle(
+    reports_dir, test: str, config: str, case: Case, within: str = ""
+) -> tuple[Path, ReduceOutcome | None]:
+    """Where this failure's bundle goes (`within` a subdirectory of the pair's bundle
+    directory: a second bundle of the pair), and, when an earlier failure with the same
+    signature wrote one, the outcome of sharing it (this test is added to it)."""
+    target = bundle_dir_for(reports_dir, test, config) / within
     owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
     if owner is None:
         return target, None

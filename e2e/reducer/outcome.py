@@ -34,6 +34,7 @@ class ReduceOutcome:
     # compute (`compiler.type_check`), when the failing pass only tripped over them.
     types_broke: str | None = None
     type_check_failed: str | None = None  # why the type check gave no answer (a pass crashed or hung)
+    types_bundle: str | None = None  # the bundle that starts where the types still agreed, in words
 
     def summary(self) -> str:
         """One line for Result.notes (the benchmark parses the key=value pairs)."""

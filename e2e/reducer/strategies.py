@@ -8,15 +8,17 @@ strategies (`e2e.reducer.pair.Strategy`).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from compiler.toolchain import TORCH_INPUT
-from compiler.type_check import where_types_broke
+from compiler.type_check import TypesBroke, where_types_broke
 from e2e.reducer.bundle import add_to_readme
-from e2e.reducer.case import single_threaded
-from e2e.reducer.failure import ExecuteCrash, FxMismatch, Hang, PassError, StageCrash
+from e2e.reducer.case import ERROR, Case, compile_signature, single_threaded
+from e2e.reducer.failure import ExecuteCrash, FxMismatch, Hang, PassError, StageCrash, reduce_localized
 from e2e.reducer.frontend_graph import FrontendFailure
 from e2e.reducer.jit_graph import JitGraphMismatch
+from e2e.reducer.localize import Localized
 from e2e.reducer.onnx_graph import OnnxMismatch, OwnOnnxModel
 from e2e.reducer.outcome import ReduceOutcome
 from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair, Strategy
@@ -35,8 +37,10 @@ STRATEGIES: tuple[Strategy, ...] = (
 
 # A following strategy gets what is left of the time box, and at least this long.
 FOLLOWING_SECONDS = 10.0
-# How long the type check of a failing pair's torch-backend stage may take (beyond the time box).
+# How long the type check of a failing pair's torch-backend stage may take (beyond the time box),
+# and the reduction of the bundle that starts where its types still agreed.
 TYPE_CHECK_SECONDS = 20.0
+TYPES_BUNDLE_SECONDS = 20.0
 
 
 def candidates(pair: FailingPair) -> list[Strategy]:
@@ -50,12 +54,14 @@ def candidates(pair: FailingPair) -> list[Strategy]:
 
 def reduce_result(result, prepared, config, reports_dir: Path, time_box: float = DEFAULT_TIME_BOX) -> ReduceOutcome:
     """A failing pair's Result -> its bundle (or why there is none), and where its types
-    broke when a step before the failing pass broke them."""
+    broke when a step before the failing pass broke them, with a second bundle that starts
+    where they still agreed."""
     pair = FailingPair(result, prepared, config, Path(reports_dir))
     outcome = _reduce(pair, time_box)
-    outcome.types_broke, outcome.type_check_failed = types_broke(pair)
+    checked = types_broke(pair)
+    outcome.types_broke, outcome.type_check_failed, outcome.types_bundle = checked.broke, checked.failed, checked.bundle
     if outcome.types_broke is not None and outcome.bundle is not None:
-        add_to_readme(outcome.bundle, outcome.types_broke)
+        add_to_readme(outcome.bundle, outcome.types_broke, checked.bundle_dir)
     return outcome
 
 
@@ -74,30 +80,67 @@ def _reduce(pair: FailingPair, time_box: float) -> ReduceOutcome:
 
 # The stages whose failure may come from types an earlier step broke in the torch dialect.
 _AFTER_TORCH_BACKEND = ("torch-backend", "backend", "lower", "execute", "compare")
+# Where a pair's bundle directory keeps the bundle that starts where its types still agreed.
+TYPES_BUNDLE = "types"
 
 
-def types_broke(pair: FailingPair, seconds: float = TYPE_CHECK_SECONDS) -> tuple[str | None, str | None]:
+@dataclass(frozen=True)
+class TypeCheck:
+    """What the type check of a failing pair's torch-backend stage found."""
+
+    broke: str | None = None  # the step after which the types first disagree, in words
+    failed: str | None = None  # why the check gave no answer (a pass crashed or hung on the replay)
+    bundle: str | None = None  # the bundle from the step's input, in words (a note), if one was tried
+    bundle_dir: Path | None = None  # that bundle, when it re-verified
+
+
+def types_broke(pair: FailingPair, seconds: float = TYPE_CHECK_SECONDS) -> TypeCheck:
     """The pair's torch-backend stage replayed pass by pass with its types checked after
-    each (`compiler.type_check`), in a forked child: (the step after which they first
-    disagree, in words, or None when they never do or the pair has no torch-backend stage;
-    why the check gave no answer, when a pass crashed or hung on the replay: a note, never
-    the reduction's loss)."""
+    each (`compiler.type_check`), in a forked child: the step after which they first
+    disagree (none when they never do or the pair has no torch-backend stage), and a bundle
+    that starts from that step's input, reduced while the step still breaks them. A pass
+    that crashes or hangs on the replay costs a note, never the reduction it follows."""
     from e2e.framework import isolation
 
     if pair.result.stage not in _AFTER_TORCH_BACKEND or (text := pair.saved_input("torch-backend")) is None:
-        return None, None
+        return TypeCheck()
     chain = pair.config.toolchain()
     if chain.backend == TORCH_INPUT:
-        return None, None
+        return TypeCheck()
 
-    def check() -> str | None:
+    def check() -> TypeCheck:
         broke = where_types_broke(text, chain.to_torch_backend, seconds)
-        return broke.describe() if broke is not None else None
+        if broke is None:
+            return TypeCheck()
+        return _types_bundle(pair, broke)
 
-    found = isolation.run_forked(check, timeout=seconds + 30)
-    if found is None or isinstance(found, str):
-        return found, None
-    return None, f"the type check gave no answer: {type(found).__name__} {getattr(found, 'reason', '')}".strip()[:300]
+    found = isolation.run_forked(check, timeout=seconds + TYPES_BUNDLE_SECONDS + 90)
+    if isinstance(found, TypeCheck):
+        return found
+    return TypeCheck(
+        failed=f"the type check gave no answer: {type(found).__name__} {getattr(found, 'reason', '')}".strip()[:300]
+    )
+
+
+def _types_bundle(pair: FailingPair, broke: TypesBroke) -> TypeCheck:
+    """`broke` with a bundle of its own: the step's input, reduced while the step (and the
+    type check after it) fails the same way, as any failing pass is reduced."""
+    pipeline = broke.replay_pipeline()
+    signature, diagnostics = compile_signature(broke.input_ir, "torch-backend", pipeline, pipeline[-1])
+    if signature is None:
+        return TypeCheck(broke.describe(), bundle="no bundle from the step's input: the step alone keeps the types")
+    localized = Localized(Case(ERROR, "torch-backend", pipeline, signature), broke.input_ir, diagnostics)
+    outcome = reduce_localized(
+        localized,
+        original_ir=broke.input_ir,
+        within=TYPES_BUNDLE,
+        **pair.where(TYPES_BUNDLE_SECONDS),
+    )
+    if outcome.bundle is None:
+        return TypeCheck(broke.describe(), bundle=f"no bundle from the step's input: {outcome.note}")
+    verified = "verified" if outcome.verified else f"did not re-verify: {outcome.note}"
+    words = f"from the step's input, bundle={outcome.bundle} ({verified}, {outcome.ops_after} ops)"
+    return TypeCheck(broke.describe(), bundle=words, bundle_dir=outcome.bundle if outcome.verified else None)
 
 
 def reduce_isolated(
