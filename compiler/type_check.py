@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -50,10 +51,11 @@ class TypesBroke:
         return f"types first disagree after {self.pass_entry}: {self.disagreement.describe()}"
 
     def replay_pipeline(self) -> list[str]:
-        """What shows the break on `input_ir`: the step, then the type check. A step whose
-        output does not verify (a function returns a value of another type than it
-        declares) shows it alone."""
-        return [self.step] if self.disagreement.replaced_in is not None else [self.step, TYPES_AGREE]
+        """What shows the break on `input_ir`: the type check (which the input passes),
+        the step, the type check again (which fails). A step whose output does not verify
+        (a function returns a value of another type than it declares) fails itself."""
+        check_after = [] if self.disagreement.replaced_in is not None else [TYPES_AGREE]
+        return [TYPES_AGREE, self.step, *check_after]
 
 
 def where_types_broke(input_ir: str, pipeline: Sequence[str], seconds: float = 30.0) -> TypesBroke | None:
@@ -82,7 +84,9 @@ def where_types_broke(input_ir: str, pipeline: Sequence[str], seconds: float = 3
             inner = (
                 _inside_contract(before, pass_entry, context, deadline) if pass_entry.startswith(_CONTRACT) else None
             )
-            named = _replaced_operand(before, module, op, found) or found
+            named = (
+                _replaced_operand(before, module, op, found) or _removed_upstream(before, module, op, found) or found
+            )
             return inner or TypesBroke(pass_entry, named, _text(before), pass_entry)
     return None
 
@@ -107,6 +111,37 @@ def _replaced_operand(before: ir.Operation, after: ir.Module, op, found: Disagre
         if str(was.type) != str(now.type) and not isinstance(was.owner, ir.Block):
             maker = was.owner.operation
             return Disagreement(maker.name, str(maker).strip(), str(was.type), str(now.type), user=found)
+    return None
+
+
+def _removed_upstream(before: ir.Operation, after: ir.Module, op, found: Disagreement) -> Disagreement | None:
+    """When the pass removed an aten op upstream of the disagreeing one (a fold or rewrite of
+    it: the ops downstream then compute from another value than they did), the nearest such
+    op, named. Upstream is followed from the disagreeing op's counterpart before the pass
+    (the same kind, counted in program order) through its operands' makers."""
+    kinds_after = Counter(candidate.operation.name for candidate in _all_ops(after))
+    earlier_ops = _all_ops(before)
+    kinds_before = Counter(candidate.operation.name for candidate in earlier_ops)
+    gone = {
+        kind for kind, count in kinds_before.items() if kind.startswith("torch.aten.") and kinds_after[kind] < count
+    }
+    same = [candidate.operation for candidate in _all_ops(after) if candidate.operation.name == op.operation.name]
+    earlier = [candidate.operation for candidate in earlier_ops if candidate.operation.name == op.operation.name]
+    if not gone or op.operation not in same or same.index(op.operation) >= len(earlier):
+        return None
+    frontier, seen, visited = [earlier[same.index(op.operation)]], set(), []
+    while frontier:
+        current = frontier.pop(0)
+        for value in current.operands:
+            if isinstance(value.owner, ir.Block):
+                continue
+            maker = value.owner.operation
+            if maker.name in gone:
+                return Disagreement(maker.name, str(maker).strip(), str(value.type), "", user=found, removed=True)
+            if id(maker) not in seen:  # every maker stays in `visited`: no id is reused
+                seen.add(id(maker))
+                visited.append(maker)
+                frontier.append(maker)
     return None
 
 

@@ -62,6 +62,10 @@ _SCALAR_TYPES = {
     15: torch.bfloat16,
 }
 _UNKNOWN_DTYPE = "unk"  # torch-mlir's element type before dtype refinement
+_UNSIZED = ("!torch.vtensor", "!torch.tensor")  # a tensor type before shape refinement
+# Ops whose result is their operand with other type information (torch-mlir's own).
+_SAME_VALUE = ("torch.tensor_static_info_cast", "torch.copy.to_vtensor", "torch.copy.to_tensor", "torch.derefine")
+_GUESSED_DTYPES = (torch.float32, torch.int64)  # what an operand of unknown dtype is tried as
 _VTENSOR = re.compile(r"^!torch\.vtensor<\[([^\]]*)\],(.+)>$")
 SAMPLE_SIZES = (5, 7)  # what a dynamic dim is taken to be; a dim that follows it is not judged
 
@@ -77,8 +81,14 @@ class Disagreement:
     replaced_in: str | None = None  # the function whose return took a value of another type in its place
     user: Disagreement | None = None  # the op that took the replacing value, and how it disagrees
     refused: str | None = None  # torch's meta kernel refuses the declared (static) operand types: its message
+    removed: bool = False  # the op (upstream of `user`) is gone after the pass: a fold or rewrite of it
 
     def describe(self) -> str:
+        if self.removed and self.user is not None:
+            return (
+                f"the pass removed {self.op} upstream of {self.user.op} (a fold or rewrite of {self.op}), "
+                f"after which {self.user.describe()}"
+            )
         if self.replaced_in is not None:
             return (
                 f"{self.op}'s result ({self.declared}) was replaced by a value of type {self.computed}, which "
@@ -198,10 +208,16 @@ def _judge_op(op: ir.OpView, values: dict, sample: int) -> list[tuple[list[int],
     if any(operand is _UNKNOWN for operand in operands):
         return None
     metas = _metas(operands)
-    # A refusal counts only where the operands are exactly known: static, with their dtypes.
-    static = all(None not in meta.dims and meta.dtype is not None for meta in metas)
-    operands = [_materialize(operand, sample) for operand in operands]
-    return _computed(overload, operands, static)
+    static = all(None not in meta.dims for meta in metas)
+    # An operand not given a dtype yet is tried as a float and as an integer: a refusal counts
+    # only when the kernel refuses both (its shapes, not a dtype the guess made up).
+    fills = _GUESSED_DTYPES if any(meta.dtype is None for meta in metas) else (None,)
+    outcome = None
+    for fill in fills:
+        outcome = _computed(overload, [_materialize(operand, sample, fill) for operand in operands], static)
+        if not isinstance(outcome, _Refused):
+            return outcome
+    return outcome
 
 
 def _metas(operands: list[Any]) -> list[_Meta]:
@@ -212,14 +228,14 @@ def _metas(operands: list[Any]) -> list[_Meta]:
     return found
 
 
-def _materialize(operand: Any, sample: int) -> Any:
-    """A meta tensor for a tensor operand (float32 where its dtype is not known yet: shapes
-    follow the operands' shapes, not their dtypes); other operands as they are."""
+def _materialize(operand: Any, sample: int, fill: torch.dtype | None = None) -> Any:
+    """A meta tensor for a tensor operand (of dtype `fill` where its own is not known yet:
+    shapes follow the operands' shapes, not their dtypes); other operands as they are."""
     if isinstance(operand, _Meta):
         dims = [sample if d is None else d for d in operand.dims]
-        return torch.empty(dims, dtype=operand.dtype or torch.float32, device="meta")
+        return torch.empty(dims, dtype=operand.dtype or fill, device="meta")
     if isinstance(operand, list):
-        return [_materialize(item, sample) for item in operand]
+        return [_materialize(item, sample, fill) for item in operand]
     return operand
 
 
@@ -244,6 +260,11 @@ def _known(op: ir.OpView, values: dict) -> None:
         items = [values.get(value, _UNKNOWN) for value in op.operation.operands]
         if all(item is not _UNKNOWN for item in items):
             values[results[0]] = items
+        return
+    if name in _SAME_VALUE and len(results) == 1 and str(results[0].type) in _UNSIZED:
+        operand = values.get(op.operation.operands[0], _UNKNOWN)  # the same tensor, its sizes not declared
+        if isinstance(operand, _Meta):
+            values[results[0]] = operand
         return
     for result in results:
         declared = _vtensor(str(result.type))
@@ -279,19 +300,28 @@ def first_with_op(module: ir.Module) -> tuple[Any, Disagreement | None]:
     """`first_disagreement`, with the op (None, None: none disagrees)."""
     values: dict = {}
     for function in functions(module):
-        for argument in function.regions[0].blocks[0].arguments:
-            declared = _vtensor(str(argument.type))
+        bounds = _type_bounds(function)
+        for index, argument in enumerate(function.regions[0].blocks[0].arguments):
+            declared = _vtensor(str(argument.type)) or _vtensor(bounds.get(index, ""))
             if declared is not None:
                 values[argument] = _Meta(tuple(declared[0]), declared[1])
         for op in _body_ops(function.regions[0].blocks[0]):
             _known(op, values)
-            declared = [_vtensor(str(result.type)) for result in op.operation.results]
-            if not declared or any(d is None for d in declared):
+            judged = _calculated(op)  # a calculation's result is its wrapped op's
+            if judged is None:
                 continue
-            computed = [_judge_op(op, values, sample) for sample in SAMPLE_SIZES]
+            declared = [_vtensor(str(result.type)) for result in op.operation.results]
+            unsized = _unsized(op)
+            if unsized is None and (not declared or any(d is None for d in declared)):
+                continue
+            computed = [_judge_op(judged, values, sample) for sample in SAMPLE_SIZES]
             if all(isinstance(c, _Refused) for c in computed):
-                line = str(op.operation).strip()
-                return op, Disagreement(op.operation.name, line, _format(*declared[0]), "", refused=computed[0].message)
+                line = str(judged.operation).strip()
+                shown = unsized if unsized is not None else _format(*declared[0])
+                return judged, Disagreement(judged.operation.name, line, shown, "", refused=computed[0].message)
+            if unsized is not None:  # nothing declared to judge: what torch computes stands for it
+                _infer(op, judged, values, computed)
+                continue
             if any(c is None or isinstance(c, _Refused) or len(c) != len(declared) for c in computed):
                 continue
             for index, expected in enumerate(declared):
@@ -301,9 +331,9 @@ def first_with_op(module: ir.Module) -> tuple[Any, Disagreement | None]:
                         None if len({o[0][d] for o in outcomes}) > 1 else outcomes[0][0][d]
                         for d in range(len(outcomes[0][0]))
                     ]
-                    return op, Disagreement(
-                        op.operation.name,
-                        str(op.operation).strip(),
+                    return judged, Disagreement(
+                        judged.operation.name,
+                        str(judged.operation).strip(),
                         _format(*expected),
                         _format(dims, expected[1]),
                     )
@@ -312,14 +342,64 @@ def first_with_op(module: ir.Module) -> tuple[Any, Disagreement | None]:
 
 # Ops whose first region computes their result (torch-mlir's shape and dtype refinement wraps
 # an op in them while it refines): the op inside is checked too, where its type is first given.
-_CALCULATIONS = ("torch.shape.calculate", "torch.dtype.calculate")
+CALCULATIONS = ("torch.shape.calculate", "torch.dtype.calculate")
+
+
+def _type_bounds(function) -> dict[int, str]:
+    """Argument index -> the `torch.type_bound` a `!torch.tensor` argument declares (the
+    TorchScript and lazy-tensor imports' form, before torch-adjust-calling-conventions)."""
+    if "arg_attrs" not in function.attributes:
+        return {}
+    bounds = {}
+    for index, attrs in enumerate(ir.ArrayAttr(function.attributes["arg_attrs"])):
+        attrs = ir.DictAttr(attrs)
+        if "torch.type_bound" in attrs:
+            bounds[index] = str(ir.TypeAttr(attrs["torch.type_bound"]).value)
+    return bounds
+
+
+def _unsized(op) -> str | None:
+    """The type of an op's one tensor result that declares no sizes (`!torch.vtensor`,
+    before torch-mlir's refinement): its shape is inferred, not judged."""
+    results = op.operation.results
+    if len(results) != 1:
+        return None
+    text = str(results[0].type)
+    return text if text in _UNSIZED else None
+
+
+def _infer(op, judged, values: dict, computed: list) -> None:
+    """Record the shape torch computes for an unsized result, so the ops that use it are
+    judged (a dim that follows the sample size is dynamic). Its dtype only when every
+    tensor operand's is known (else the computation's dtypes were guesses)."""
+    if any(not isinstance(c, list) or len(c) != 1 for c in computed):
+        return
+    shapes = [c[0][0] for c in computed]
+    if len({len(shape) for shape in shapes}) != 1:
+        return
+    dims = tuple(None if len({shape[d] for shape in shapes}) > 1 else shapes[0][d] for d in range(len(shapes[0])))
+    operands = [values.get(value, _UNKNOWN) for value in judged.operation.operands]
+    known_dtypes = all(meta.dtype is not None for meta in _metas(operands))
+    values[op.operation.results[0]] = _Meta(dims, computed[0][0][1] if known_dtypes else None)
+
+
+def _calculated(op):
+    """The op whose result `op`'s is: a calculation's wrapped op (the one its body yields),
+    else `op` itself; None for a calculation that yields no op's result."""
+    if op.operation.name not in CALCULATIONS:
+        return op
+    *_, terminator = op.operation.regions[0].blocks[0].operations
+    yielded = list(terminator.operation.operands)
+    if len(yielded) != 1 or isinstance(yielded[0].owner, ir.Block):
+        return None
+    return yielded[0].owner
 
 
 def _body_ops(block) -> list:
     """A block's ops in program order, with those inside a calculation's body before it."""
     ops = []
     for op in block.operations:
-        if op.operation.name in _CALCULATIONS:
+        if op.operation.name in CALCULATIONS:
             ops += _body_ops(op.operation.regions[0].blocks[0])
         ops.append(op)
     return ops

@@ -253,8 +253,9 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
     v = versions()
     breaks_types = case.pipeline[-1] == TYPES_AGREE
     what = {
-        "error": f"the pass `{case.pipeline[0]}` leaves an op whose declared result type is not what torch "
-        "computes from its operand types (the bundle's type check after it says which)"
+        "error": f"the pass `{case.pipeline[-2]}` leaves an op whose declared result type is not what torch "
+        "computes from its operand types (the bundle's type check, which the module passes before the pass, "
+        "says which after it)"
         if breaks_types
         else f"the pass `{case.pipeline[-1]}` fails on the module below",
         "crash": f"the process crashes in the pass `{case.pipeline[-1]}`",
@@ -276,7 +277,7 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
             else " (the suite's default tolerance)."
         ),
     }[case.kind]
-    title = f"{case.guilty_op or pass_name(case.pipeline[0 if breaks_types else -1])}: {case.signature}"
+    title = f"{case.guilty_op or pass_name(case.pipeline[-2 if breaks_types else -1])}: {case.signature}"
     lines = [
         f"# {title}",
         "",

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from compiler.replay_runtime.type_check import CALCULATIONS
+from compiler.type_check import TYPES_AGREE
 from e2e.framework.signature import Signature, guilty_op
 from e2e.reducer.bundle import BundleInfo
 from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, observe
@@ -81,7 +83,10 @@ def reduce_localized(
     def keeps(candidate: str) -> bool:
         return observe(case, candidate, timeout=query_timeout) == case.signature
 
-    reduction = reduce_ops(localized.ir, keeps, deadline=start + time_box)
+    # A case that checks types keeps torch-mlir's shape and dtype calculations whole: without
+    # the op it wraps, a calculation's shape function claims shapes nothing computes.
+    whole = CALCULATIONS if TYPES_AGREE in case.pipeline else ()
+    reduction = reduce_ops(localized.ir, keeps, deadline=start + time_box, whole=whole)
     case.guilty_op = _name_guilty_op(case, reduction.text)
     info = BundleInfo(
         test,

@@ -16,7 +16,7 @@ import hashlib
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Collection, Iterable
 
 from torch_mlir import ir
 
@@ -125,21 +125,24 @@ def behavioural_ops(text: str) -> list[str]:
     return inner or sorted(kinds)
 
 
-def _nested_units(operations) -> Iterable:
+def _nested_units(operations, whole: Collection[str]) -> Iterable:
     ops = list(operations)
     for op in ops[:-1] if ops else ():  # a block's last op is its terminator
         yield op
+        if op.operation.name in whole:
+            continue
         for region in op.operation.regions:
             for block in region.blocks:
-                yield from _nested_units(block.operations)
+                yield from _nested_units(block.operations, whole)
 
 
-def _units(module: ir.Module) -> list[tuple[int, object]]:
-    """(index of the function, op) for every removable op, outer ops before nested ones."""
+def _units(module: ir.Module, whole: Collection[str] = ()) -> list[tuple[int, object]]:
+    """(index of the function, op) for every removable op, outer ops before nested ones;
+    an op named in `whole` is removed whole or not at all (nothing inside it alone)."""
     return [
         (f, op)
         for f, function in enumerate(_functions(module))
-        for op in _nested_units(function.regions[0].blocks[0].operations)
+        for op in _nested_units(function.regions[0].blocks[0].operations, whole)
     ]
 
 
@@ -175,12 +178,12 @@ def _bypass(op, result):
     return (defined or same or [None])[-1]
 
 
-def remove_ops(text: str, indices: Iterable[int]) -> str | None:
+def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -> str | None:
     """`text` without the units at `indices` (results become function arguments)."""
     context = new_context()
     module = parse_module(text, context)
     with context, ir.Location.unknown():
-        units = _units(module)
+        units = _units(module, whole)
         functions = _functions(module)
         touched = set()
         for index in sorted(set(indices), reverse=True):
@@ -247,8 +250,10 @@ def reduce_ops(
     *,
     deadline: float,
     on_progress: Callable[[str], None] | None = None,
+    whole: Collection[str] = (),
 ) -> Reduction:
-    """ddmin over the ops of `text` while `keeps(candidate)`; returns the best so far."""
+    """ddmin over the ops of `text` while `keeps(candidate)`; returns the best so far. Ops
+    named in `whole` are removed whole or kept whole (see `_units`)."""
     start = time.monotonic()
     seen: dict[str, bool] = {}
     reduction = Reduction(text, ops_before=op_count(text))
@@ -269,7 +274,7 @@ def reduce_ops(
 
     granularity = 2
     while time.monotonic() < deadline:
-        count = len(_units(parse_module(reduction.text, new_context())))
+        count = len(_units(parse_module(reduction.text, new_context()), whole))
         if count == 0:
             reduction.minimal = True
             break
@@ -282,7 +287,7 @@ def reduce_ops(
         for removed in attempts:
             if time.monotonic() >= deadline:
                 break
-            candidate = remove_ops(reduction.text, removed)
+            candidate = remove_ops(reduction.text, removed, whole)
             if query(candidate):
                 accept(candidate)
                 granularity = max(granularity - 1, 2)
