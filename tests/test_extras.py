@@ -51,6 +51,24 @@ def test_under_the_shim_a_marked_test_is_skipped_naming_its_extra_and_an_unmarke
     assert done.stdout.rstrip().splitlines()[-1].startswith("1 failed, 1 skipped")
 
 
+def test_the_tests_skipped_for_a_missing_extra_then_run_with_the_extras(tmp_path):
+    """`--then-with-extras`: the README's command without the extras, then only what it
+    skipped for one, with them (the options kept, the path replaced by those tests)."""
+    (tmp_path / "test_some_need_onnx.py").write_text(
+        "from tests.extras import requires_extra\n\n\n"
+        '@requires_extra("onnx", "onnx")\ndef test_marked():\n    import onnx  # noqa: F401\n\n\n'
+        "def test_plain():\n    pass\n"
+    )
+    flags = ["-q", "-p", "no:cacheprovider", "-p", "no:e2e.plugin", "--rootdir", str(tmp_path)]
+    command = [sys.executable, "-m", "tests.extras", "--without", "onnx", "--then-with-extras", "--"]
+    readme = ["python", "-m", "pytest", str(tmp_path / "test_some_need_onnx.py"), *flags]
+    done = subprocess.run([*command, *readme], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    first, second = [line for line in done.stdout.splitlines() if " in " in line and ("passed" in line)]
+    assert first.startswith("1 passed, 1 skipped") and second.startswith("1 passed")
+    assert "the 1 tests skipped for a missing extra, with the extras" in done.stderr
+
+
 def test_the_extras_are_pyprojects_optional_dependencies():
     import tomllib
 
