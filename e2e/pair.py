@@ -109,7 +109,7 @@ class Pair:
     def _reduce(self, test, result: Result):
         """Reduce the failure (in its test's host); the ReduceOutcome, or None. What the
         reducer says goes to the Result's notes, its verified bundle to `repro_path`."""
-        from e2e.reducer.outcome import ReduceOutcome
+        from e2e.reducer.outcome import TYPES_ROOT_NOTE, ReduceOutcome
 
         outcome = self.state.reduce_pair(test, result, self.options.reduce_timeout)
         if not isinstance(outcome, ReduceOutcome):
@@ -119,6 +119,8 @@ class Pair:
         if outcome.types_broke:
             bundle = f"; {outcome.types_bundle}" if outcome.types_bundle else ""
             result.notes.append(f"reducer: {outcome.types_broke}{bundle}")
+            if outcome.types_root:
+                result.notes.append(f"{TYPES_ROOT_NOTE}{outcome.types_root}")
         if outcome.type_check_failed:
             result.notes.append(f"reducer: {outcome.type_check_failed}")
         if outcome.bundle is not None and outcome.verified:

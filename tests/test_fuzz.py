@@ -474,4 +474,29 @@ def test_the_triage_names_the_step_that_broke_a_bugs_types(tmp_path):
     types_bundle = tmp_path / "repro" / "Gen_7" / "torchscript" / "types"
     assert f"bundle={types_bundle} (verified, " in bug.types_broke  # from the step's input, reduced
     assert "torch.aten.fmod.Tensor" in (types_bundle / "repro.mlir").read_text()
+    assert bug.types_root == "the result shape of torch.aten.fmod.Tensor"
     assert untouched.types_broke is None  # nothing saved to replay
+
+
+def test_bugs_whose_types_one_fold_broke_are_one_root_across_configs_and_passes():
+    """The where(c, x, x) fold shows as a `func.return` mismatch on linalg and as a refused
+    `lt` after torchscript's calling-convention pass: two bugs, one root in the report."""
+    from e2e.fuzz.bugs import COMPILE, Bug, Classified, Failure
+    from e2e.fuzz.report import types_roots
+
+    def bug(config: str, message: str, root: str | None) -> Bug:
+        signature = Signature("backend", "some-pass", message)
+        failure = Failure(f"Gen_{config}", config, COMPILE, signature, None, None, "types first disagree ...", root)
+        return Bug(config, signature, None, COMPILE, False, [failure])
+
+    fold = "a fold or rewrite of torch.aten.where.self"
+    classified = Classified(
+        [
+            bug("linalg", "func.return type mismatch", fold),
+            bug("torchscript", "tensor.cast cannot cast", fold),
+            bug("tosa", "failed to legalize", None),
+        ]
+    )
+    roots = types_roots(classified)
+    assert list(roots) == [fold]
+    assert [(number, b.config) for number, b in roots[fold]] == [(1, "linalg"), (2, "torchscript")]

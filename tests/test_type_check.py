@@ -258,4 +258,5 @@ def test_a_fold_before_the_shapes_are_known_is_named_where_it_removed_the_op():
     assert broke.pass_entry == "torch-adjust-calling-conventions"
     assert broke.disagreement.removed and broke.disagreement.op == "torch.aten.where.self"
     assert broke.disagreement.user.op == "torch.aten.lt.Tensor" and broke.disagreement.user.refused
+    assert broke.disagreement.root() == "a fold or rewrite of torch.aten.where.self"  # as in the FX configs
     assert _replays(broke) is not None

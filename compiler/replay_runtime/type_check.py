@@ -83,6 +83,15 @@ class Disagreement:
     refused: str | None = None  # torch's meta kernel refuses the declared (static) operand types: its message
     removed: bool = False  # the op (upstream of `user`) is gone after the pass: a fold or rewrite of it
 
+    def root(self) -> str:
+        """What went wrong, without where: one bug whichever pass or config shows it (a fold
+        runs in whichever pass first folds; a shape function in every refinement)."""
+        if self.removed or self.replaced_in is not None or self.user is not None:
+            return f"a fold or rewrite of {self.op}"
+        if self.refused is not None:
+            return f"{self.op} given operands torch refuses"
+        return f"the result shape of {self.op}"
+
     def describe(self) -> str:
         if self.removed and self.user is not None:
             return (

@@ -33,7 +33,7 @@ from typing import Any, Callable, Iterable
 
 from e2e.framework.results_files import row_signature
 from e2e.framework.signature import Signature, guilty_op
-from e2e.reducer.outcome import TYPES_NOTE
+from e2e.reducer.outcome import TYPES_NOTE, TYPES_ROOT_NOTE
 
 RUNTIME_ENDINGS = ("crash", "timeout", "memory")
 NOT_FAILURES = ("pass", "skip")
@@ -109,6 +109,7 @@ class Failure:
     guilty_op: str | None
     repro_path: str | None = None
     types_broke: str | None = None  # the reducer's word on the step that broke the types, if one did
+    types_root: str | None = None  # what broke them, whatever the step
 
     @classmethod
     def of(cls, row: dict) -> "Failure":
@@ -116,8 +117,10 @@ class Failure:
         signature = row_signature(row) or Signature(str(row.get("stage")), "-")
         text = signature.format()
         op = bundle_guilty_op(row) or guilty_op(row.get("error") or "") or guilty_op(text) or ltc_op(text)
-        types = next((n.removeprefix("reducer: ") for n in row.get("notes") or () if n.startswith(TYPES_NOTE)), None)
-        return cls(row["test"], row["config"], kind_of(row), signature, op, row.get("repro_path"), types)
+        notes = row.get("notes") or ()
+        types = next((n.removeprefix("reducer: ") for n in notes if n.startswith(TYPES_NOTE)), None)
+        root = next((n.removeprefix(TYPES_ROOT_NOTE) for n in notes if n.startswith(TYPES_ROOT_NOTE)), None)
+        return cls(row["test"], row["config"], kind_of(row), signature, op, row.get("repro_path"), types, root)
 
     @property
     def key(self) -> tuple:
@@ -142,6 +145,7 @@ class Bug:
     regression_bundle: str | None = None
     verified: bool | None = None
     checked_types: str | None = None  # the triage's own type check (`e2e.fuzz.triage.check_types`)
+    checked_root: str | None = None  # and what it says broke them
 
     @property
     def stage(self) -> str:
@@ -155,6 +159,11 @@ class Bug:
     def types_broke(self) -> str | None:
         """Where the types broke: the reducer's word on a failing pair, else the triage's."""
         return next((f.types_broke for f in self.failures if f.types_broke), self.checked_types)
+
+    @property
+    def types_root(self) -> str | None:
+        """What broke the types, whatever the step: bugs with one root are one compiler bug."""
+        return next((f.types_root for f in self.failures if f.types_root), self.checked_root)
 
     @property
     def bundle(self) -> str | None:

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from e2e.framework.html_report import ReportTable
-from e2e.fuzz.bugs import Classified
+from e2e.fuzz.bugs import Bug, Classified
 from e2e.fuzz.programs import seed_of
 from e2e.generate.oracle import F64_DISTANCE, NARROW_ACCUMULATION, ORACLE_NOTE, SPEC_REFUSAL
 
@@ -210,6 +210,22 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, p
             "",
             *(f"- {number}: {text}" for number, text in broke),
         ]
+        roots = types_roots(classified)
+        if roots:
+            lines += [
+                "",
+                f"**{len(roots)} roots** behind those {sum(len(b) for b in roots.values())} bugs: what broke the "
+                "types, whatever the step that showed it (a fold runs in whichever pass first folds) and the "
+                "config. One root is one compiler bug to report; its `types/` bundle starts where the types "
+                "still agreed.",
+                "",
+                "| root | bugs | configs |",
+                "|---|---|---|",
+                *(
+                    f"| {root} | {', '.join(str(n) for n, _ in bugs)} | {', '.join(sorted({b.config for _, b in bugs}))} |"
+                    for root, bugs in roots.items()
+                ),
+            ]
     return "\n".join(lines) + "\n"
 
 
@@ -220,3 +236,12 @@ def html_page(text: str, points: list[tuple[float, int]]) -> str:
         "<h1>Fuzzing campaign</h1><h2>New distinct bugs over CPU time</h2>"
         f"{svg_plot(points)}<pre>{html.escape(text)}</pre>"
     )
+
+
+def types_roots(classified: Classified) -> dict[str, list[tuple[int, Bug]]]:
+    """What broke the types -> the bugs (numbered as the report lists them) it is behind."""
+    roots: dict[str, list[tuple[int, Bug]]] = {}
+    for number, bug in enumerate(classified.bugs, start=1):
+        if bug.types_root:
+            roots.setdefault(bug.types_root, []).append((number, bug))
+    return roots

@@ -128,6 +128,7 @@ def check_types(bugs: list[Bug], reports_dir: Path, log=print) -> int:
         checked = types_broke(pair)
         if checked.broke is not None:
             bug.checked_types = checked.broke + (f"; {checked.bundle}" if checked.bundle else "")
+            bug.checked_root = checked.root
             named += 1
     log(f"fuzz: types checked: {named} of {len(bugs)} bugs failed after a step that broke the types")
     return named

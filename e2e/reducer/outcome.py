@@ -9,8 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# How a Result's note that says where its types broke starts (`ReduceOutcome.types_broke`).
+# How a Result's note that says where its types broke starts (`ReduceOutcome.types_broke`),
+# and the one that says what broke them, whatever the step (`ReduceOutcome.types_root`).
 TYPES_NOTE = "reducer: types first disagree"
+TYPES_ROOT_NOTE = "reducer: types root: "
 
 # Why a reduction stopped (ReduceOutcome.stopped)
 NO_LOCALIZATION = "no localization"
@@ -35,6 +37,7 @@ class ReduceOutcome:
     types_broke: str | None = None
     type_check_failed: str | None = None  # why the type check gave no answer (a pass crashed or hung)
     types_bundle: str | None = None  # the bundle that starts where the types still agreed, in words
+    types_root: str | None = None  # what broke them, whatever the step: one bug across steps and configs
 
     def summary(self) -> str:
         """One line for Result.notes (the benchmark parses the key=value pairs)."""

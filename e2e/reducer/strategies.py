@@ -60,6 +60,7 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     outcome = _reduce(pair, time_box)
     checked = types_broke(pair)
     outcome.types_broke, outcome.type_check_failed, outcome.types_bundle = checked.broke, checked.failed, checked.bundle
+    outcome.types_root = checked.root
     if outcome.types_broke is not None and outcome.bundle is not None:
         add_to_readme(outcome.bundle, outcome.types_broke, checked.bundle_dir)
     return outcome
@@ -89,6 +90,7 @@ class TypeCheck:
     """What the type check of a failing pair's torch-backend stage found."""
 
     broke: str | None = None  # the step after which the types first disagree, in words
+    root: str | None = None  # what broke them, whatever the step (`Disagreement.root`)
     failed: str | None = None  # why the check gave no answer (a pass crashed or hung on the replay)
     bundle: str | None = None  # the bundle from the step's input, in words (a note), if one was tried
     bundle_dir: Path | None = None  # that bundle, when it re-verified
@@ -125,10 +127,12 @@ def types_broke(pair: FailingPair, seconds: float = TYPE_CHECK_SECONDS) -> TypeC
 def _types_bundle(pair: FailingPair, broke: TypesBroke) -> TypeCheck:
     """`broke` with a bundle of its own: the step's input, reduced while the step (and the
     type check after it) fails the same way, as any failing pass is reduced."""
-    pipeline = broke.replay_pipeline()
+    pipeline, root = broke.replay_pipeline(), broke.disagreement.root()
     signature, diagnostics = compile_signature(broke.input_ir, "torch-backend", pipeline, pipeline[-1])
     if signature is None:
-        return TypeCheck(broke.describe(), bundle="no bundle from the step's input: the step alone keeps the types")
+        return TypeCheck(
+            broke.describe(), root, bundle="no bundle from the step's input: the step alone keeps the types"
+        )
     localized = Localized(Case(ERROR, "torch-backend", pipeline, signature), broke.input_ir, diagnostics)
     outcome = reduce_localized(
         localized,
@@ -137,10 +141,10 @@ def _types_bundle(pair: FailingPair, broke: TypesBroke) -> TypeCheck:
         **pair.where(TYPES_BUNDLE_SECONDS),
     )
     if outcome.bundle is None:
-        return TypeCheck(broke.describe(), bundle=f"no bundle from the step's input: {outcome.note}")
+        return TypeCheck(broke.describe(), root, bundle=f"no bundle from the step's input: {outcome.note}")
     verified = "verified" if outcome.verified else f"did not re-verify: {outcome.note}"
     words = f"from the step's input, bundle={outcome.bundle} ({verified}, {outcome.ops_after} ops)"
-    return TypeCheck(broke.describe(), bundle=words, bundle_dir=outcome.bundle if outcome.verified else None)
+    return TypeCheck(broke.describe(), root, bundle=words, bundle_dir=outcome.bundle if outcome.verified else None)
 
 
 def reduce_isolated(
