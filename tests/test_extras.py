@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.extras import EXTRAS, TOSA_REF, without_extras_env
+from tests.extras import EXTRAS, TOSA_REF, requires_extra, without_extras_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,6 +51,7 @@ def test_under_the_shim_a_marked_test_is_skipped_naming_its_extra_and_an_unmarke
     assert done.stdout.rstrip().splitlines()[-1].startswith("1 failed, 1 skipped")
 
 
+@requires_extra("onnx", "onnx")  # the run "with the extras" has them only where this test does
 def test_the_tests_skipped_for_a_missing_extra_then_run_with_the_extras(tmp_path):
     """`--then-with-extras`: the README's command without the extras, then only what it
     skipped for one, with them (the options kept, the path replaced by those tests)."""
