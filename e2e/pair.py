@@ -15,12 +15,12 @@ pytest's outcome and does nothing else.
 
 from __future__ import annotations
 
-import dataclasses
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
 from e2e.framework.cache import pair_key
+from e2e.framework.isolation import Limits
 from e2e.framework.result import ERROR, SKIP, TIMEOUT, Result
 from e2e.framework.runner import after_rerun, set_aside_first_attempt
 from e2e.framework.signature import ended_signature
@@ -63,9 +63,12 @@ class Pair:
         state, diagnose = self.state, self._diagnoses_hangs()
         try:
             test = state.test(self.path, self.test_name)
-            limits = state.limits(test)
+            # Its test's budget, else the run's; a listed pair's own (a listed timeout gets the
+            # short one), unless --runxfail.
+            seconds = test.timeout_seconds or state.budget
             if self.entry is not None and not self.options.runxfail:
-                limits = dataclasses.replace(limits, seconds=self.entry.budget(limits.seconds))
+                seconds = self.entry.budget(seconds)
+            limits = Limits(seconds, state.memory_cap)
             key = pair_key(test, self.config_name, state.shape_mode, limits.seconds)
             result = state.cache.get(key)
             if result is None:

@@ -49,6 +49,8 @@ class PreparedTest:
     shared: dict[Any, Any] = field(default_factory=dict)  # config-shared frontend results
     new_shared: dict[Any, Any] = field(default_factory=dict)  # filled in a child, sent back
     shape_mode: str = "annotated"  # one of result.SHAPE_MODES
+    # Per method the golden trace calls: its argument shapes as annotated (-1 = dynamic), or None.
+    annotated: dict[str, list[list[int] | None] | None] = field(default_factory=dict)
     reused: set = field(default_factory=set)  # shared keys this config took from an earlier one
     frontend_cache: FrontendEntries | None = None  # this test's `share(..., across_runs=stage)` values of earlier runs
     from_earlier_run: set = field(default_factory=set)  # shared keys this config took from the frontend cache
@@ -158,7 +160,9 @@ class PreparedTest:
         """The argument shapes to compile for (-1 = dynamic); None: the example inputs' shapes."""
         if self.shape_mode == "static":
             return None
-        return self.test.arg_shapes(self.module, method)
+        if method not in self.annotated:
+            self.annotated[method] = self.test.arg_shapes(self.module, method)
+        return self.annotated[method]
 
 
 def prepare(test: Test) -> PreparedTest:
@@ -182,6 +186,8 @@ def prepare(test: Test) -> PreparedTest:
     problem = bad_outputs(prepared.golden)
     if problem is not None:
         prepared.golden_kind, prepared.golden_error = "outputs", problem
+    methods = dict.fromkeys(item.method for item in prepared.golden)
+    prepared.annotated = {method: test.arg_shapes(prepared.module, method) for method in methods}
     return prepared
 
 
