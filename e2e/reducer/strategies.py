@@ -110,18 +110,22 @@ def types_broke(pair: FailingPair, seconds: float = TYPE_CHECK_SECONDS) -> TypeC
     if chain.backend == TORCH_INPUT:
         return TypeCheck()
 
-    def check() -> TypeCheck:
-        broke = where_types_broke(text, chain.to_torch_backend, seconds)
-        if broke is None:
-            return TypeCheck()
-        return _types_bundle(pair, broke)
+    found = isolation.run_forked(lambda: where_types_broke(text, chain.to_torch_backend, seconds), timeout=seconds + 30)
+    if found is None:
+        return TypeCheck()
+    if not isinstance(found, TypesBroke):
+        return TypeCheck(failed=f"the type check gave no answer: {_ending(found)}")
+    # Its own child: a pass that crashes on a reduced candidate costs the bundle, not the finding.
+    bundled = isolation.run_forked(lambda: _types_bundle(pair, found), timeout=TYPES_BUNDLE_SECONDS + 90)
+    if isinstance(bundled, TypeCheck):
+        return bundled
+    why = f"no bundle from the step's input: its reduction ended: {_ending(bundled)}"
+    return TypeCheck(found.describe(), found.disagreement.root(), bundle=why)
 
-    found = isolation.run_forked(check, timeout=seconds + TYPES_BUNDLE_SECONDS + 90)
-    if isinstance(found, TypeCheck):
-        return found
-    return TypeCheck(
-        failed=f"the type check gave no answer: {type(found).__name__} {getattr(found, 'reason', '')}".strip()[:300]
-    )
+
+def _ending(outcome) -> str:
+    """How a forked child ended that gave no answer (`e2e.framework.isolation`'s endings)."""
+    return f"{type(outcome).__name__} {getattr(outcome, 'reason', '')}".strip()[:300]
 
 
 def _types_bundle(pair: FailingPair, broke: TypesBroke) -> TypeCheck:
