@@ -13,10 +13,8 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
-from compiler.replay_runtime.type_check import CALCULATIONS
-from compiler.type_check import TYPES_AGREE
 from e2e.framework.signature import Signature, guilty_op
 from e2e.reducer.bundle import BundleInfo
 from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, observe
@@ -64,9 +62,11 @@ def reduce_localized(
     time_box: float = DEFAULT_TIME_BOX,
     verify: bool = True,
     within: str = "",
+    whole: Collection[str] = (),
 ) -> ReduceOutcome:
     """Reduce a localized compile failure or crash and write (or join) its bundle (`within`
-    a subdirectory of the pair's bundle directory, see `claim_bundle`)."""
+    a subdirectory of the pair's bundle directory, see `claim_bundle`); ops named in `whole`
+    are removed or kept whole (`reduce_ops`)."""
     start = time.monotonic()
     case = localized.case
     target, shared = claim_bundle(reports_dir, test, config, case, within)
@@ -83,9 +83,6 @@ def reduce_localized(
     def keeps(candidate: str) -> bool:
         return observe(case, candidate, timeout=query_timeout) == case.signature
 
-    # A case that checks types keeps torch-mlir's shape and dtype calculations whole: without
-    # the op it wraps, a calculation's shape function claims shapes nothing computes.
-    whole = CALCULATIONS if TYPES_AGREE in case.pipeline else ()
     reduction = reduce_ops(localized.ir, keeps, deadline=start + time_box, whole=whole)
     case.guilty_op = _name_guilty_op(case, reduction.text)
     info = BundleInfo(

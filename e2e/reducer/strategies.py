@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from compiler.replay_runtime.type_check import CALCULATIONS
 from compiler.toolchain import TORCH_INPUT
 from compiler.type_check import TypesBroke, where_types_broke
 from e2e.reducer.bundle import add_to_readme
@@ -142,6 +143,9 @@ def _types_bundle(pair: FailingPair, broke: TypesBroke) -> TypeCheck:
         localized,
         original_ir=broke.input_ir,
         within=TYPES_BUNDLE,
+        # torch-mlir's shape and dtype calculations kept whole: without the op it wraps, a
+        # calculation's shape function would claim shapes nothing computes.
+        whole=CALCULATIONS,
         **pair.where(TYPES_BUNDLE_SECONDS),
     )
     if outcome.bundle is None:
