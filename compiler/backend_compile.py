@@ -14,7 +14,7 @@ from typing import Sequence
 from torch_mlir import ir
 
 from compiler import pipelines
-from compiler.refbackend import LoweredProgram, opt_level_for, result_dtypes
+from compiler.refbackend import LoweredProgram, ToLower, lower_linalg, opt_level_for, result_dtypes
 from compiler.stages import (
     Snapshots,
     StageError,
@@ -93,10 +93,28 @@ def lower_torch_backend_ir(
     """`compile_torch_backend_ir` on the RefBackend up to its JIT: the lowered program as text,
     which `LoweredProgram.load` JIT-compiles (here or in a later process). The IR is parsed
     in `context` (default: a new one)."""
+    staged = stage_torch_backend_ir(
+        torch_backend_ir, backend, snapshots=snapshots, opt_level=opt_level, context=context
+    )
+    return lower_linalg(
+        staged.module, staged.result_dtypes, to_linalg=staged.to_linalg, snapshots=snapshots, opt_level=staged.opt_level
+    )
+
+
+def stage_torch_backend_ir(
+    torch_backend_ir: str,
+    backend: str,
+    *,
+    snapshots: Snapshots,
+    opt_level: int | None,
+    context: ir.Context | None = None,
+) -> ToLower:
+    """Stage `backend` of torch backend IR for the RefBackend: what its `lower` stage is
+    given, alone (`lower_linalg`) or with other programs (`refbackend.lower_together`)."""
     chain = toolchain(executor="refbackend", frontend="fx", backend=backend)
     module, dtypes = _backend_module(torch_backend_ir, chain, snapshots, context)
     level = opt_level_for(torch_backend_ir) if opt_level is None else opt_level
-    return chain.executor.lowered_for(module, dtypes, snapshots, opt_level=level)
+    return ToLower(module, tuple(dtypes), tuple(pipelines.BACKENDS[backend][1]), level)
 
 
 def _backend_module(

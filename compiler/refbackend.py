@@ -195,3 +195,85 @@ def _split_types(results: str) -> list[str]:
     if results.startswith("(") and results.endswith(")"):
         results = results[1:-1]
     return split_top_level(results, "<[(", ">])")
+
+
+# --- several programs, one lowering and one JIT ------------------------------------------
+
+
+@dataclass
+class ToLower:
+    """A program's backend module before the `lower` stage, with what its program needs
+    besides: what `lower_linalg` is given, kept for `lower_together`."""
+
+    module: ir.Module  # backend IR with one @main
+    result_dtypes: tuple[ResultType, ...]
+    to_linalg: tuple[str, ...] = ()
+    opt_level: int = 0
+
+
+_ENTRY = "lowered_together_{}"
+
+
+def lower_together(
+    programs: Sequence[ToLower], *, keep_text: bool = False
+) -> tuple[list[RefBackendProgram], "LoweredBatch | None"]:
+    """Stage `lower` and the JIT once for several programs: each @main becomes one function
+    of a module (`lowered_together_<i>`), lowered by the same passes (the per-function
+    ones run on each alone, as they would in a module of its own) and JIT-compiled as one.
+    For a test's many small programs (the `eager` config's ops), most of the pass manager's
+    and the JIT's cost is per run, not per function: `benchmarks/eager_compile.py`.
+
+    The programs must share one context, one `to_linalg` and one opt level. Each comes back
+    as its entry of the one engine, in order; with `keep_text`, the lowered module too, as
+    a `LoweredBatch` that loads them all again in another process. Raises StageError
+    (stage `lower`, the module's) when any function fails: the caller then lowers the
+    programs alone to learn which.
+    """
+    first = programs[0]
+    context = first.module.context
+    if any(p.module.context is not context or p.to_linalg != first.to_linalg for p in programs) or any(
+        p.opt_level != first.opt_level for p in programs
+    ):
+        raise ValueError("lower_together: programs of one context, conversion to linalg and opt level")
+    compiled_for = [argument_types(p.module) for p in programs]
+    merged = parse_module("module {}", context)
+    with context:
+        for index, program in enumerate(programs):
+            boundary_as_bits(program.module)
+            for op in list(program.module.body.operations):
+                if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+                    op.attributes["sym_name"] = ir.StringAttr.get(f"lowered_together_{index}")
+                op.detach_from_parent()
+                merged.body.append(op)
+    merged = run_stage(merged, "lower", tuple(first.to_linalg) + lower_pipeline(first.opt_level), Snapshots())
+    entries = tuple(
+        (f"lowered_together_{i}", tuple(p.result_dtypes), None if types is None else tuple(types))
+        for i, (p, types) in enumerate(zip(programs, compiled_for))
+    )
+    batch = LoweredBatch(module_text(merged), entries, first.opt_level) if keep_text else None
+    return _load_entries(merged, entries, first.opt_level), batch
+
+
+@dataclass(frozen=True)
+class LoweredBatch:
+    """Programs lowered together (`lower_together`), as text: the JIT alone loads them all
+    again, as the entries of one engine (`load`)."""
+
+    llvm_ir: str
+    # (entry, result dtypes, argument types as compiled) per program
+    entries: tuple[tuple[str, tuple[ResultType, ...], tuple[ArgumentType | None, ...] | None], ...]
+    opt_level: int
+
+    def load(self, context: ir.Context | None = None) -> dict[str, RefBackendProgram]:
+        """Each entry's program, JIT-compiled together; a failure is the stage `lower`'s."""
+        module = parse_module(self.llvm_ir, context or new_context())
+        return dict(zip((entry for entry, _, _ in self.entries), _load_entries(module, self.entries, self.opt_level)))
+
+
+def _load_entries(llvm_module: ir.Module, entries, opt_level: int) -> list[RefBackendProgram]:
+    try:
+        return RefBackendProgram.sharing_one_engine(llvm_module, entries, opt_level=opt_level)
+    except StageError:
+        raise
+    except Exception as error:
+        raise StageError("lower", f"ExecutionEngine: {type(error).__name__}: {error}") from error

@@ -434,3 +434,93 @@ def test_an_op_runs_as_its_decomposition_op_by_op_when_no_program_holds_it(sessi
     assert report.passed, report.summary()
     assert report.decomposed_calls == {"eager_test.sin_or_cos.default": 1}
     assert report.compiled_calls["aten.sum.default"] == 1 and report.compiled_calls["aten.sin.default"] == 1
+
+
+# --- compiled ahead: a rehearsal, then one lowering and one JIT for a run's ops -------------
+
+
+def _program(x, y):
+    return torch.tanh(x * y) + x
+
+
+def _ahead(session, a, b):
+    """`compile_ahead` with a rehearsal of `_program` on copies, as the eager config runs one."""
+    session.compile_ahead(lambda: _program(to_eager(a.clone(), session), to_eager(b.clone(), session)))
+
+
+def test_ops_compiled_ahead_share_one_engine_and_are_the_runs_compiles(session):
+    a, b, ea, eb = eager_pair(session, 2, 3)
+    _ahead(session, a, b)
+    report = session.report
+    assert sum(report.compiles.values()) == 3 and not report.compiled_calls  # the rehearsal's calls are not kept
+    engines = {id(entry.program._engine) for entry in session._cache.values()}
+    assert len(session._cache) == 3 and len(engines) == 1
+    torch.testing.assert_close(from_eager(_program(ea, eb)), _program(a, b))
+    assert sum(report.compiled_calls.values()) == 3
+    assert sum(report.compiles.values()) == 3  # nothing compiled again in the run
+    assert not report.cache_hits  # a first call of an op compiled ahead is no hit
+    torch.testing.assert_close(from_eager(_program(ea, eb)), _program(a, b))
+    assert sum(report.cache_hits.values()) == 3
+
+
+def test_results_of_ops_compiled_ahead_come_from_their_programs(session, monkeypatch):
+    build = eager_ops.single_op_graph
+
+    def sub_for_add(func, *rest):
+        return build(torch.ops.aten.sub.Tensor if func == torch.ops.aten.add.Tensor else func, *rest)
+
+    monkeypatch.setattr(eager_ops, "single_op_graph", sub_for_add)
+    a, b, ea, eb = eager_pair(session, 3, 5)
+    _ahead(session, a, b)
+    torch.testing.assert_close(from_eager(_program(ea, eb)), torch.tanh(a * b) - a)
+
+
+def test_a_rehearsal_leaves_no_fallback_nor_random_draw_behind(session):
+    x = torch.tensor([0.0, 1.0, 0.0, 2.0])
+
+    def program(t):
+        return torch.nonzero(t) + torch.randint(0, 100, (1,))
+
+    state = torch.random.get_rng_state()
+    session.compile_ahead(lambda: program(to_eager(x.clone(), session)))
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert session.report.passed and not session.report.native_calls
+    torch.manual_seed(0)
+    expected = program(x)
+    torch.manual_seed(0)
+    with eager_mode(session):
+        torch.testing.assert_close(from_eager(program(to_eager(x, session))), expected)
+    # nonzero's data-dependent shape fails to stage ahead: the run compiles it and records its fallback.
+    assert [f.signature for f in session.report.fallbacks] == ["aten.nonzero.default @ capture"]
+
+
+def test_ops_compile_alone_in_the_run_when_lowering_them_together_fails(session, monkeypatch):
+    def failing(programs, keep_text=False):
+        raise stages.StageError("lower", "refused together")
+
+    monkeypatch.setattr(eager, "lower_together", failing)
+    a, b, ea, eb = eager_pair(session, 2, 3)
+    _ahead(session, a, b)
+    assert not session._cache and not session.report.compiles
+    torch.testing.assert_close(from_eager(_program(ea, eb)), _program(a, b))
+    assert sum(session.report.compiles.values()) == 3 and session.report.passed
+
+
+def test_ops_lowered_together_are_loaded_together_by_a_later_session():
+    store: dict = {}
+
+    class Store:
+        get, put = store.get, store.__setitem__
+
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    values = []
+    for _ in range(2):
+        session = EagerSession(opt_level=0, lowered_ops=Store())
+        _ahead(session, a, b)
+        values.append(from_eager(_program(*to_eager((a, b), session))))
+        reports = session.report
+        session.close()
+    torch.testing.assert_close(values[0], values[1])
+    batches = [key for key in store if key.startswith("lowered together ")]
+    assert len(batches) == 1 and len(store) == 4  # the batch once, and each op's place in it
+    assert not reports.compiles and sum(reports.loaded.values()) == 3

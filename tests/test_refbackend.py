@@ -255,3 +255,43 @@ def test_the_interpreters_bf16_result_of_zero_dims_stays_zero_dim():
     bits = np.array(16320, dtype=np.int16)  # 1.5 in bf16
     (value,) = read_results([bits], [Element(np.dtype(ml_dtypes.bfloat16), "bits")])
     assert value.shape == () and float(value) == 1.5
+
+
+def test_programs_lowered_together_give_each_its_own_results_and_load_again_together():
+    from compiler.backend_compile import stage_torch_backend_ir
+    from compiler.fx_compile import fx_to_torch_backend_ir
+    from compiler.refbackend import LoweredBatch, lower_together
+    from compiler.stages import Snapshots, new_context
+
+    class Add(torch.nn.Module):
+        def forward(self, x, y):
+            return x + y
+
+    class Less(torch.nn.Module):  # another result type: another return callback
+        def forward(self, x, y):
+            return x < y
+
+    class Twice(torch.nn.Module):  # the same result type as Add: one callback for both
+        def forward(self, x):
+            return x * 2
+
+    x, y = torch.randn(3, 4), torch.randn(3, 4)
+    cases = [(Add(), (x, y), x + y), (Less(), (x, y), x < y), (Twice(), (x,), x * 2)]
+    context = new_context()
+    staged = [
+        stage_torch_backend_ir(
+            fx_to_torch_backend_ir(module, list(inputs))[0],
+            "linalg",
+            snapshots=Snapshots(),
+            opt_level=0,
+            context=context,
+        )
+        for module, inputs, _ in cases
+    ]
+    programs, batch = lower_together(staged, keep_text=True)
+    assert isinstance(batch, LoweredBatch) and len({id(p._engine) for p in programs}) == 1
+    for program, (_, inputs, expected) in zip(programs, cases):
+        torch.testing.assert_close(program(*inputs)[0], expected)
+    again = batch.load()
+    for (entry, _, _), (_, inputs, expected) in zip(batch.entries, cases):
+        torch.testing.assert_close(again[entry](*inputs)[0], expected)

@@ -9,11 +9,9 @@ from typing import Sequence
 from compiler import pipelines
 from compiler.refbackend import (
     LOWER_PIPELINE,
-    LoweredProgram,
     RefBackendProgram,
     ResultType,
     compile_linalg,
-    lower_linalg,
 )
 from compiler.replay_runtime import passes
 from compiler.stages import Snapshots
@@ -50,14 +48,6 @@ class RefBackend:
     ) -> RefBackendProgram:
         """The program at `opt_level` (its pass failures name their passes already)."""
         return compile_linalg(
-            backend_module, result_dtypes, to_linalg=self._to_linalg, snapshots=snapshots, opt_level=opt_level
-        )
-
-    def lowered_for(
-        self, backend_module, result_dtypes: Sequence[ResultType], snapshots: Snapshots, opt_level: int = 0
-    ) -> LoweredProgram:
-        """`program_for` up to the JIT: the lowered module as text, loaded by `LoweredProgram.load`."""
-        return lower_linalg(
             backend_module, result_dtypes, to_linalg=self._to_linalg, snapshots=snapshots, opt_level=opt_level
         )
 

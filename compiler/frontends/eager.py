@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol
+from typing import Any, Callable, Iterator, Protocol
 
 import torch
 import torch.utils._pytree as pytree
@@ -53,16 +54,20 @@ from compiler.frontends.eager_ops import (
     CompiledOp,
     DecomposedOp,
     DecompositionMismatch,
+    InBatch,
     LoweredOp,
     Plan,
+    StagedOp,
     can_decompose,
     compile_single_op,
     decomposition,
     native_reason,
     plan,
     result_types,
+    stage_single_op,
     type_text,
 )
+from compiler.refbackend import LoweredBatch, RefBackendProgram, lower_together
 from compiler.stages import Snapshots, StageError, new_context
 
 __all__ = [
@@ -342,6 +347,10 @@ class EagerSession:
         # Its uniqued types and attributes grow with the ops (no tensor data: a single-op
         # program takes its tensors as arguments); `close` lets it go.
         self._context: ir.Context | None = None
+        # While a run is rehearsed (`compile_ahead`): the signatures it would compile, in order.
+        self._rehearsal: dict[Any, tuple] | None = None
+        self._ahead: set[Any] = set()  # compiled ahead, not called yet: a first call is no cache hit
+        self._batches: dict[str, dict[str, RefBackendProgram]] = {}  # loaded from the store, by key
 
     def dispatch(self, func: torch._ops.OpOverload, args: tuple, kwargs: dict) -> Any:
         """Run one aten op on EagerTensors (or plain tensors); tensor results are EagerTensors."""
@@ -361,7 +370,12 @@ class EagerSession:
         except TypeError:  # an unhashable argument: compile, but do not cache
             key, entry = None, None
         hit = entry is not None
+        if hit and self._ahead and key in self._ahead:
+            self._ahead.discard(key)
+            hit = False
         if entry is None:
+            if self._rehearsal is not None:
+                return self._rehearse(func, args, kwargs, key)
             entry = self._compile(func, op, args, kwargs, key)
         if type(entry) is DecomposedOp:
             entry = self._run_decomposed(entry, op, args, kwargs, key)
@@ -415,12 +429,108 @@ class EagerSession:
         self.report.decomposed_calls[op.name] += 1
         return result
 
+    def compile_ahead(self, rehearse: Callable[[], object]) -> None:
+        """Compile, before a run, the op signatures it will compile, together: `rehearse()`
+        runs the program on native kernels, this session recording each signature it
+        would compile; each is then compiled alone up to its `lower` stage, as
+        `compile_single_op` does, and all of them go through one `lower` stage and one
+        JIT (`refbackend.lower_together`). A test's ops then cost about half as much
+        (`benchmarks/eager_compile.py`); each is still its own function, lowered by the
+        same passes. The run itself finds them compiled.
+
+        Nothing the rehearsal does is kept but the compiled ops: not its report, not the
+        fallbacks of ops without a functional variant, not the random numbers it drew
+        (the generator's state is put back). An op that fails to stage, or a lowering or
+        JIT of them all that fails, leaves those ops to the run, which compiles each alone
+        and records its failure as always. `rehearse` must run on its own copies of the
+        module and inputs (it may change them); an exception it raises ends it (the run
+        raises it again)."""
+        report, cached = self.report, set(self._cache)
+        self.report, self._rehearsal = EagerReport(), {}
+        try:
+            with torch.random.fork_rng(devices=[]):
+                rehearse()
+        except Exception:  # noqa: BLE001 - the run itself raises it again, where it is reported
+            pass
+        finally:
+            recorded, self._rehearsal, self.report = self._rehearsal, None, report
+            for key in set(self._cache) - cached:
+                del self._cache[key]  # the rehearsal's fallbacks: the run records its own
+        start = time.perf_counter()
+        staged: list[tuple[Any, Plan, StagedOp, str | None]] = []
+        for key, (func, op, args, kwargs) in recorded.items():
+            stored_as = None if self.lowered_ops is None else op_key(key, self.backend, self.opt_level)
+            loaded = self._load(stored_as, op)
+            if loaded is not None:
+                self._cache[key] = loaded
+                self._ahead.add(key)
+                continue
+            item = self._stage(func, args, kwargs)
+            if item is not None:
+                staged.append((key, op, item, stored_as))
+        groups: dict[tuple, list] = {}
+        for entry in staged:
+            to_lower = entry[2].to_lower
+            groups.setdefault((to_lower.to_linalg, to_lower.opt_level), []).append(entry)
+        for group in groups.values():
+            try:
+                programs, batch = lower_together(
+                    [item.to_lower for _, _, item, _ in group], keep_text=self.lowered_ops is not None
+                )
+            except Exception:  # noqa: BLE001 - each op then compiles alone in the run
+                continue
+            batch_key = ""
+            if batch is not None:  # kept once; each op's entry names it
+                batch_key = "lowered together " + hashlib.sha256(batch.llvm_ir.encode()).hexdigest()
+                self.lowered_ops.put(batch_key, batch)
+            for (key, op, item, stored_as), program in zip(group, programs):
+                compiled = CompiledOp(program, item.lowered(InBatch(batch_key, program.entry)))
+                self._cache[key] = compiled
+                self._ahead.add(key)
+                self.report.compiles[op.name] += 1
+                if item.decomposed:
+                    self.report.decomposed.add(op.name)
+                if stored_as is not None and batch is not None:
+                    self.lowered_ops.put(stored_as, compiled.lowered)
+        self.report.compile_seconds += time.perf_counter() - start
+
+    def _stage(self, func, args: tuple, kwargs: dict) -> StagedOp | None:
+        """The op up to its `lower` stage as `_compile_op` would compile it: alone, else
+        through its decomposition as one program; None if neither stages (the run then
+        compiles it, and records how it failed)."""
+        for decompose in (False, True):
+            if decompose and not can_decompose(func):
+                return None
+            try:
+                return stage_single_op(
+                    func,
+                    args,
+                    kwargs,
+                    self._fake_mode,
+                    Snapshots(),
+                    self.backend,
+                    self.opt_level,
+                    decompose=decompose,
+                    context=self.context,
+                )
+            except Exception:  # noqa: BLE001 - see above
+                continue
+        return None
+
+    def _rehearse(self, func, args: tuple, kwargs: dict, key: Any) -> Any:
+        """A rehearsal's op: its signature recorded, the op run natively."""
+        if key is not None and key not in self._rehearsal:
+            plain_args, plain_kwargs = pytree.tree_map(_unwrap, (args, kwargs))
+            self._rehearsal[key] = (func, plan(func), plain_args, plain_kwargs)
+        return self._run_native(func, args, kwargs)
+
     def close(self) -> None:
         """Release every compiled program (their ExecutionEngines) now."""
         for entry in self._cache.values():
             if type(entry) is CompiledOp:
                 entry.program.close()
         self._cache.clear()
+        self._batches.clear()
         self._context = None
 
     @property
@@ -452,19 +562,37 @@ class EagerSession:
         return entry
 
     def _load(self, stored_as: str | None, op: Plan) -> CompiledOp | None:
-        """The op as an earlier session lowered it, JIT-compiled; None: compile it here (a
-        program the JIT cannot load is compiled again, so its failure is the compile's)."""
+        """The op as an earlier session lowered it, JIT-compiled (an op lowered with others:
+        with them, once for all); None: compile it here (a program the JIT cannot load is
+        compiled again, so its failure is the compile's)."""
         if stored_as is None:
             return None
         lowered = self.lowered_ops.get(stored_as)
         if not isinstance(lowered, LoweredOp):
             return None
         try:
-            compiled = lowered.load(self.context)
+            if isinstance(lowered.program, InBatch):
+                program = self._batch_entry(lowered.program)
+                if program is None:
+                    return None
+                compiled = CompiledOp(program, lowered)
+            else:
+                compiled = lowered.load(self.context)
         except Exception:  # noqa: BLE001 - compiled again below, where a failure is recorded
             return None
         self.report.loaded[op.name] += 1
         return compiled
+
+    def _batch_entry(self, place: InBatch) -> RefBackendProgram | None:
+        """Entry `place.entry` of the batch the store keeps under `place.batch`, the whole
+        batch JIT-compiled the first time one of its ops is asked for."""
+        if place.batch not in self._batches:
+            batch = self.lowered_ops.get(place.batch) if place.batch else None
+            try:
+                self._batches[place.batch] = batch.load(self.context) if isinstance(batch, LoweredBatch) else {}
+            except Exception:  # noqa: BLE001 - its ops compile again
+                self._batches[place.batch] = {}
+        return self._batches[place.batch].get(place.entry)
 
     def _compile_op(self, func, op: Plan, args: tuple, kwargs: dict, snapshots: Snapshots) -> CompiledOp | DecomposedOp:
         """The op alone; if that fails, its decomposition (as the FX configs would compile

@@ -23,8 +23,8 @@ from torch_mlir import ir
 from torch_mlir.extras.fx_importer import FxImporter
 
 from compiler import pipelines
-from compiler.backend_compile import lower_torch_backend_ir
-from compiler.refbackend import LoweredProgram, RefBackendProgram
+from compiler.backend_compile import stage_torch_backend_ir
+from compiler.refbackend import LoweredProgram, RefBackendProgram, ToLower, lower_linalg
 from compiler.stages import Snapshots, StageError, module_text, new_context, run_stage
 
 _VIEW = "view: the result aliases its input's storage"
@@ -96,7 +96,7 @@ class LoweredOp:
     session's `LoweredOpStore`). Everything here is what the op's program and its calls
     depend on besides the op's own key (op, argument signature, backend, opt level)."""
 
-    program: LoweredProgram
+    program: LoweredProgram | InBatch
     # The op's result as a template: "tensor", or a tuple/list whose entries are the
     # index of a program result (None where the op returns None).
     result_kind: str  # "tensor", "tuple" or "list"
@@ -107,8 +107,20 @@ class LoweredOp:
 
     def load(self, context: ir.Context | None = None) -> CompiledOp:
         """JIT-compile the program (a failure is stage `lower`'s, as when it was compiled),
-        parsed in `context` (default: a new one)."""
+        parsed in `context` (default: a new one). A program lowered with others is loaded
+        with them (`EagerSession`), not alone."""
+        if isinstance(self.program, InBatch):
+            raise TypeError("an op lowered with others loads with its batch")
         return CompiledOp(self.program.load(context), self)
+
+
+@dataclass(frozen=True)
+class InBatch:
+    """The program of an op lowered with others (`refbackend.lower_together`): entry `entry`
+    of the `LoweredBatch` a session's store keeps once under the key `batch`."""
+
+    batch: str
+    entry: str
 
 
 @dataclass
@@ -335,9 +347,60 @@ def lower_single_op(
     decompose: bool = False,
     context: ir.Context | None = None,
 ) -> LoweredOp:
+    """`stage_single_op`, then stage `lower`: linalg -> LLVM dialect, as text for the
+    RefBackend's JIT. Raises StageError."""
+    staged = stage_single_op(
+        func, args, kwargs, fake_mode, snapshots, backend, opt_level, decompose=decompose, context=context
+    )
+    to_lower = staged.to_lower
+    try:
+        program = lower_linalg(
+            to_lower.module,
+            to_lower.result_dtypes,
+            to_linalg=to_lower.to_linalg,
+            snapshots=snapshots,
+            opt_level=to_lower.opt_level,
+        )
+    except StageError:
+        raise
+    except Exception as error:
+        raise StageError("lower", f"{type(error).__name__}: {_first_line(error)}") from error
+    return staged.lowered(program)
+
+
+@dataclass
+class StagedOp:
+    """One op signature up to the `lower` stage (`stage_single_op`): its backend module, which
+    `refbackend.lower_together` lowers with a test's other ops, and what its LoweredOp holds
+    besides its program."""
+
+    to_lower: ToLower
+    result_kind: str
+    result_slots: tuple[int | None, ...]
+    result_types: tuple[tuple[torch.Size, torch.dtype], ...]
+    torch_ir: str
+    decomposed: bool
+
+    def lowered(self, program: LoweredProgram) -> LoweredOp:
+        return LoweredOp(
+            program, self.result_kind, self.result_slots, self.result_types, self.torch_ir, decomposed=self.decomposed
+        )
+
+
+def stage_single_op(
+    func: torch._ops.OpOverload,
+    args: tuple,
+    kwargs: dict,
+    fake_mode: FakeTensorMode,
+    snapshots: Snapshots,
+    backend: str = "linalg",
+    opt_level: int | None = 0,
+    *,
+    decompose: bool = False,
+    context: ir.Context | None = None,
+) -> StagedOp:
     """capture (one-node graph, or with `decompose` the op's decomposition) -> import ->
-    torch-backend -> linalg -> LLVM dialect, as text for the RefBackend's JIT; the IR of
-    every stage in `context` (default: a new one).
+    torch-backend -> the backend's IR, in `context` (default: a new one).
 
     Raises StageError; `snapshots.texts["graph"]` holds the FX graph and
     `snapshots.texts["torch-backend"]` the single op as raw torch-dialect IR.
@@ -355,7 +418,7 @@ def lower_single_op(
             importer.module, "torch-backend", pipelines.FX_TO_TORCH_BACKEND, snapshots
         )  # EagerFrontend.to_torch_backend
         stage = "backend"
-        program = lower_torch_backend_ir(
+        to_lower = stage_torch_backend_ir(
             module_text(torch_backend), backend, snapshots=snapshots, opt_level=opt_level, context=context
         )
     except StageError:
@@ -370,7 +433,7 @@ def lower_single_op(
         indices = iter(range(len(fakes)))
         slots = tuple(None if r is None else next(indices) for r in fake_result)
     types = tuple((torch.Size(f.shape), f.dtype) for f in fakes)
-    return LoweredOp(program, kind, slots, types, snapshots.texts["torch-backend"], decomposed=decompose)
+    return StagedOp(to_lower, kind, slots, types, snapshots.texts["torch-backend"], decomposed=decompose)
 
 
 def _first_line(error: Exception) -> str:

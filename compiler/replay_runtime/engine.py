@@ -317,16 +317,86 @@ def check_arguments(expected: Sequence[ArgumentType | None], tensors: Sequence[t
 # --- the program ------------------------------------------------------------------
 
 
-def _return_callback_name(module: ir.Module) -> str | None:
+_CONSUME_PREFIX = "refbackend_consume_func_return_"
+
+
+def _check_result_dtypes(result_dtypes: Sequence[ResultType]) -> None:
+    for dtype in result_dtypes:
+        if dtype not in SCALAR_RESULTS:
+            dtype_spec(dtype)  # raises UnsupportedDType
+
+
+def _return_callbacks(module: ir.Module, entries: Sequence[str]) -> dict[str, str | None]:
+    """The callback each entry returns its results through (`refback-munge-calling-conventions`
+    names one per list of result types), None for an entry without results. A module of
+    one entry declares at most one; in a module of several, each entry's body is read."""
+    declared = [
+        ir.StringAttr(op.attributes["sym_name"]).value
+        for op in module.body.operations
+        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value.startswith(_CONSUME_PREFIX)
+    ]
+    if len(entries) == 1 or len(declared) <= 1:
+        return dict.fromkeys(entries, declared[0] if declared else None)
+    wanted = set(entries)
+    callbacks: dict[str, str | None] = dict.fromkeys(entries)
     for op in module.body.operations:
         name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""
-        if name.startswith("refbackend_consume_func_return_"):
-            return name
-    return None
+        if name not in wanted:
+            continue
+
+        def find(inner: ir.Operation, entry: str = name) -> ir.WalkResult:
+            if inner.name == "llvm.call" and "callee" in inner.attributes:
+                callee = ir.FlatSymbolRefAttr(inner.attributes["callee"]).value
+                if callee.startswith(_CONSUME_PREFIX):
+                    callbacks[entry] = callee
+                    return ir.WalkResult.INTERRUPT
+            return ir.WalkResult.ADVANCE
+
+        op.walk(find)
+    return callbacks
+
+
+class _Engine:
+    """One lowered module in an ExecutionEngine, shared by the programs that are its entries.
+
+    Results come back through callbacks named by their types (`_return_callbacks`); entries
+    with the same result types share one. The entry being called sets itself as `calling`,
+    and each callback hands its values to it. Every entry is compiled and linked here, so
+    a module that cannot load fails at once, with the JIT's reason, rather than at its
+    first call as `Unknown function main`."""
+
+    def __init__(self, llvm_module: ir.Module, entries: dict[str, Sequence[ResultType]], opt_level: int):
+        callbacks = _return_callbacks(llvm_module, list(entries))
+        self.calling: RefBackendProgram | None = None
+        self._callbacks = {}
+        for entry, name in callbacks.items():
+            if name is not None and name not in self._callbacks:
+                # Tensor results arrive as `UnrankedMemRef *`, taken as plain addresses.
+                prototype = ctypes.CFUNCTYPE(None, *[SCALAR_RESULTS.get(d, ctypes.c_void_p) for d in entries[entry]])
+                self._callbacks[name] = prototype(self._consume)
+        pin(llvm_module)  # compiled for the chosen JIT target, not for this host (target.py)
+        with captured_stderr() as jit_output:
+            self.engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
+            self.engine.raw_register_runtime("memrefCopy", ctypes.cast(_memref_copy, ctypes.c_void_p))
+            conversion_runtime().register(self.engine)
+            for name, callback in self._callbacks.items():
+                self.engine.register_runtime(name, callback)
+            addresses = {entry: self.engine.raw_lookup("_mlir_ciface_" + entry) for entry in entries}
+        for entry, address in addresses.items():
+            if not address:
+                reason = "; ".join(jit_output.lines()) or "no reason printed"
+                raise StageError("lower", f"the JIT could not load @{entry}: {reason}")
+        # The packed interface, `void (void **arguments)`, called directly: what
+        # `ExecutionEngine.invoke` does, without its lookup and argument packing per call.
+        self.functions = {entry: ctypes.CFUNCTYPE(None, ctypes.c_void_p)(a) for entry, a in addresses.items()}
+
+    def _consume(self, *values) -> None:
+        self.calling._consume(*values)
 
 
 class RefBackendProgram:
-    """A lowered module loaded into an ExecutionEngine, callable with torch tensors."""
+    """A lowered module loaded into an ExecutionEngine, callable with torch tensors; or one
+    entry of a module several programs share (`sharing_one_engine`)."""
 
     def __init__(
         self,
@@ -337,36 +407,43 @@ class RefBackendProgram:
         opt_level: int = 0,
         argument_types: Sequence[ArgumentType | None] | None = None,
     ):
-        for dtype in result_dtypes:
-            if dtype not in SCALAR_RESULTS:
-                dtype_spec(dtype)
+        _check_result_dtypes(result_dtypes)
+        self._attach(_Engine(llvm_module, {entry: result_dtypes}, opt_level), entry, result_dtypes, argument_types)
+
+    @classmethod
+    def sharing_one_engine(
+        cls,
+        llvm_module: ir.Module,
+        entries: Sequence[tuple[str, Sequence[ResultType], Sequence[ArgumentType | None] | None]],
+        *,
+        opt_level: int = 0,
+    ) -> list["RefBackendProgram"]:
+        """One program per (entry, result dtypes, argument types) of `llvm_module`, JIT-compiled
+        together: one engine's fixed cost for all (the `eager` config's ops of one test)."""
+        for _, result_dtypes, _ in entries:
+            _check_result_dtypes(result_dtypes)
+        engine = _Engine(llvm_module, {entry: dtypes for entry, dtypes, _ in entries}, opt_level)
+        programs = []
+        for entry, result_dtypes, argument_types in entries:
+            program = cls.__new__(cls)
+            program._attach(engine, entry, result_dtypes, argument_types)
+            programs.append(program)
+        return programs
+
+    def _attach(
+        self,
+        engine: _Engine,
+        entry: str,
+        result_dtypes: Sequence[ResultType],
+        argument_types: Sequence[ArgumentType | None] | None,
+    ) -> None:
         self.entry = entry
         self.result_dtypes = list(result_dtypes)
         # What the program was compiled for (from backend IR); None: not checked.
         self.argument_types = None if argument_types is None else list(argument_types)
-        callback_name = _return_callback_name(llvm_module)
         self._results: list[torch.Tensor | int | float | bool] = []
-        self._callback = None
-        if callback_name is not None:
-            # Tensor results arrive as `UnrankedMemRef *`, taken as plain addresses.
-            prototype = ctypes.CFUNCTYPE(None, *[SCALAR_RESULTS.get(d, ctypes.c_void_p) for d in self.result_dtypes])
-            self._callback = prototype(self._consume)
-        pin(llvm_module)  # compiled for the chosen JIT target, not for this host (target.py)
-        with captured_stderr() as jit_output:
-            self._engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
-            self._engine.raw_register_runtime("memrefCopy", ctypes.cast(_memref_copy, ctypes.c_void_p))
-            conversion_runtime().register(self._engine)
-            if self._callback is not None:
-                self._engine.register_runtime(callback_name, self._callback)
-            # Compile and link now, so a program that cannot load fails here, with the
-            # JIT's reason, rather than at its first call as `Unknown function main`.
-            loaded = self._engine.raw_lookup("_mlir_ciface_" + entry)
-        if not loaded:
-            reason = "; ".join(jit_output.lines()) or "no reason printed"
-            raise StageError("lower", f"the JIT could not load @{entry}: {reason}")
-        # The packed interface, `void (void **arguments)`, called directly: what
-        # `ExecutionEngine.invoke` does, without its lookup and argument packing per call.
-        self._function = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(loaded)
+        self._engine = engine
+        self._function = engine.functions[entry]
         self._frame = CallFrame()
         self._tensor_results = [i for i, d in enumerate(self.result_dtypes) if d not in SCALAR_RESULTS]
         self._tensor_dtypes = [self.result_dtypes[i] for i in self._tensor_results]
@@ -396,10 +473,13 @@ class RefBackendProgram:
                 dtype_spec(tensor.dtype)  # raises UnsupportedDType
         passed = self._frame.fill(tensors)  # alive until the call returns
         self._results = []
+        self._engine.calling = self
         try:
             self._function(self._frame.packed)
         except Exception as error:
             raise StageError("execute", f"{type(error).__name__}: {error}") from error
+        finally:
+            self._engine.calling = None
         del passed
         results, self._results = self._results, []
         return results
@@ -408,4 +488,3 @@ class RefBackendProgram:
         """Release the JIT-compiled code now rather than at garbage collection."""
         self._engine = None
         self._function = None
-        self._callback = None
