@@ -524,3 +524,22 @@ def test_ops_lowered_together_are_loaded_together_by_a_later_session():
     batches = [key for key in store if key.startswith("lowered together ")]
     assert len(batches) == 1 and len(store) == 4  # the batch once, and each op's place in it
     assert not reports.compiles and sum(reports.loaded.values()) == 3
+
+
+def test_a_session_that_shares_one_op_of_a_stored_batch_compiles_it_with_its_own():
+    store: dict = {}
+
+    class Store:
+        get, put = store.get, store.__setitem__
+
+    a, b = torch.randn(2, 3), torch.randn(2, 3)
+    first = EagerSession(opt_level=0, lowered_ops=Store())
+    _ahead(first, a, b)  # mul, tanh, add: one batch of three
+    first.close()
+    second = EagerSession(opt_level=0, lowered_ops=Store())
+    second.compile_ahead(lambda: torch.sin(to_eager(a.clone(), second) * to_eager(b.clone(), second)))
+    ea, eb = to_eager((a, b), second)
+    torch.testing.assert_close(from_eager(torch.sin(ea * eb)), torch.sin(a * b))
+    assert not second._batches  # mul alone is not worth the other test's whole batch
+    assert sum(second.report.compiles.values()) == 2 and not second.report.loaded
+    second.close()

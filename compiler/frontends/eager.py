@@ -457,10 +457,21 @@ class EagerSession:
             for key in set(self._cache) - cached:
                 del self._cache[key]  # the rehearsal's fallbacks: the run records its own
         start = time.perf_counter()
+        stored = {}  # key -> (its key in the store, what the store keeps for it)
+        for key in recorded:
+            stored_as = None if self.lowered_ops is None else op_key(key, self.backend, self.opt_level)
+            stored[key] = (stored_as, self._stored(stored_as))
+        wanted = Counter(
+            lowered.program.batch
+            for _, lowered in stored.values()
+            if lowered is not None and isinstance(lowered.program, InBatch)
+        )
+        for batch_key, count in wanted.items():
+            self._load_batch(batch_key, count)
         staged: list[tuple[Any, Plan, StagedOp, str | None]] = []
         for key, (func, op, args, kwargs) in recorded.items():
-            stored_as = None if self.lowered_ops is None else op_key(key, self.backend, self.opt_level)
-            loaded = self._load(stored_as, op)
+            stored_as, lowered = stored[key]
+            loaded = None if lowered is None else self._load_stored(lowered, op)
             if loaded is not None:
                 self._cache[key] = loaded
                 self._ahead.add(key)
@@ -562,17 +573,21 @@ class EagerSession:
         return entry
 
     def _load(self, stored_as: str | None, op: Plan) -> CompiledOp | None:
-        """The op as an earlier session lowered it, JIT-compiled (an op lowered with others:
-        with them, once for all); None: compile it here (a program the JIT cannot load is
-        compiled again, so its failure is the compile's)."""
-        if stored_as is None:
-            return None
-        lowered = self.lowered_ops.get(stored_as)
-        if not isinstance(lowered, LoweredOp):
-            return None
+        """The op as an earlier session lowered it, JIT-compiled; None: compile it here."""
+        lowered = self._stored(stored_as)
+        return None if lowered is None else self._load_stored(lowered, op)
+
+    def _stored(self, stored_as: str | None) -> LoweredOp | None:
+        lowered = None if stored_as is None else self.lowered_ops.get(stored_as)
+        return lowered if isinstance(lowered, LoweredOp) else None
+
+    def _load_stored(self, lowered: LoweredOp, op: Plan) -> CompiledOp | None:
+        """`lowered` JIT-compiled, or, for an op lowered with others, its entry of their batch
+        if this session loaded it (`_load_batch`); None: compile it here (a program the JIT
+        cannot load is compiled again, so its failure is the compile's)."""
         try:
             if isinstance(lowered.program, InBatch):
-                program = self._batch_entry(lowered.program)
+                program = self._batches.get(lowered.program.batch, {}).get(lowered.program.entry)
                 if program is None:
                     return None
                 compiled = CompiledOp(program, lowered)
@@ -583,16 +598,20 @@ class EagerSession:
         self.report.loaded[op.name] += 1
         return compiled
 
-    def _batch_entry(self, place: InBatch) -> RefBackendProgram | None:
-        """Entry `place.entry` of the batch the store keeps under `place.batch`, the whole
-        batch JIT-compiled the first time one of its ops is asked for."""
-        if place.batch not in self._batches:
-            batch = self.lowered_ops.get(place.batch) if place.batch else None
-            try:
-                self._batches[place.batch] = batch.load(self.context) if isinstance(batch, LoweredBatch) else {}
-            except Exception:  # noqa: BLE001 - its ops compile again
-                self._batches[place.batch] = {}
-        return self._batches[place.batch].get(place.entry)
+    def _load_batch(self, batch_key: str, wanted: int) -> None:
+        """JIT-compile the batch the store keeps under `batch_key` if this session wants at
+        least half of its ops: a rerun of the test that lowered them wants them all, while
+        a test that shares an op or two with another compiles them with its own, cheaper
+        than the other's whole batch."""
+        if batch_key in self._batches:
+            return
+        batch = self.lowered_ops.get(batch_key)
+        if not isinstance(batch, LoweredBatch) or 2 * wanted < len(batch.entries):
+            return
+        try:
+            self._batches[batch_key] = batch.load(self.context)
+        except Exception:  # noqa: BLE001 - its ops compile again
+            self._batches[batch_key] = {}
 
     def _compile_op(self, func, op: Plan, args: tuple, kwargs: dict, snapshots: Snapshots) -> CompiledOp | DecomposedOp:
         """The op alone; if that fails, its decomposition (as the FX configs would compile
