@@ -184,10 +184,54 @@ def run_pass_by_pass(module: ir.Module, passes: Sequence[str]) -> tuple[str | No
     for pass_entry in passes:
         before = module.operation.clone()
         try:
-            run_pipeline(module, [pass_entry])
+            run_pass(module, pass_entry)
         except ir.MLIRError as error:
             return pass_entry, before.get_asm(enable_debug_info=False), format_diagnostics(error)
     return None, "", []
+
+
+_CONTRACT_PASS = "torch-lower-to-backend-contract{"
+_MAX_ITERATIONS = re.compile(r"(?<=[{ ])max-iterations=(\d+)")
+# What torch-mlir's contract check says of the first value or op it refuses: nothing else
+# in torch-mlir says it, so a failure that starts with one of them is the check's.
+_CONTRACT_UNMET = ("unsupported by backend contract", "found an op that was marked as backend illegal")
+
+
+def run_pass(module: ir.Module, pass_entry: str) -> None:
+    """Run one expanded pass in place; raises ir.MLIRError when it fails.
+
+    `torch-lower-to-backend-contract{max-iterations=N}` runs torch-mlir's simplification
+    pipeline until the module meets the backend contract, and fails only after the Nth
+    run, reporting the contract check on that last module. A module the pipeline no longer
+    changes is the same after every later run, so the pass is run here one iteration at a
+    time (`max-iterations=1`) and stops at such a fixed point with the failure the whole
+    pass would end with: the same module, the same check, the same diagnostics. A module
+    that meets the contract stops at the same iteration as the whole pass, with its output;
+    a failure of the pipeline itself is raised where it happens, as the whole pass raises it.
+    """
+    match = _MAX_ITERATIONS.search(pass_entry) if pass_entry.startswith(_CONTRACT_PASS) else None
+    limit = int(match[1]) if match else 0
+    if limit < 2:
+        run_pipeline(module, [pass_entry])
+        return
+    once = f"{pass_entry[: match.start(1)]}1{pass_entry[match.end(1) :]}"
+    previous = _asm_with_locations(module)
+    for iteration in range(1, limit + 1):
+        try:
+            run_pipeline(module, [once])
+            return
+        except ir.MLIRError as error:
+            if iteration == limit or not _contract_unmet(error):
+                raise
+            now = _asm_with_locations(module)
+            if now == previous:
+                raise
+            previous = now
+
+
+def _contract_unmet(error: ir.MLIRError) -> bool:
+    diagnostics = error.error_diagnostics
+    return len(diagnostics) == 1 and diagnostics[0].message.startswith(_CONTRACT_UNMET)
 
 
 def run_stage(
