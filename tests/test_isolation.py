@@ -317,6 +317,21 @@ def test_a_program_that_gave_a_wrong_answer_retires_its_host(tmp_path):
     assert "shared: reused 'frontend' from an earlier config of this test" in good.notes
 
 
+def test_a_pair_whose_comparison_raised_retires_its_host(tmp_path):
+    """A program that wrote out of bounds can leave values the comparison cannot read:
+    the framework error is the pair's result, and the next config gets a new host."""
+
+    class Unreadable(Sharing):
+        def run(self, computations, golden):
+            super().run(computations, golden)
+            return None if self.name == "unreadable" else golden  # compare_traces raises on it
+
+    unreadable, good = run_on_one_host(Unreadable, ["unreadable", "good"], tmp_path)
+    assert (unreadable.outcome, unreadable.stage) == (ERROR, "compare")
+    assert good.outcome == PASS, good.error
+    assert "ran on a new test host: an earlier one ended after unreadable" in good.notes
+
+
 def test_each_config_in_a_host_starts_from_the_same_random_state(tmp_path):
     class Draws(Sharing):
         def compile(self, prepared, snapshots):

@@ -12,8 +12,9 @@ A pair that crashes, hangs or outgrows its memory cap takes the host down with i
 pair ends as its `crash`, `timeout` or `memory` result in the stage it was in, and the
 next request starts a new host (which builds the module and golden trace again). A
 host whose compiled program ran and gave a wrong answer or failed (stage `execute` or
-`compare`) retires after replying: such a program may have written out of bounds, and
-its heap corruption must not crash or skew the next config. It hands what the test's
+`compare`), or whose pair raised past the runner (a framework error: a program that wrote
+out of bounds can make the comparison itself raise), retires after replying: its heap
+corruption must not crash or skew the next config. It hands what the test's
 configs share (export, import, torch-backend IR) to the host that takes over. A fork per pair cost ~25%
 of a small pair's time (the fork itself, then copy-on-write faults on every page the
 pair touched); a new host is rare. A host whose test ended cleanly serves the next test
@@ -71,7 +72,7 @@ class _Retiring:
     """A retiring host's reply: the pair's result, and what the test's configs share so
     far (export, import, torch-backend IR), for the host that takes over."""
 
-    result: Result
+    result: Result | isolation.Raised
     shared: dict
 
 
@@ -240,7 +241,7 @@ def _serve_ready(
             torch.set_rng_state(rng)
             outcome = attempt_pair(prepared, config, request.reports_dir)  # what `share` computed stays here
             result = outcome[0] if isinstance(outcome, tuple) else outcome  # a Result, or Raised
-            if isinstance(result, Result) and result.ran_and_failed:
+            if isinstance(result, isolation.Raised) or result.ran_and_failed:
                 channel.send(_Retiring(result, prepared.shared))
                 return None
             channel.send(result)
