@@ -36,6 +36,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -43,6 +44,12 @@ from typing import Any, Callable
 from e2e.framework import hang_stack
 from e2e.framework.deadlock import DeadlockWatch
 from e2e.framework.hang_stack import HangStack
+
+# torch 2.13 warns that `isinstance(treespec, LeafSpec)` is deprecated whenever a leaf spec
+# is made by copy or unpickling: torch.export deep-copies its specs, and replies and cached
+# captures carry them. Torch's own class, not a check of ours; without this every host and
+# worker prints it once (hosts are forked from a process that imported this module).
+warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
 
 MIB = 1 << 20
 DEFAULT_MEMORY_CAP_GIB = 6.0  # two workers x (host + child) stay well inside 24 GiB
