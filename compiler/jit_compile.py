@@ -189,8 +189,8 @@ def run_torch_backend(module: ir.Module, frontend: str | JitFrontend, snapshots:
 
     Run pass by pass (`run_stage(pass_by_pass=True)`): the pipeline's costly pass,
     `torch-lower-to-backend-contract`, is where these frontends' lowering fails, after
-    ten iterations that each parse torch-mlir's shape and dtype library twice; run whole,
-    a failure ran it once more to be localized.
+    iterations that each parse torch-mlir's shape and dtype library twice (`stages.run_pass`
+    stops them at a fixed point); run whole, a failure ran it once more to be localized.
     """
     frontend = load_frontend(frontend) if isinstance(frontend, str) else frontend
     return run_stage(module, "torch-backend", frontend.to_torch_backend(""), snapshots, pass_by_pass=True)
