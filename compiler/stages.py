@@ -190,7 +190,7 @@ def run_pass_by_pass(module: ir.Module, passes: Sequence[str]) -> tuple[str | No
     return None, "", []
 
 
-_CONTRACT_PASS = "torch-lower-to-backend-contract{"
+CONTRACT_PASS = "torch-lower-to-backend-contract"
 _MAX_ITERATIONS = re.compile(r"(?<=[{ ])max-iterations=(\d+)")
 # What torch-mlir's contract check says of the first value or op it refuses: nothing else
 # in torch-mlir says it, so a failure that starts with one of them is the check's.
@@ -209,13 +209,16 @@ def run_pass(module: ir.Module, pass_entry: str) -> None:
     that meets the contract stops at the same iteration as the whole pass, with its output;
     a failure of the pipeline itself is raised where it happens, as the whole pass raises it.
     """
-    match = _MAX_ITERATIONS.search(pass_entry) if pass_entry.startswith(_CONTRACT_PASS) else None
+    match = _MAX_ITERATIONS.search(pass_entry) if pass_entry.startswith(CONTRACT_PASS + "{") else None
     limit = int(match[1]) if match else 0
     if limit < 2:
         run_pipeline(module, [pass_entry])
         return
     once = f"{pass_entry[: match.start(1)]}1{pass_entry[match.end(1) :]}"
-    previous = _asm_with_locations(module)
+    # The module before the first iteration, printed only if that iteration fails: a module
+    # that meets the contract (most of them) is never printed here.
+    start = module.operation.clone()
+    previous: str | None = None
     for iteration in range(1, limit + 1):
         try:
             run_pipeline(module, [once])
@@ -223,6 +226,7 @@ def run_pass(module: ir.Module, pass_entry: str) -> None:
         except ir.MLIRError as error:
             if iteration == limit or not _contract_unmet(error):
                 raise
+            previous = previous if previous is not None else start.get_asm(enable_debug_info=True)
             now = _asm_with_locations(module)
             if now == previous:
                 raise

@@ -30,7 +30,7 @@ from compiler.replay_runtime.type_check import (
     first_with_op,
     functions,
 )
-from compiler.stages import expand, run_pipeline
+from compiler.stages import CONTRACT_PASS, expand, run_pipeline
 
 __all__ = ["Disagreement", "TYPES_AGREE", "TypesBroke", "first_disagreement", "where_types_broke"]
 
@@ -82,7 +82,9 @@ def where_types_broke(input_ir: str, pipeline: Sequence[str], seconds: float = 3
         op, found = first_with_op(module)
         if found is not None:
             inner = (
-                _inside_contract(before, pass_entry, context, deadline) if pass_entry.startswith(_CONTRACT) else None
+                _inside_contract(before, pass_entry, context, deadline)
+                if pass_entry.startswith(CONTRACT_PASS)
+                else None
             )
             named = (
                 _replaced_operand(before, module, op, found) or _removed_upstream(before, module, op, found) or found
@@ -149,7 +151,6 @@ def _all_ops(module: ir.Module | ir.Operation) -> list:
     return [op for function in functions(module) for op in function.regions[0].blocks[0].operations]
 
 
-_CONTRACT = "torch-lower-to-backend-contract"
 _RETURN_MISMATCH = "doesn't match function result type"
 _CONTRACT_OPTION = re.compile(r"([\w-]+)=(\{[^}]*\}|[^ }]*)")
 
@@ -182,7 +183,9 @@ def _inside_contract(before: ir.Operation, pass_entry: str, context: ir.Context,
                 return None
             found = first_disagreement(module)
             if found is not None:
-                return TypesBroke(f"{_CONTRACT} > iteration {iteration}: {inner}", found, _text(before_inner), inner)
+                return TypesBroke(
+                    f"{CONTRACT_PASS} > iteration {iteration}: {inner}", found, _text(before_inner), inner
+                )
         if str(module) == start:
             return None
     return None
