@@ -9,7 +9,8 @@ crashes torch-mlir ends its child, not the run), and its imported module goes th
 the stage's passes twice: each pass by `run_pipeline` (the contract pass whole), then by
 `run_pass`. The two must end alike: the same failing pass, the same diagnostics, and the
 same module text (output, or the module the failure left). A difference is printed and
-makes the exit status 1.
+makes the exit status 1. Both runs are in the same child, the whole pass first: the second
+runs warmer, so compare the seconds of programs the contract rejects, not of those it accepts.
 """
 
 from __future__ import annotations
