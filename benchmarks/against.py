@@ -5,7 +5,10 @@ the ratio of their times, which holds across machines where seconds do not.
         --no-result-cache -p no:cacheprovider --reports-dir {reports}
 
 The older commit is checked out with `git worktree` (removed at the end) and runs with the
-packages installed here; `{reports}` in the command becomes a new directory for each run, so
+packages installed here. Each run has its checkout first on `PYTHONPATH`, so its own `e2e` and
+`compiler` are imported whatever the command's form (`pytest`, not only `python -m pytest`,
+where the editable install would otherwise give this checkout's code to both); `{reports}` in
+the command becomes a new directory for each run, so
 every run is cold as the command makes it. Turns alternate (old, new, old, new, ...), and the
 medians are compared. A figure recorded on another machine (issue 44's 531 s at 37eafdb on
 its AMD EPYC with AVX-512, say) becomes a bar here as a ratio: 360 s against 531 s is 0.678x.
@@ -14,6 +17,7 @@ its AMD EPYC with AVX-512, say) becomes a bar here as a ratio: 360 s against 531
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -22,12 +26,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.loop import ROOT, _commit, _machine, _timed  # noqa: E402
+from benchmarks.loop import ROOT, commit, machine, timed  # noqa: E402
 
 
-def checkout(commit: str, into: Path) -> Path:
-    path = into / f"at-{commit}"
-    subprocess.run(["git", "worktree", "add", "--detach", str(path), commit], cwd=ROOT, check=True, capture_output=True)
+def checkout(older: str, into: Path) -> Path:
+    path = into / f"at-{older}"
+    done = subprocess.run(
+        ["git", "worktree", "add", "--detach", str(path), older], cwd=ROOT, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        sys.exit(f"git worktree add {older}: {done.stderr.strip()}")
     return path
 
 
@@ -40,7 +48,7 @@ def main() -> None:
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     if not command:
         parser.error("give the command after --")
-    print(f"{_machine()}; this checkout {_commit()}, against {args.commit}")
+    print(f"{machine()}; this checkout {commit()}, against {args.commit}")
     times: dict[str, list[tuple[float, float]]] = {args.commit: [], "this": []}
     with tempfile.TemporaryDirectory(prefix="against-") as scratch:
         scratch_dir = Path(scratch)
@@ -50,7 +58,11 @@ def main() -> None:
                 for name, cwd in ((args.commit, old), ("this", ROOT)):
                     reports = scratch_dir / f"reports-{name}-{turn}"
                     words = [word.replace("{reports}", str(reports)) for word in command]
-                    wall, cpu, _ = _timed(words, cwd)
+                    env = {
+                        **os.environ,
+                        "PYTHONPATH": os.pathsep.join(filter(None, [str(cwd), os.environ.get("PYTHONPATH")])),
+                    }
+                    wall, cpu, _ = timed(words, cwd, env)
                     times[name].append((wall, cpu))
                     print(f"  turn {turn + 1}, {name}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
         finally:

@@ -70,7 +70,7 @@ def _copy_checkout(into: Path) -> Path:
     return copy
 
 
-def _timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float, str]:
+def timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float, str]:
     """(wall s, CPU s of the command and the children it waited for, its output)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
@@ -96,7 +96,7 @@ def one_test_loop(copy: Path, scratch: Path, pair: str, test: str, runs: int) ->
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, command in commands.items():
-            wall, cpu, _ = _timed(command, copy)
+            wall, cpu, _ = timed(command, copy)
             times[name].append((wall, cpu))
     return times
 
@@ -112,7 +112,7 @@ def suite_loop(
         command = [sys.executable, "-m", "pytest", "-q", *paths, "-o", f"cache_dir={cache}"]
         command += ["-n", str(workers)] if workers > 1 else []
         command += ["--reports-dir", str(scratch / f"suite-{name}")]
-        wall, cpu, output = _timed(command, copy, env)
+        wall, cpu, output = timed(command, copy, env)
         lines = [line for line in output.splitlines() if line.strip()]
         runs[name] = (wall, cpu, lines[-1] if lines else "")
 
@@ -140,7 +140,7 @@ def _diff(copy: Path, scratch: Path, new: str) -> str:
     return f"e2e.diff exit {done.returncode}, {sum(changed.values())} pairs changed" + (f" ({kinds})" if kinds else "")
 
 
-def _machine() -> str:
+def machine() -> str:
     model = ""
     try:
         model = next(
@@ -153,7 +153,7 @@ def _machine() -> str:
     return f"{model or platform.processor()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
 
 
-def _commit() -> str:
+def commit() -> str:
     done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
     dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True)
     return done.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
@@ -175,7 +175,7 @@ def main() -> None:
     args = parser.parse_args()
     if not args.edit.startswith("compiler/") or args.edit.startswith("compiler/frontends/"):
         parser.error("--edit: a file under compiler/ outside the frontends")
-    print(f"{_machine()}; commit {_commit()}; load average at the start {os.getloadavg()[0]:.1f}")
+    print(f"{machine()}; commit {commit()}; load average at the start {os.getloadavg()[0]:.1f}")
     if args.keep is not None:
         args.keep.mkdir(parents=True)
     with contextlib.nullcontext(args.keep) if args.keep else tempfile.TemporaryDirectory(prefix="loop-bench-") as work:

@@ -60,9 +60,9 @@ def tolerance_for(dtype: torch.dtype, override: Tolerance | None) -> Tolerance:
 
 
 # Elements compared at a time: widening to float64 costs 8 bytes an element, so a
-# 512 MiB fp16 output compared at once would need several GiB of temporaries. Chunks of
-# 2^20 compared a 67M-element fp16 output faster than chunks of 2^22 and no slower than
-# smaller ones (`benchmarks/compare_large.py`).
+# 512 MiB fp16 output compared at once would need several GiB of temporaries. On a 2-core
+# AMD EPYC, chunks of 2^20 compared a 67M-element fp16 output faster than chunks of 2^22
+# and about as fast as smaller ones (`benchmarks/compare_large.py` measures a machine).
 CHUNK = 1 << 20
 
 
@@ -123,7 +123,7 @@ def compare_tensors(
         for kind, mask in found.items():
             if count := int(torch.count_nonzero(mask)):
                 counts[kind] += count
-                if kind not in first:  # the index of every difference, once: not per chunk
+                if kind not in first:  # `nonzero` lists every difference: only for the first chunk with one
                     first[kind] = start + int(mask.nonzero()[0])
         if first_only and first:
             kind = "values" if "values" in first else "nan"
