@@ -268,11 +268,29 @@ def test_a_block_holds_about_the_same_pairs_whatever_the_configs():
     from e2e.fuzz.campaign import MAX_BLOCK, default_block
 
     built_in = ["linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager"]
-    assert default_block(built_in) == 128
-    assert default_block(built_in + [f"runtime{i}" for i in range(7)]) == 59
+    assert default_block(built_in) == MAX_BLOCK == 256
+    assert default_block(built_in + [f"runtime{i}" for i in range(7)]) == 118
     assert default_block(["linalg"]) == MAX_BLOCK
     assert parser().parse_args(["--reports-dir", "r"]).block is None  # the default follows the configs
     assert parser().parse_args(["--reports-dir", "r", "--block", "3"]).block == 3
+
+
+def test_a_campaign_gives_its_pairs_a_budget_of_their_own(tmp_path):
+    """A generated pair is small: the campaign's pytest runs end a pair at `--timeout` (60 s
+    unless given), not at the suite's 300 s, so a hang (run twice) does not hold a worker for
+    a block's length."""
+    from e2e.fuzz.__main__ import parser
+    from e2e.fuzz.campaign import PAIR_BUDGET, Campaign, Plan
+
+    def budget(command: list[str]) -> str:
+        return command[command.index("--timeout") + 1]
+
+    assert parser().parse_args(["--reports-dir", "r"]).timeout == PAIR_BUDGET == 60
+    assert parser().parse_args(["--reports-dir", "r", "--timeout", "15"]).timeout == 15
+    campaign = Campaign(["linalg"], Plan(0, 4), tmp_path)
+    assert budget(campaign.pytest_command(0, 4, tmp_path / "b")) == "60"
+    campaign = Campaign(["linalg"], Plan(0, 4), tmp_path, pair_budget=15)
+    assert budget(campaign.pytest_command(0, 4, tmp_path / "b")) == "15"
 
 
 def test_a_campaign_block_bundles_only_failures_whose_signature_names_no_op():

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from e2e.framework.shards import ShardSpec
-from e2e.fuzz.campaign import BLOCK_PAIRS, Campaign, Plan, default_block
+from e2e.fuzz.campaign import BLOCK_PAIRS, PAIR_BUDGET, Campaign, Plan, default_block
 from e2e.fuzz.triage import analyse
 
 
@@ -30,9 +30,15 @@ def parser() -> argparse.ArgumentParser:
         "--block",
         type=int,
         default=None,
-        help=f"programs per pytest run (default: {BLOCK_PAIRS} pairs' worth, 128 on six configs, at most 256)",
+        help=f"programs per pytest run (default: {BLOCK_PAIRS} pairs' worth, 256 on six configs, 118 on thirteen)",
     )
     parser.add_argument("--config", default="linalg", help="comma-separated configs (default linalg)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=PAIR_BUDGET,
+        help=f"seconds a pair may take before it counts as a hang (default {PAIR_BUDGET:g})",
+    )
     parser.add_argument("-n", dest="workers", type=int, default=2, help="pytest-xdist workers (default 2)")
     parser.add_argument("--reports-dir", type=Path, required=True)
     parser.add_argument("--shard", type=ShardSpec.parse, default=ShardSpec(1, 1), help="I/N: this shard's blocks")
@@ -66,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
             Plan(args.seed, default_block(configs) if args.block is None else args.block, args.shard),
             args.reports_dir,
             workers=args.workers,
+            pair_budget=args.timeout,
             minutes=args.minutes,
             programs=args.programs,
             extra=extra,

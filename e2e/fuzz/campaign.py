@@ -78,17 +78,24 @@ def cpu_seconds() -> float:
 
 # A block's pytest run pays a fixed start-up (the pytest process and its workers import
 # torch and torch-mlir, probe the suite file, fork their first hosts, warm each config
-# up: about 14 CPU s on the six built-in configs) before its pairs. Blocks of this many
-# pairs keep that under a twentieth of a block's CPU there, and a block of the thirteen
-# built-in and runtime configs near the 64 programs it was (a block is also how finely
-# the budget stops a campaign: it starts only if it would end within the budget).
-BLOCK_PAIRS = 768
+# up: its first pair reports about 14 s after the command on the six built-in configs)
+# before its pairs. Blocks of this many pairs keep that near a tenth of a block's wall
+# there (256 programs of 5.5 ops on average), and a block of the thirteen built-in and
+# runtime configs at 118 programs (a block is also how finely the budget stops a campaign:
+# it starts only if it would end within the budget).
+BLOCK_PAIRS = 1536
 MAX_BLOCK = 256  # programs: one config's block (a block's programs are grown up front)
+# Seconds a campaign's pair may take (`--timeout`; the suite's own default is 300 s, for its
+# largest models). A generated program is small: its slowest pairs took 7 s on the six
+# built-in configs, a reduction included. A hang is run twice (the rerun confirms it), so
+# at 300 s one hang of torch-mlir's greedy rewriter (seed 387, torchscript) held a worker
+# 620 s, as long as a whole block.
+PAIR_BUDGET = 60.0
 
 
 def default_block(configs: Sequence[str]) -> int:
     """Programs per block when `--block` is not given: `BLOCK_PAIRS` pairs, at most `MAX_BLOCK`
-    programs (128 on the six built-in configs, 59 on those and the seven runtime configs)."""
+    programs (256 on the six built-in configs, 118 on those and the seven runtime configs)."""
     return max(1, min(MAX_BLOCK, BLOCK_PAIRS // max(1, len(configs))))
 
 
@@ -132,6 +139,7 @@ class Campaign:
     plan: Plan
     reports_dir: Path
     workers: int = 2
+    pair_budget: float = PAIR_BUDGET
     minutes: float | None = None
     programs: int | None = None  # stop after this many programs (instead of, or before, the budget)
     extra: list[str] = field(default_factory=list)  # more pytest arguments
@@ -155,6 +163,8 @@ class Campaign:
             "--reduce-unnamed",
             "--reduce-timeout",
             "10",
+            "--timeout",
+            f"{self.pair_budget:g}",
             cache_dir=self.reports_dir / PROGRAM_CACHE,
         )
         return command + self.extra
