@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import torch
 
 from e2e.framework.compare import compare_traces
@@ -518,3 +520,38 @@ def test_bugs_whose_types_one_fold_broke_are_one_root_across_configs_and_passes(
     roots = types_roots(classified)
     assert list(roots) == [fold]
     assert [(number, b.config) for number, b in roots[fold]] == [(1, "linalg"), (2, "torchscript")]
+
+
+def test_a_campaign_reads_its_programs_back_as_its_blocks_ran_them(tmp_path):
+    """A seed names a program for one version of the generator: triage reads a block's saved
+    programs (a later generator could grow another from the same seed), grows only the rest."""
+    from e2e.fuzz.programs import CampaignPrograms
+    from e2e.generate.grow import generate
+    from e2e.generate.register import PROGRAMS_FILE
+
+    # As if an older generator had grown another program for seed 3: the block's file wins.
+    other = generate(11).to_json()
+    block = tmp_path / "batches" / "00000003"
+    block.mkdir(parents=True)
+    (block / PROGRAMS_FILE).write_text(json.dumps({"seeds": [3, 4], "programs": [other, generate(4).to_json()]}))
+    programs = CampaignPrograms.load(tmp_path)
+    assert programs(3).to_json() == other != generate(3).to_json()
+    assert programs(4).to_json() == generate(4).to_json()
+    assert programs(5).to_json() == generate(5).to_json()  # no block saved it: grown
+    assert programs.of_test("Gen_3").to_json() == other and programs.of_test("MmModule_basic") is None
+
+
+def test_a_kept_regression_is_reused_only_for_the_program_it_was_shrunk_from():
+    from e2e.fuzz.triage import shrunk_from
+    from e2e.generate.grow import generate
+
+    original = next(p for p in map(generate, range(50)) if len(p.nodes) >= 3)
+    last = original.nodes[-1]
+    kept = original.__class__(original.seed, original.inputs, (last,), (last.name,), original.checks)
+    assert shrunk_from(kept, original)
+    stranger = next(
+        p
+        for p in map(generate, range(50, 100))
+        if {(n.name, n.op) for n in p.nodes} - {(n.name, n.op) for n in original.nodes}
+    )
+    assert not shrunk_from(stranger, original)

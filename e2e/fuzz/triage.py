@@ -20,7 +20,7 @@ from e2e.framework.results_files import load_rows
 from e2e.framework.signature import Signature
 from e2e.fuzz.bugs import CRASH, Bug, Classified, KnownSignatures, classify
 from e2e.fuzz.coverage import Support
-from e2e.fuzz.programs import ops_of, program, seed_of
+from e2e.fuzz.programs import CampaignPrograms, seed_of
 from e2e.fuzz.report import campaign_table, discovery, html_page, markdown
 from e2e.generate.program import Program
 
@@ -55,11 +55,6 @@ def load_campaign(reports_dir: Path, run: dict) -> dict:
     }
 
 
-def _program_of(test: str):
-    seed = seed_of(test)
-    return None if seed is None else program(seed)
-
-
 def alone_signature(one, config: str, work: Path) -> Signature | None:
     """A one-op program's signature on `config` (None: it passes)."""
     from e2e.fuzz.shrink import run_program
@@ -68,7 +63,7 @@ def alone_signature(one, config: str, work: Path) -> Signature | None:
     return None if result.passed else result.signature
 
 
-def judge_by_oracle(rows: list[dict], work: Path, seconds: float = 600.0, log=print) -> int:
+def judge_by_oracle(rows: list[dict], programs: CampaignPrograms, work: Path, seconds: float = 600.0, log=print) -> int:
     """Wrong results the oracle has not judged (a test registered without
     `Test.explainers`), judged now: the program run again on its config with the oracle
     carried (`e2e.generate.register.program_test`); a pair it acquits becomes a pass with the
@@ -81,7 +76,7 @@ def judge_by_oracle(rows: list[dict], work: Path, seconds: float = 600.0, log=pr
         unjudged = not any(note.startswith(ORACLE_NOTE) for note in row.get("notes") or ())
         if row.get("stage") != "compare" or row.get("outcome") == "pass" or not unjudged:
             continue
-        original = _program_of(row["test"])
+        original = programs.of_test(row["test"])
         if original is None or time.monotonic() > deadline:
             continue
         again = run_program(original, row["config"], work)
@@ -95,12 +90,14 @@ def judge_by_oracle(rows: list[dict], work: Path, seconds: float = 600.0, log=pr
     return judged
 
 
-def classify_campaign(reports_dir: Path, configs: list[str], rows: list[dict], seconds: float = 600.0) -> Classified:
+def classify_campaign(
+    reports_dir: Path, configs: list[str], rows: list[dict], programs: CampaignPrograms, seconds: float = 600.0
+) -> Classified:
     """Classify the rows; ops are run alone for `seconds` at most (then the matrix answers)."""
     known = KnownSignatures.load(XFAIL_DIR, configs, generated=lambda test: seed_of(test) is not None)
     work = reports_dir / "triage"
     support = Support(
-        _program_of,
+        programs.of_test,
         check=lambda one, config: alone_signature(one, config, work),
         cache_path=reports_dir / "takes-alone.json",
         deadline=time.monotonic() + seconds,
@@ -134,7 +131,9 @@ def check_types(bugs: list[Bug], reports_dir: Path, log=print) -> int:
     return named
 
 
-def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds: float, log=print) -> dict[str, str]:
+def reduce_bugs(
+    bugs: list[Bug], programs: CampaignPrograms, configs: list[str], reports_dir: Path, seconds: float, log=print
+) -> dict[str, str]:
     """Shrink each bug's first program (within `seconds` in all), write the regression
     tests, run them for bundles, record their xfail entries, verify the bundles. Returns
     the regression programs written (name -> JSON)."""
@@ -146,13 +145,21 @@ def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds:
     deadline = time.monotonic() + seconds
     written: dict[str, str] = {}
     for number, bug in enumerate(bugs):
-        original = _program_of(bug.first.test)
+        original = programs.of_test(bug.first.test)
         if original is None:
             continue
         kept = read_programs().get(test_name(original, bug.config))
-        if kept is not None:  # reduced by an earlier triage of this campaign: its regression test
+        if kept is not None and shrunk_from(Program.from_json(kept), original):
+            # reduced by an earlier triage of this campaign: its regression test
             bug.reduced, bug.regression = Program.from_json(kept), test_name(original, bug.config)
             written[bug.regression] = kept
+            continue
+        if kept is not None:
+            log(
+                f"fuzz: {bug.config}: {bug.first.test} not reduced: its regression's name, "
+                f"{test_name(original, bug.config)}, holds another program (the same seed under an "
+                "earlier generator); run campaigns on seeds no regression test uses"
+            )
             continue
         share = max(0.0, (deadline - time.monotonic()) / (len(bugs) - number))
         if bug.kind == CRASH and bug.stage == "timeout":
@@ -191,6 +198,13 @@ def reduce_bugs(bugs: list[Bug], configs: list[str], reports_dir: Path, seconds:
                 bug.regression_bundle = row["repro_path"]
                 bug.verified = verify_bundle(Path(row["repro_path"]))
     return written
+
+
+def shrunk_from(kept: Program, original: Program) -> bool:
+    """Whether `kept` can be a shrink of `original`: each of its ops is one of the original's,
+    by name and op (shrinking drops ops, cuts values into inputs, narrows types)."""
+    ops = {(node.name, node.op) for node in original.nodes}
+    return all((node.name, node.op) in ops for node in kept.nodes)
 
 
 def chosen_for_reduction(bugs: list[Bug], limit: int | None) -> list[Bug]:
@@ -234,21 +248,24 @@ def analyse(
 
     # The triage's own cost, beside the blocks' (`cpu_s`): the report gives both.
     begun = cpu_seconds()
-    judge_by_oracle(rows, reports_dir / "triage", log=log)
-    classified = classify_campaign(reports_dir, configs, rows)
+    programs = CampaignPrograms.load(reports_dir, run)
+    judge_by_oracle(rows, programs, reports_dir / "triage", log=log)
+    classified = classify_campaign(reports_dir, configs, rows, programs)
     check_types(classified.bugs, reports_dir, log)
     campaign["triage_cpu_s"] = round(cpu_seconds() - begun, 1)
     if reduce_seconds > 0:
         begun, started = cpu_seconds(), time.monotonic()
-        reduce_bugs(chosen_for_reduction(classified.new, reduce_limit), configs, reports_dir, reduce_seconds, log)
+        reduce_bugs(
+            chosen_for_reduction(classified.new, reduce_limit), programs, configs, reports_dir, reduce_seconds, log
+        )
         campaign["reduce_cpu_s"] = round(cpu_seconds() - begun, 1)
         campaign["reduce_wall_s"] = round(time.monotonic() - started, 1)
 
     def bug_ops(bug: Bug) -> tuple[str, ...]:
-        return tuple(bug.reduced.ops) if bug.reduced is not None else ops_of(bug.first.test)
+        return tuple(bug.reduced.ops) if bug.reduced is not None else programs.ops_of(bug.first.test)
 
     seeds = sorted({seed for row in rows if (seed := seed_of(row["test"])) is not None})
-    text = markdown(campaign, rows, classified, bug_ops, [program(seed) for seed in seeds])
+    text = markdown(campaign, rows, classified, bug_ops, [programs(seed) for seed in seeds])
     (reports_dir / "fuzz.md").write_text(text)
     (reports_dir / "fuzz.html").write_text(html_page(text, discovery(campaign, rows, classified)))
     from e2e.framework.html_report import write_html
