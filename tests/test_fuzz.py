@@ -281,8 +281,9 @@ def test_a_campaign_gives_its_pairs_a_budget_of_their_own(tmp_path):
     """A generated pair is small: the campaign's pytest runs end a pair at `--timeout` (60 s
     unless given), not at the suite's 300 s, so a hang (run twice) does not hold a worker for
     a block's length."""
+    from e2e.fuzz import PAIR_BUDGET
     from e2e.fuzz.__main__ import parser
-    from e2e.fuzz.campaign import PAIR_BUDGET, Campaign, Plan
+    from e2e.fuzz.campaign import Campaign, Plan
 
     def budget(command: list[str]) -> str:
         return command[command.index("--timeout") + 1]

@@ -440,6 +440,9 @@ def test_a_hanging_pass_is_found_and_reduced_to_a_repro_that_ends_by_sigalrm(tmp
     assert outcome.guilty_op == "math.tanh" and outcome.ops_after <= 2
     elsewhere = run_elsewhere(outcome.bundle, tmp_path)
     assert elsewhere.returncode == -signal.SIGALRM, elsewhere.stdout + elsewhere.stderr
+    from e2e.fuzz.regressions import verify_bundle
+
+    assert verify_bundle(outcome.bundle)  # a campaign counts a hang's bundle as verified
 
 
 @pytest.mark.parametrize(

@@ -192,6 +192,7 @@ def replay(bundle_dir: Path, case: Case, *, report=None) -> Signature | None:
 # What a replay prints when the bug is there (and exits 1): an exception in the replay
 # exits 1 too, without it.
 REPRODUCED = "REPRODUCED"  # also what the torch-only scripts of frontend failures print
+HANG_ARMED = "a hang: REPRODUCED if this process ends by SIGALRM"  # then the alarm is the verdict
 
 
 def main(bundle_dir: Path) -> int:
@@ -207,7 +208,7 @@ def main(bundle_dir: Path) -> int:
         import math
         import signal
 
-        print(f"a hang: REPRODUCED if this process ends by SIGALRM in {case.hang_seconds:.0f} s", flush=True)
+        print(f"{HANG_ARMED} in {case.hang_seconds:.0f} s", flush=True)
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
         signal.alarm(math.ceil(case.hang_seconds))
     observed = replay(bundle_dir, case, report=print)

@@ -6,6 +6,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+# Seconds a campaign's pair may take (`--timeout`; the suite's own default is 300 s, for its
+# largest models). A generated program is small: its slowest pairs took 7 s on the six
+# built-in configs, a reduction included. A hang is run twice (the rerun confirms it), so
+# at 300 s one hang of torch-mlir's greedy rewriter (seed 387, torchscript) held a worker
+# 620 s, as long as a whole block.
+PAIR_BUDGET = 60.0
+
 
 def pytest_command(
     configs: Sequence[str], reports_dir: Path, workers: int, *arguments: str, cache_dir: Path | None = None

@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 
 from e2e.framework.shards import ShardSpec
-from e2e.fuzz.campaign import BLOCK_PAIRS, PAIR_BUDGET, Campaign, Plan, default_block
+from e2e.fuzz import PAIR_BUDGET
+from e2e.fuzz.campaign import BLOCK_PAIRS, Campaign, Plan, default_block
 from e2e.fuzz.triage import analyse
 
 

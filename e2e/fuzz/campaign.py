@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 from e2e.framework.results_files import load_rows
 from e2e.framework.run_record import write_json_atomic
 from e2e.framework.shards import ShardSpec
-from e2e.fuzz import pytest_command
+from e2e.fuzz import PAIR_BUDGET, pytest_command
 from e2e.merge import merge
 
 BATCHES = "batches"
@@ -85,12 +85,6 @@ def cpu_seconds() -> float:
 # it starts only if it would end within the budget).
 BLOCK_PAIRS = 1536
 MAX_BLOCK = 256  # programs: one config's block (a block's programs are grown up front)
-# Seconds a campaign's pair may take (`--timeout`; the suite's own default is 300 s, for its
-# largest models). A generated program is small: its slowest pairs took 7 s on the six
-# built-in configs, a reduction included. A hang is run twice (the rerun confirms it), so
-# at 300 s one hang of torch-mlir's greedy rewriter (seed 387, torchscript) held a worker
-# 620 s, as long as a whole block.
-PAIR_BUDGET = 60.0
 
 
 def default_block(configs: Sequence[str]) -> int:

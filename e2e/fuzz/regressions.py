@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import ast
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Mapping
 
-from compiler.replay_runtime.replay import REPRODUCED
+from compiler.replay_runtime.replay import HANG_ARMED, REPRODUCED
 from e2e.framework import isolation
-from e2e.fuzz import pytest_command
+from e2e.fuzz import PAIR_BUDGET, pytest_command
 from e2e.generate.program import Program
 
 SUITE_FILE = Path(__file__).resolve().parents[1] / "test_suite" / "generated_regressions.py"
@@ -73,7 +74,15 @@ def run_regressions(names: list[str], configs: list[str], reports_dir: Path, wor
     """Run the regression tests `names` on `configs` through pytest (bundles written);
     pytest's exit status."""
     command = pytest_command(
-        configs, reports_dir, workers, str(SUITE_FILE), "--no-result-cache", "-k", " or ".join(names)
+        configs,
+        reports_dir,
+        workers,
+        str(SUITE_FILE),
+        "--no-result-cache",
+        "-k",
+        " or ".join(names),
+        "--timeout",  # a new regression's hang is not listed yet: the campaign's budget, not the suite's
+        f"{PAIR_BUDGET:g}",
     )
     done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     reports_dir.mkdir(parents=True, exist_ok=True)
@@ -83,9 +92,12 @@ def run_regressions(names: list[str], configs: list[str], reports_dir: Path, wor
 
 def verify_bundle(bundle: Path, seconds: float = 300.0) -> bool:
     """Whether the bundle's `repro.py` exits 1 saying REPRODUCED (the bug is there, as the
-    bundle says; an exception in the replay exits 1 too, without the word)."""
+    bundle says; an exception in the replay exits 1 too, without the word), or, a hang's
+    bundle, ends by the SIGALRM it armed (`HANG_ARMED`) before its replay gave a result."""
     try:
         done = isolation.run_command([sys.executable, "repro.py"], timeout=seconds, cwd=bundle)
     except subprocess.TimeoutExpired:
         return False
+    if done.returncode == -signal.SIGALRM:
+        return HANG_ARMED in done.stdout
     return done.returncode == 1 and REPRODUCED in done.stdout
