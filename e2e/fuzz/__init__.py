@@ -10,7 +10,7 @@ from typing import Sequence
 # largest models). A generated program is small: its slowest pairs took 7 s on the six
 # built-in configs, a reduction included. A hang is run twice (the rerun confirms it), so
 # at 300 s one hang of torch-mlir's greedy rewriter (seed 387, torchscript) held a worker
-# 620 s, as long as a whole block.
+# 620 s (its block took 644 s, the others 142-223 s).
 PAIR_BUDGET = 60.0
 
 
