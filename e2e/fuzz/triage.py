@@ -152,18 +152,19 @@ def reduce_bugs(
         original = programs.of_test(bug.first.test)
         if original is None:
             continue
-        kept = read_programs().get(test_name(original, bug.config))
-        if kept is not None and shrunk_from(Program.from_json(kept), original):
-            # reduced by an earlier triage of this campaign: its regression test
-            bug.reduced, bug.regression = Program.from_json(kept), test_name(original, bug.config)
-            written[bug.regression] = kept
-            continue
+        name = test_name(original, bug.config)
+        kept = read_programs().get(name)
         if kept is not None:
-            log(
-                f"fuzz: {bug.config}: {bug.first.test} not reduced: its regression's name, "
-                f"{test_name(original, bug.config)}, holds another program (the same seed under an "
-                "earlier generator); run campaigns on seeds no regression test uses"
-            )
+            if not shrunk_from(Program.from_json(kept), original):
+                log(
+                    f"fuzz: {bug.config}: {bug.first.test} not reduced: its regression's name, {name}, holds "
+                    "another program (the same seed under an earlier generator); run campaigns on seeds no "
+                    "regression test uses"
+                )
+                continue
+            # reduced by an earlier triage of this campaign: its regression test
+            bug.reduced, bug.regression = Program.from_json(kept), name
+            written[name] = kept
             continue
         share = max(0.0, (deadline - time.monotonic()) / (len(bugs) - number))
         # A candidate that still hangs takes its whole limit, one that does not ends in seconds:
