@@ -278,7 +278,7 @@ def test_a_block_holds_about_the_same_pairs_whatever_the_configs():
 
 
 def test_a_campaign_gives_its_pairs_a_budget_of_their_own(tmp_path):
-    """A generated pair is small: the campaign's pytest runs end a pair at `--timeout` (60 s
+    """A generated pair is small: the campaign's pytest runs end a pair at `--timeout` (30 s
     unless given), not at the suite's 300 s, so a hang (run twice) does not hold a worker for
     a block's length."""
     from e2e.fuzz import PAIR_BUDGET
@@ -288,10 +288,10 @@ def test_a_campaign_gives_its_pairs_a_budget_of_their_own(tmp_path):
     def budget(command: list[str]) -> str:
         return command[command.index("--timeout") + 1]
 
-    assert parser().parse_args(["--reports-dir", "r"]).timeout == PAIR_BUDGET == 60
+    assert parser().parse_args(["--reports-dir", "r"]).timeout == PAIR_BUDGET == 30
     assert parser().parse_args(["--reports-dir", "r", "--timeout", "15"]).timeout == 15
     campaign = Campaign(["linalg"], Plan(0, 4), tmp_path)
-    assert budget(campaign.pytest_command(0, 4, tmp_path / "b")) == "60"
+    assert budget(campaign.pytest_command(0, 4, tmp_path / "b")) == "30"
     campaign = Campaign(["linalg"], Plan(0, 4), tmp_path, pair_budget=15)
     assert budget(campaign.pytest_command(0, 4, tmp_path / "b")) == "15"
 

@@ -84,3 +84,21 @@ def test_a_pass_module_that_needs_the_project_is_refused():
     with pytest.raises(NotStandalone, match="tests.test_reducer imports this project"):
         pass_modules(["python:tests.test_reducer:abort_on_aten_exp"])
     assert pass_modules([BOUNDARY_AS_BITS, "canonicalize"]) == {}  # the runtime's own passes travel with it
+
+
+def test_a_bundle_whose_replay_runs_away_is_given_up_within_its_reductions_time_box(tmp_path, monkeypatch):
+    # A pass crash that sometimes loops instead (a campaign's cumprod bundle: 57 s under a 10 s box).
+    import time
+
+    from e2e.reducer import bundle
+    from e2e.reducer.finish import write_outcome
+
+    monkeypatch.setattr(bundle, "VERIFY_MIN_SECONDS", 3.0)
+    text = DOUBLES.replace("arith.addf %arg0, %arg0", "math.tanh %arg0")
+    pipeline = ["python:tests.broken_compilers:hang_on_tanh"]
+    case = Case("error", "backend", pipeline, Signature("backend", "hang_on_tanh", "some error"))
+    info = BundleInfo("T", "c", case, text, text, 2, 2)
+    outcome = write_outcome(
+        info, tmp_path / "bundle", start=time.monotonic(), stopped="1-minimal", verify=True, time_box=1.0
+    )
+    assert not outcome.verified and "no answer in 3 s" in outcome.note, outcome.note  # not the fixed 120 s

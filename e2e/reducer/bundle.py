@@ -186,8 +186,22 @@ def _fresh_env() -> dict[str, str]:
     return env
 
 
-def verify(bundle_dir: Path, case: Case, timeout: float = 120) -> Verification:
+# A bundle's re-verification (repro.py, then torch-mlir-opt) has twice its reduction's time
+# box, within these bounds: a fresh interpreter imports torch and torch-mlir in 1-4 s here,
+# and a bundle of a campaign's 10 s box whose replay runs away (a pass crash that sometimes
+# allocates instead of crashing) held a worker 57 s under the fixed 120 s (+60 s for the tool).
+VERIFY_MIN_SECONDS = 20.0
+VERIFY_MAX_SECONDS = 120.0
+
+
+def verify_seconds(time_box: float) -> float:
+    """How long re-verifying the bundle of a reduction with this time box may take."""
+    return min(VERIFY_MAX_SECONDS, max(VERIFY_MIN_SECONDS, 2 * time_box))
+
+
+def verify(bundle_dir: Path, case: Case, timeout: float = VERIFY_MAX_SECONDS) -> Verification:
     """Run repro.py with `python -I` from the bundle's directory: does it still show the bug?
+    (`timeout` also bounds the torch-mlir-opt command tried after it.)
 
     Isolated mode ignores PYTHONPATH, the user's site and the script's neighbours on
     sys.path, so a bundle that passes here runs wherever torch and torch-mlir are installed.
@@ -209,7 +223,7 @@ def verify(bundle_dir: Path, case: Case, timeout: float = 120) -> Verification:
         # Exit 1 and the replay's own word: an uncaught exception in the replay exits 1 too.
         ok = done.returncode == 1 and REPRODUCED in done.stdout
     detail = f"exit status {done.returncode}" + ("" if ok else f": {output[-300:]}")
-    return Verification(ok, detail, output[-3000:], _opt_command(bundle_dir, case) if ok else None)
+    return Verification(ok, detail, output[-3000:], _opt_command(bundle_dir, case, min(60.0, timeout)) if ok else None)
 
 
 def _signal_name(number: int) -> str:
@@ -368,8 +382,10 @@ def save_arrays(path: Path, arrays: list[np.ndarray]) -> None:
     os.replace(tmp, path)
 
 
-def write_bundle(info: BundleInfo, bundle_dir: Path, *, check: bool = True) -> tuple[bool, str]:
-    """Write every file of the bundle, then re-verify it in a fresh process."""
+def write_bundle(
+    info: BundleInfo, bundle_dir: Path, *, check: bool = True, timeout: float = VERIFY_MAX_SECONDS
+) -> tuple[bool, str]:
+    """Write every file of the bundle, then re-verify it in a fresh process (within `timeout`)."""
     bundle_dir.mkdir(parents=True, exist_ok=True)
     write_atomic(bundle_dir / "repro.mlir", with_reproducer_resource(info.repro_ir, info.case.pipeline))
     write_atomic(bundle_dir / "original.mlir", info.original_ir)
@@ -386,7 +402,7 @@ def write_bundle(info: BundleInfo, bundle_dir: Path, *, check: bool = True) -> t
         tmp = bundle_dir / f".{name}.{os.getpid()}.tmp"
         tmp.write_bytes(content)
         os.replace(tmp, bundle_dir / name)
-    verification = verify(bundle_dir, info.case) if check else Verification(False, "not checked")
+    verification = verify(bundle_dir, info.case, timeout) if check else Verification(False, "not checked")
     if check:
         verification.native = write_native_repro(bundle_dir, info.case, info.repro_ir, _fresh_env())
         if isinstance(verification.native, NativeRepro) and not verification.native.verified:

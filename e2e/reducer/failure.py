@@ -98,7 +98,12 @@ def reduce_localized(
         reduction.minimal,
     )
     return write_outcome(
-        info, target, start=start, stopped="1-minimal" if reduction.minimal else TIME_BOX, verify=verify
+        info,
+        target,
+        start=start,
+        stopped="1-minimal" if reduction.minimal else TIME_BOX,
+        verify=verify,
+        time_box=time_box,
     )
 
 
@@ -185,6 +190,7 @@ def reduce_mismatch(
         config=config,
         reports_dir=reports_dir,
         verify=verify,
+        time_box=time_box,
     )
 
 

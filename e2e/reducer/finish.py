@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from e2e.reducer.bundle import BundleInfo, add_test, claim, signature_key, write_bundle
+from e2e.reducer.bundle import BundleInfo, add_test, claim, signature_key, verify_seconds, write_bundle
 from e2e.reducer.case import MISMATCH, Case
 from e2e.reducer.graph import ONE_MINIMAL
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
@@ -38,11 +38,13 @@ def claim_bundle(
     return target, shared
 
 
-def write_outcome(info: BundleInfo, target: Path, *, start: float, stopped: str, verify: bool) -> ReduceOutcome:
-    """Write the bundle `info` describes (re-verified in a fresh process when `verify`) and say
-    what the reduction ended with."""
+def write_outcome(
+    info: BundleInfo, target: Path, *, start: float, stopped: str, verify: bool, time_box: float
+) -> ReduceOutcome:
+    """Write the bundle `info` describes (re-verified in a fresh process when `verify`, within
+    `verify_seconds(time_box)`) and say what the reduction ended with."""
     written = time.monotonic()
-    verified, detail = write_bundle(info, target, check=verify)
+    verified, detail = write_bundle(info, target, check=verify, timeout=verify_seconds(time_box))
     return ReduceOutcome(
         target,
         verified,
@@ -84,6 +86,7 @@ def mismatch_bundle(
     config: str,
     reports_dir,
     verify: bool,
+    time_box: float,
     expected_from: str = "native PyTorch",
     files: dict[str, bytes] | None = None,
 ) -> ReduceOutcome:
@@ -120,4 +123,4 @@ def mismatch_bundle(
         expected_from=expected_from,
         files=dict(files or {}),
     )
-    return write_outcome(info, target, start=start, stopped=stopped, verify=verify)
+    return write_outcome(info, target, start=start, stopped=stopped, verify=verify, time_box=time_box)

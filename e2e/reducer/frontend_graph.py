@@ -25,7 +25,16 @@ from compiler.replay_runtime.engine import to_storage_array
 from compiler.replay_runtime.frontend_step import DECOMPOSITIONS_STEP
 from compiler.stages import StageError, first_line
 from e2e.framework.signature import Signature, normalize, stage_signature
-from e2e.reducer.bundle import Verification, add_test, claim, save_arrays, signature_key, verify, versions
+from e2e.reducer.bundle import (
+    Verification,
+    add_test,
+    claim,
+    save_arrays,
+    signature_key,
+    verify,
+    verify_seconds,
+    versions,
+)
 from e2e.reducer.case import Case
 from e2e.reducer.finish import bundle_dir_for
 from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, GroupModule, ddmin
@@ -236,7 +245,7 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
     (bundle_dir / "graph.txt").write_text(str(built.module.graph))
     save_arrays(bundle_dir / "inputs.npz", [to_storage_array(x) for x in built.inputs])
     reduced = time.monotonic()
-    verification = verify(bundle_dir, case)
+    verification = verify(bundle_dir, case, verify_seconds(time_box))
     tests = add_test(bundle_dir, result.test, config.name)
     stopped = ONE_MINIMAL if completed else TIME_BOX
     (bundle_dir / "README.md").write_text(

@@ -269,6 +269,7 @@ def reduce_jit_mismatch(
         config=config,
         reports_dir=reports_dir,
         verify=verify,
+        time_box=time_box,
     )
 
 

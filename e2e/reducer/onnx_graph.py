@@ -338,6 +338,7 @@ def reduce_onnx_mismatch(
         config=config,
         reports_dir=reports_dir,
         verify=verify,
+        time_box=time_box,
         expected_from=REFERENCE,
         files={"model.onnx": found.model},
     )
