@@ -270,11 +270,24 @@ def test_a_block_holds_about_the_same_pairs_whatever_the_configs():
     from e2e.fuzz.campaign import MAX_BLOCK, default_block
 
     built_in = ["linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager"]
-    assert default_block(built_in) == MAX_BLOCK == 256
-    assert default_block(built_in + [f"runtime{i}" for i in range(7)]) == 118
+    assert default_block(built_in) == MAX_BLOCK == 512
+    assert default_block(built_in + [f"runtime{i}" for i in range(7)]) == 236
     assert default_block(["linalg"]) == MAX_BLOCK
     assert parser().parse_args(["--reports-dir", "r"]).block is None  # the default follows the configs
     assert parser().parse_args(["--reports-dir", "r", "--block", "3"]).block == 3
+
+
+def test_a_campaigns_last_block_is_cut_to_what_fits_in_its_budget():
+    """A block starts with as many programs as the previous block's pace says end within the
+    budget, and not at all when less than a quarter of it would."""
+    from e2e.fuzz.campaign import Batch, fitting
+
+    last = Batch(0, 512, 3072, wall_s=320.0, cpu_s=600.0, exit_status=1, directory="b")  # 1.6 programs/s
+    assert fitting(512, 400.0, last) == 512
+    assert fitting(512, 200.0, last) == 320
+    assert fitting(512, 100.0, last) == 160
+    assert fitting(512, 70.0, last) == 0  # 112 programs: under a quarter of the block
+    assert fitting(40, 70.0, last) == 40  # a --programs remainder that fits
 
 
 def test_a_campaign_gives_its_pairs_a_budget_of_their_own(tmp_path):

@@ -76,20 +76,23 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-# A block's pytest run pays a fixed start-up (the pytest process and its workers import
-# torch and torch-mlir, probe the suite file, fork their first hosts, warm each config
-# up: its first pair reports about 14 s after the command on the six built-in configs)
-# before its pairs. Blocks of this many pairs keep that near a tenth of a block's wall
-# there (256 programs of 5.5 ops on average), and a block of the thirteen built-in and
-# runtime configs at 118 programs (a block is also how finely the budget stops a campaign:
-# it starts only if it would end within the budget).
-BLOCK_PAIRS = 1536
-MAX_BLOCK = 256  # programs: one config's block (a block's programs are grown up front)
+# A block's pytest run pays a fixed start-up (the pytest process imports torch and torch-mlir
+# and grows the block's programs, its workers import them too, fork their first hosts and
+# warm each config up: the first pair starts about 11 s after the command on the six built-in
+# configs, and the last ends ~2 s before it does) before its pairs. Blocks of this many pairs
+# keep that near a twentieth of a block's wall there (512 programs of 5.5 ops on average,
+# ~320 s), and a block of the thirteen built-in and runtime configs at 236 programs. The last
+# block is cut to what fits in the budget (`Campaign.run`), so a long block wastes none of it.
+BLOCK_PAIRS = 3072
+MAX_BLOCK = 512  # programs: one config's block (a block's programs are grown up front)
+# A block starts only if this share of it fits in what is left of the budget (a smaller one
+# would be mostly start-up); it is cut to what fits.
+LAST_BLOCK_SHARE = 0.25
 
 
 def default_block(configs: Sequence[str]) -> int:
     """Programs per block when `--block` is not given: `BLOCK_PAIRS` pairs, at most `MAX_BLOCK`
-    programs (256 on the six built-in configs, 118 on those and the seven runtime configs)."""
+    programs (512 on the six built-in configs, 236 on those and the seven runtime configs)."""
     return max(1, min(MAX_BLOCK, BLOCK_PAIRS // max(1, len(configs))))
 
 
@@ -125,6 +128,14 @@ class Batch:
     cpu_s: float  # since the previous block ended: this pytest run and its descendants, the campaign's merge
     exit_status: int
     directory: str
+
+
+def fitting(count: int, left_s: float, last: Batch) -> int:
+    """How many of a block's `count` programs to run with `left_s` seconds of the budget left:
+    as many as the last block's pace says end in time; 0 (stop) when fewer than
+    `LAST_BLOCK_SHARE` of the block would."""
+    fits = int(left_s * last.programs / max(last.wall_s, 1e-3))
+    return min(count, fits) if fits >= LAST_BLOCK_SHARE * count else 0
 
 
 @dataclass
@@ -174,11 +185,11 @@ class Campaign:
         for first_seed in self.plan.blocks():
             if self.programs is not None and done >= self.programs:
                 break
-            elapsed = time.monotonic() - started
-            last = self.batches[-1].wall_s if self.batches else 0.0
-            if budget is not None and self.batches and elapsed + last > budget:
-                break  # the next block would not end within the budget
             count = self.plan.block if self.programs is None else min(self.plan.block, self.programs - done)
+            if budget is not None and self.batches:
+                count = fitting(count, budget - (time.monotonic() - started), self.batches[-1])
+                if count == 0:
+                    break
             batch = self.run_batch(first_seed, count)
             done += batch.programs
             log(
