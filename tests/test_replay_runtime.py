@@ -93,7 +93,7 @@ def test_a_bundle_whose_replay_runs_away_is_given_up_within_its_reductions_time_
     from e2e.reducer import bundle
     from e2e.reducer.finish import write_outcome
 
-    monkeypatch.setattr(bundle, "VERIFY_MIN_SECONDS", 3.0)
+    monkeypatch.setattr(bundle, "CHILD_MIN_SECONDS", 3.0)
     text = DOUBLES.replace("arith.addf %arg0, %arg0", "math.tanh %arg0")
     pipeline = ["python:tests.broken_compilers:hang_on_tanh"]
     case = Case("error", "backend", pipeline, Signature("backend", "hang_on_tanh", "some error"))

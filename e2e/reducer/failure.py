@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Collection, Sequence
 
 from e2e.framework.signature import Signature, guilty_op
-from e2e.reducer.bundle import BundleInfo
+from e2e.reducer.bundle import BundleInfo, child_seconds
 from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, observe
 from e2e.reducer.finish import (
     claim_bundle,
@@ -302,7 +302,11 @@ class StageCrash:
 
     def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
         return _replay_stage_pass_by_pass(
-            pair, time_box, "a crash", "the crash did not recur when the stage was replayed pass by pass"
+            pair,
+            time_box,
+            "a crash",
+            "the crash did not recur when the stage was replayed pass by pass",
+            timeout=child_seconds(time_box),
         )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from e2e.reducer.bundle import BundleInfo, add_test, claim, signature_key, verify_seconds, write_bundle
+from e2e.reducer.bundle import BundleInfo, add_test, child_seconds, claim, signature_key, write_bundle
 from e2e.reducer.case import MISMATCH, Case
 from e2e.reducer.graph import ONE_MINIMAL
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
@@ -42,9 +42,9 @@ def write_outcome(
     info: BundleInfo, target: Path, *, start: float, stopped: str, verify: bool, time_box: float
 ) -> ReduceOutcome:
     """Write the bundle `info` describes (re-verified in a fresh process when `verify`, within
-    `verify_seconds(time_box)`) and say what the reduction ended with."""
+    `child_seconds(time_box)`) and say what the reduction ended with."""
     written = time.monotonic()
-    verified, detail = write_bundle(info, target, check=verify, timeout=verify_seconds(time_box))
+    verified, detail = write_bundle(info, target, check=verify, timeout=child_seconds(time_box))
     return ReduceOutcome(
         target,
         verified,

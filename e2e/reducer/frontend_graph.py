@@ -28,11 +28,11 @@ from e2e.framework.signature import Signature, normalize, stage_signature
 from e2e.reducer.bundle import (
     Verification,
     add_test,
+    child_seconds,
     claim,
     save_arrays,
     signature_key,
     verify,
-    verify_seconds,
     versions,
 )
 from e2e.reducer.case import Case
@@ -245,7 +245,7 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
     (bundle_dir / "graph.txt").write_text(str(built.module.graph))
     save_arrays(bundle_dir / "inputs.npz", [to_storage_array(x) for x in built.inputs])
     reduced = time.monotonic()
-    verification = verify(bundle_dir, case, verify_seconds(time_box))
+    verification = verify(bundle_dir, case, child_seconds(time_box))
     tests = add_test(bundle_dir, result.test, config.name)
     stopped = ONE_MINIMAL if completed else TIME_BOX
     (bundle_dir / "README.md").write_text(
