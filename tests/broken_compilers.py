@@ -83,12 +83,6 @@ def abort_on_tanh(module: ir.Module) -> None:
     _abort_on(module, "math.tanh")
 
 
-def abort_on_tanh_or_exp(module: ir.Module) -> None:
-    """Two crash bugs in one pass: `math.tanh` or `math.exp` takes the process down."""
-    _abort_on(module, "math.tanh")
-    _abort_on(module, "math.exp")
-
-
 def mulf_to_addf(module: ir.Module) -> None:
     _swap(module, "arith.mulf", "arith.addf")
 

@@ -203,23 +203,6 @@ def test_same_signature_shares_one_bundle(tmp_path):
     assert (first.bundle / "tests.txt").read_text().split() == ["A", "[c]", "B", "[c]"]
 
 
-def test_a_crash_shares_a_bundle_only_when_the_bundles_guilty_op_occurs_in_its_ir(tmp_path):
-    """Two crashes with one signature in one pass are two bugs when the first one's reduced
-    bundle names an op the second's IR does not hold: a campaign tells them apart by it."""
-    module = "func.func @main(%arg0: f32, %arg1: f32) -> f32 {{\n  %0 = {} %arg0 : f32\n  %1 = arith.addf %0, %arg1 : f32\n  return %1 : f32\n}}\n"
-    pipeline = [BROKEN + "abort_on_tanh_or_exp"]
-
-    def crash(test: str, op: str):
-        return reduce_mlir(
-            module.format(op), pipeline, "lower", crash=True, test=test, config="c", reports_dir=tmp_path, verify=False
-        )
-
-    tanh, other_tanh, exp = crash("A", "math.tanh"), crash("B", "math.tanh"), crash("C", "math.exp")
-    assert tanh.guilty_op == "math.tanh" and not tanh.shared
-    assert other_tanh.shared and other_tanh.bundle == tanh.bundle
-    assert not exp.shared and exp.bundle != tanh.bundle and exp.guilty_op == "math.exp"
-
-
 @pytest.mark.parametrize(
     "one, other",
     [

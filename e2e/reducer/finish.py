@@ -7,7 +7,6 @@ Below the searches (MLIR ops, FX and ONNX graph groups, the JIT graph) and the d
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
@@ -23,36 +22,20 @@ def bundle_dir_for(reports_dir: Path, test: str, config: str) -> Path:
 
 
 def claim_bundle(
-    reports_dir, test: str, config: str, case: Case, within: str = "", ir: str | None = None
+    reports_dir, test: str, config: str, case: Case, within: str = ""
 ) -> tuple[Path, ReduceOutcome | None]:
     """Where this failure's bundle goes (`within` a subdirectory of the pair's bundle
     directory: a second bundle of the pair), and, when an earlier failure with the same
-    signature wrote one, the outcome of sharing it (this test is added to it).
-
-    A failure whose guilty op is not known before its reduction (a crash: its signature names
-    no op) shares only a bundle whose guilty ops all occur in its `ir`: otherwise its
-    reduction would end on other ops, another bug, and it gets a bundle of its own (a
-    campaign tells such bugs apart by their bundles' guilty ops)."""
+    signature wrote one, the outcome of sharing it (this test is added to it)."""
     target = bundle_dir_for(reports_dir, test, config) / within
     owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
     if owner is None:
-        return target, None
-    if ir is not None and case.guilty_op is None and not _guilty_ops_occur(owner, ir):
         return target, None
     add_test(owner, test, config)
     shared = ReduceOutcome(
         owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared"
     )
     return target, shared
-
-
-def _guilty_ops_occur(bundle: Path, ir: str) -> bool:
-    """Whether every op the bundle's case names guilty (`a, b`) occurs in `ir`."""
-    try:
-        named = json.loads((bundle / "case.json").read_text()).get("guilty_op") or ""
-    except (OSError, ValueError):
-        return True
-    return all(op.strip() in ir for op in named.split(",") if op.strip() not in ("", "-"))
 
 
 def write_outcome(
