@@ -87,7 +87,7 @@ def test_a_pass_module_that_needs_the_project_is_refused():
 
 
 def test_a_bundle_whose_replay_runs_away_is_given_up_within_its_reductions_time_box(tmp_path, monkeypatch):
-    # A pass crash that sometimes loops instead (a campaign's cumprod bundle: 57 s under a 10 s box).
+    # A pass crash that sometimes loops instead (a campaign's cumprod bundle: 118 s under a 10 s box).
     import time
 
     from e2e.reducer import bundle

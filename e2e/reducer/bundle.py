@@ -226,7 +226,7 @@ def verify(bundle_dir: Path, case: Case, timeout: float = CHILD_MAX_SECONDS) -> 
         # Exit 1 and the replay's own word: an uncaught exception in the replay exits 1 too.
         ok = done.returncode == 1 and REPRODUCED in done.stdout
     detail = f"exit status {done.returncode}" + ("" if ok else f": {output[-300:]}")
-    return Verification(ok, detail, output[-3000:], _opt_command(bundle_dir, case, min(60.0, timeout)) if ok else None)
+    return Verification(ok, detail, output[-3000:], _opt_command(bundle_dir, case, timeout) if ok else None)
 
 
 def _signal_name(number: int) -> str:
@@ -238,8 +238,12 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _opt_command(bundle_dir: Path, case: Case, timeout: float = 60) -> str | None:
+OPT_SECONDS = 60.0  # torch-mlir-opt's check of a bundle, at most (and not past the verification's limit)
+
+
+def _opt_command(bundle_dir: Path, case: Case, limit: float = OPT_SECONDS) -> str | None:
     """`torch-mlir-opt --run-reproducer repro.mlir` when the wheel's tool shows the failure too."""
+    timeout = min(OPT_SECONDS, limit)
     opt = shutil.which("torch-mlir-opt")
     if opt is None or case.kind in (MISMATCH, HANG) or any(e.startswith("python:") for e in case.pipeline):
         return None
