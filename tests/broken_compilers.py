@@ -104,6 +104,28 @@ def abort_on_aten_mm(module: ir.Module) -> None:
     _abort_on(module, "torch.aten.mm")
 
 
+def abort_on_aten_mm_or_an_unbound_argument(module: ir.Module) -> None:
+    """What torch-mlir's `torch-adjust-calling-conventions` did at 20261001 on a JIT
+    frontend's `@main`: crash on one op kind (there `aten.any.dims`, here `aten.mm`), and
+    on a `!torch.tensor` argument without a `torch.type_bound` (an input the frontends never
+    give it, and a reduction must not make)."""
+    _abort_on(module, "torch.aten.mm")
+    for function in module.body.operations:
+        arguments = function.regions[0].blocks[0].arguments
+        attrs = list(ir.ArrayAttr(function.attributes["arg_attrs"])) if "arg_attrs" in function.attributes else []
+        attrs += [ir.DictAttr.get({}, context=module.context)] * (len(arguments) - len(attrs))
+        for argument, attr in zip(arguments, attrs):
+            if str(argument.type) == "!torch.tensor" and "torch.type_bound" not in ir.DictAttr(attr):
+                os.abort()
+
+
+def abort_on_aten_mm_or_tanh(module: ir.Module) -> None:
+    """Two crash bugs with one signature (the process aborts in this pass): only the ops
+    that each reduction ends on tell them apart."""
+    _abort_on(module, "torch.aten.mm")
+    _abort_on(module, "torch.aten.tanh")
+
+
 def aten_sub_to_add(module: ir.Module) -> None:
     """A torch-level miscompile: `aten.sub.Tensor` lowered as `aten.add.Tensor`."""
     _swap(module, "torch.aten.sub.Tensor", "torch.aten.add.Tensor")

@@ -119,6 +119,82 @@ def test_pass_crashing_the_process(tmp_path):
     assert run_repro(outcome.bundle).returncode != 0  # the repro crashes while the bug is there
 
 
+# A JIT frontend's `@main`: every tensor argument declares its bound; `cat` has no operand
+# of its result's type, so removing it needs a stand-in from elsewhere.
+JIT_MAIN = """
+module {
+  func.func @main(%arg0: !torch.tensor {torch.type_bound = !torch.vtensor<[3,3],f32>},
+                  %arg1: !torch.tensor {torch.type_bound = !torch.vtensor<[3,3],f32>}) -> (!torch.tensor, !torch.tensor) {
+    %int0 = torch.constant.int 0
+    %0 = torch.prim.ListConstruct %arg0, %arg1 : (!torch.tensor, !torch.tensor) -> !torch.list<tensor>
+    %1 = torch.aten.cat %0, %int0 : !torch.list<tensor>, !torch.int -> !torch.tensor
+    %2 = torch.aten.tanh %arg1 : !torch.tensor -> !torch.tensor
+    %3 = torch.aten.mm %arg0, %2 : !torch.tensor, !torch.tensor -> !torch.tensor
+    return %1, %3 : !torch.tensor, !torch.tensor
+  }
+}
+"""
+
+
+def test_a_reduction_of_a_jit_main_never_gives_it_an_unbound_argument(tmp_path):
+    # Removing `cat` used to make its result a new argument without a bound, on which the
+    # pass crashes too: the reduction drifted there (0 ops left, no guilty op), as two
+    # torchscript segfaults of a campaign did, into one bundle with no op.
+    pipeline = [BROKEN + "abort_on_aten_mm_or_an_unbound_argument"]
+    outcome = reduce_mlir(
+        JIT_MAIN, pipeline, "torch-backend", crash=True, test="T", config="c", reports_dir=tmp_path, time_box=40
+    )
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "torch.aten.mm"
+    repro = (outcome.bundle / "repro.mlir").read_text().split("{-#")[0]
+    arguments = re.findall(r"%arg\d+: !torch\.tensor( \{torch\.type_bound)?", repro)
+    assert arguments and all(arguments), repro
+
+
+def _jit_main(*bodies: str) -> str:
+    """A JIT frontend's `@main` of two bound tensors returning each of `bodies` (`%arg0`, `%arg1`)."""
+    ops = "".join(f"    %{i} = {body}\n" for i, body in enumerate(bodies))
+    results = ", ".join(f"%{i}" for i in range(len(bodies)))
+    types = ", ".join(["!torch.tensor"] * len(bodies))
+    bound = "!torch.tensor {torch.type_bound = !torch.vtensor<[3,3],f32>}"
+    return (
+        f"module {{\n  func.func @main(%arg0: {bound}, %arg1: {bound}) -> ({types}) {{\n{ops}"
+        f"    return {results} : {types}\n  }}\n}}\n"
+    )
+
+
+MM = "torch.aten.mm %arg0, %arg1 : !torch.tensor, !torch.tensor -> !torch.tensor"
+TANH = "torch.aten.tanh %arg1 : !torch.tensor -> !torch.tensor"
+RELU = "torch.aten.relu %arg0 : !torch.tensor -> !torch.tensor"
+
+
+def test_crashes_of_one_signature_share_a_bundle_only_with_their_own_bug(tmp_path):
+    pipeline = [BROKEN + "abort_on_aten_mm_or_tanh"]
+
+    def reduce(test: str, *bodies: str):
+        return reduce_mlir(
+            _jit_main(*bodies),
+            pipeline,
+            "torch-backend",
+            crash=True,
+            test=test,
+            config="c",
+            reports_dir=tmp_path,
+            time_box=40,
+        )
+
+    on_mm = reduce("OnMm", RELU, MM)
+    on_tanh = reduce("OnTanh", TANH, RELU)  # the same signature as OnMm's, another bug
+    again_tanh = reduce("AgainTanh", RELU, TANH)
+    both = reduce("Both", MM, TANH)
+    assert on_mm.guilty_op == "torch.aten.mm" and on_mm.stopped != "shared"
+    assert on_tanh.guilty_op == "torch.aten.tanh" and on_tanh.bundle != on_mm.bundle, on_tanh
+    assert again_tanh.stopped == "shared" and again_tanh.bundle == on_tanh.bundle
+    assert both.stopped == "shared" and both.bundle == on_mm.bundle  # the first bundle that fits
+    tests = (on_tanh.bundle / "tests.txt").read_text()
+    assert "OnTanh" in tests and "AgainTanh" in tests
+
+
 def test_miscompile_found_node_by_node(tmp_path):
     chain = stage_pipelines(load_config("linalg"))["backend"]
     broken = [*chain[: -len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]

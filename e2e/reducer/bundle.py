@@ -20,6 +20,7 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -75,17 +76,27 @@ def signature_key(config: str, case: Case) -> str:
     return hashlib.sha1(f"{config}\n{case.signature}\n{case.guilty_op}".encode()).hexdigest()[:16]
 
 
-def claim(repro_root: Path, key: str, bundle_dir: Path) -> Path | None:
-    """Claim `key` for `bundle_dir`; the existing bundle when another failure got there first."""
-    index = repro_root / INDEX_DIR / key
+def claim(repro_root: Path, key: str, bundle_dir: Path, fits: Callable[[Path], bool] | None = None) -> Path | None:
+    """Claim `key` for `bundle_dir` (None); the existing bundle when another failure got there
+    first (None while that one is still being written: this failure is reduced on its own).
+
+    With `fits`, a key holds a bundle per bug: a crash's signature names no op, so crashes
+    with one signature can be different bugs, told apart only by the ops their bundles name
+    guilty. The first bundle of the key that `fits` this failure is its bundle; when none
+    does, `bundle_dir` joins the key's bundles (None), for the failures after it."""
+    index = repro_root / INDEX_DIR / key  # the key's bundles, one directory a line, first claimed first
     index.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(index, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        owner = Path(index.read_text().strip() or bundle_dir)
-        return owner if (owner / "case.json").exists() else None
-    with os.fdopen(fd, "w") as f:
-        f.write(str(bundle_dir))
+    with open(index, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        owners = [Path(line) for line in f.read().splitlines() if line.strip()]
+        written = [owner for owner in owners if (owner / "case.json").exists()]
+        if fits is None:
+            if owners:
+                return written[0] if written[:1] == owners[:1] else None
+        elif fitting := next((owner for owner in written if fits(owner)), None):
+            return fitting
+        f.write(f"{bundle_dir}\n")
     return None
 
 

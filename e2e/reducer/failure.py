@@ -69,7 +69,7 @@ def reduce_localized(
     are removed or kept whole (`reduce_ops`)."""
     start = time.monotonic()
     case = localized.case
-    target, shared = claim_bundle(reports_dir, test, config, case, within)
+    target, shared = claim_bundle(reports_dir, test, config, case, within, ir=localized.ir)
     if shared is not None:
         return shared
 

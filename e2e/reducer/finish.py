@@ -7,6 +7,7 @@ Below the searches (MLIR ops, FX and ONNX graph groups, the JIT graph) and the d
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -22,13 +23,21 @@ def bundle_dir_for(reports_dir: Path, test: str, config: str) -> Path:
 
 
 def claim_bundle(
-    reports_dir, test: str, config: str, case: Case, within: str = ""
+    reports_dir, test: str, config: str, case: Case, within: str = "", ir: str | None = None
 ) -> tuple[Path, ReduceOutcome | None]:
     """Where this failure's bundle goes (`within` a subdirectory of the pair's bundle
     directory: a second bundle of the pair), and, when an earlier failure with the same
-    signature wrote one, the outcome of sharing it (this test is added to it)."""
+    signature wrote one, the outcome of sharing it (this test is added to it).
+
+    A failure whose guilty op is not known before its reduction (a crash: its signature
+    names no op) shares only a bundle of its signature whose guilty ops all occur in its
+    `ir`; with none, it is reduced on its own and its bundle joins the signature's (`claim`):
+    one bundle per signature gave every crash of a campaign block the first one's op."""
     target = bundle_dir_for(reports_dir, test, config) / within
-    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target)
+    fits = None
+    if ir is not None and case.guilty_op is None:
+        fits = lambda bundle: _guilty_ops_occur(bundle, ir)  # noqa: E731
+    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target, fits)
     if owner is None:
         return target, None
     add_test(owner, test, config)
@@ -36,6 +45,17 @@ def claim_bundle(
         owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared"
     )
     return target, shared
+
+
+def _guilty_ops_occur(bundle: Path, ir: str) -> bool:
+    """Whether every op the bundle's case names guilty (`a,b`) occurs in `ir` (a bundle that
+    names none fits any)."""
+    try:
+        named = json.loads((bundle / "case.json").read_text()).get("guilty_op") or ""
+    except (OSError, ValueError):
+        return False
+    ops = [op.strip() for op in named.split(",") if op.strip() not in ("", "-")]
+    return all(f"{op} " in ir or f'"{op}"' in ir for op in ops)  # custom or generic form
 
 
 def write_outcome(

@@ -178,8 +178,23 @@ def _bypass(op, result):
     return (defined or same or [None])[-1]
 
 
+def _bounds_arguments(function) -> bool:
+    """Whether the function's arguments declare `torch.type_bound`s (the JIT frontends'
+    `@main`: each `!torch.tensor` argument's shape and dtype, which the torch-backend
+    pipeline's first pass, `torch-adjust-calling-conventions`, reads)."""
+    if "arg_attrs" not in function.attributes:
+        return False
+    return any("torch.type_bound" in ir.DictAttr(attrs) for attrs in ir.ArrayAttr(function.attributes["arg_attrs"]))
+
+
 def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -> str | None:
-    """`text` without the units at `indices` (results become function arguments)."""
+    """`text` without the units at `indices` (results become function arguments).
+
+    A function whose arguments declare type bounds never gets a new argument: it would
+    have none, an input outside what the JIT frontends give the torch-backend pipeline, on
+    which its passes fail (or crash) otherwise, and the reduction would drift to that other
+    failure under the same signature. An existing argument of the result's type stands in
+    instead, or there is no candidate (None)."""
     context = new_context()
     module = parse_module(text, context)
     with context, ir.Location.unknown():
@@ -192,9 +207,15 @@ def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -
             entry = function.regions[0].blocks[0]
             for result in op.results:
                 if list(result.uses):
-                    result.replace_all_uses_with(
-                        _bypass(op, result) or entry.add_argument(result.type, ir.Location.unknown())
-                    )
+                    stand_in = _bypass(op, result)
+                    if stand_in is None and _bounds_arguments(function):
+                        # One of its arguments of the same type, which has its bound; else no candidate.
+                        stand_in = next((a for a in entry.arguments if a.type == result.type), None)
+                        if stand_in is None:
+                            return None
+                    if stand_in is None:
+                        stand_in = entry.add_argument(result.type, ir.Location.unknown())
+                    result.replace_all_uses_with(stand_in)
             op.operation.erase()
             touched.add(owner)
         for owner in touched:
