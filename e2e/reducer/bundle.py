@@ -91,10 +91,9 @@ def claim(repro_root: Path, key: str, bundle_dir: Path, fits: Callable[[Path], b
         f.seek(0)
         owners = [Path(line) for line in f.read().splitlines() if line.strip()]
         written = [owner for owner in owners if (owner / "case.json").exists()]
-        if fits is None:
-            if owners:
-                return written[0] if written[:1] == owners[:1] else None
-        elif fitting := next((owner for owner in written if fits(owner)), None):
+        if fits is None and owners:  # one bundle a key: the first claimant's, once written
+            return owners[0] if owners[0] in written else None
+        if fits is not None and (fitting := next((owner for owner in written if fits(owner)), None)):
             return fitting
         f.write(f"{bundle_dir}\n")
     return None
