@@ -88,11 +88,17 @@ class Snapshots:
 
     def path_of(self, stage: str) -> Path:
         assert self.directory is not None
-        index = STAGES.index(stage) if stage in STAGES else len(STAGES)
-        return self.directory / f"{index}-{stage}.mlir"
+        return snapshot_path(self.directory, stage)
 
     def last_stage(self) -> str | None:
         return next(reversed(self.texts), None)
+
+
+def snapshot_path(directory: Path, stage: str) -> Path:
+    """Where `Snapshots` keeps the IR `stage` was given: `<n>-<stage>.mlir`, n its place in
+    `STAGES` (so a glob `*-backend.mlir` would also find `1-torch-backend.mlir`)."""
+    index = STAGES.index(stage) if stage in STAGES else len(STAGES)
+    return Path(directory) / f"{index}-{stage}.mlir"
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -22,6 +22,7 @@ from e2e.framework.registry import Test
 from e2e.framework.result import CRASH, ERROR, FAIL, MEMORY, PASS, TIMEOUT
 from e2e.framework.runner import run_pair
 from e2e.framework.suite_files import load_suite
+from e2e.reducer.pair import FailingPair
 
 LIMITS = Limits(20, 2048 * MIB)
 
@@ -168,6 +169,28 @@ def test_run_pair_reports_each_ending_with_its_stage(tmp_path, behaviour, outcom
         assert result.signature.format().startswith("crash | backend")
     if outcome == MEMORY:
         assert "0.2 GiB" in result.error and "--memory-cap" in result.error
+
+
+class TwoStages(Config):
+    """Gives the torch-backend stage its IR, then the backend stage its own, and crashes there."""
+
+    def compile(self, prepared, snapshots):
+        snapshots.record("torch-backend", 'module attributes {stage = "torch-backend"} {}')
+        snapshots.record("backend", "module {}")
+        segfault()
+
+
+def test_a_backend_failure_points_at_the_backend_stages_ir_not_the_torch_backend_stages(tmp_path):
+    # `*-backend.mlir` also matches `1-torch-backend.mlir`, which sorts first: a backend
+    # crash was replayed from the torch-backend stage's input ("did not recur") and its
+    # report pointed there.
+    config = TwoStages(None)
+    result = run_pair(prepare(simple_test()), config, reports_dir=tmp_path, limits=Limits(3, 200 * MIB))
+    assert (result.outcome, result.stage) == (CRASH, "backend")
+    assert Path(result.ir_path).read_text() == "module {}"
+    pair = FailingPair(result, None, config, tmp_path)
+    assert pair.saved_input("backend") == "module {}"
+    assert "torch-backend" in pair.saved_input("torch-backend")
 
 
 class Uncopyable(torch.nn.Module):

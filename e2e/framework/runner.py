@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from compiler.stages import Snapshots, StageError, write_atomic
+from compiler.stages import Snapshots, StageError, snapshot_path, write_atomic
 from e2e.framework import hang_stack, isolation
 from e2e.framework.compare import compare_traces
 from e2e.framework.isolation import Limits
@@ -316,8 +316,8 @@ def keep_ir(result: Result, ir_dir: Path) -> None:
     if result.passed:
         shutil.rmtree(ir_dir, ignore_errors=True)
     elif result.ir_path is None and result.stage is not None:
-        saved = sorted(ir_dir.glob(f"*-{result.stage}.mlir"))
-        result.ir_path = str(saved[0]) if saved else None
+        saved = snapshot_path(ir_dir, result.stage)
+        result.ir_path = str(saved) if saved.is_file() else None
 
 
 def current_stage(ir_dir: Path) -> str:

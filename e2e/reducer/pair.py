@@ -14,6 +14,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any, Protocol
 
+from compiler.stages import snapshot_path
+
 DEFAULT_TIME_BOX = 60.0
 
 
@@ -35,8 +37,8 @@ class FailingPair:
 
     def saved_input(self, stage: str) -> str | None:
         """The IR stage `stage` was given, as the pair's snapshots saved it."""
-        saved = sorted(self.ir_dir.glob(f"*-{stage}.mlir"))
-        return saved[0].read_text() if saved else None
+        saved = snapshot_path(self.ir_dir, stage)
+        return saved.read_text() if saved.is_file() else None
 
     def where(self, time_box: float) -> dict:
         """The keyword arguments every search takes: whose bundle, where, how long."""
