@@ -151,6 +151,34 @@ def test_a_reduction_of_a_jit_main_never_gives_it_an_unbound_argument(tmp_path):
     assert arguments and all(arguments), repro
 
 
+# The same after `torch-adjust-calling-conventions`: value-tensor arguments, copied to the
+# non-value tensors the ops take; removing a copy has no operand of its result's type.
+ADJUSTED_MAIN = """
+module {
+  func.func @main(%arg0: !torch.vtensor<[3,3],f32>, %arg1: !torch.vtensor<[3,3],f32>) -> !torch.tensor {
+    %0 = torch.tensor_static_info_cast %arg0 : !torch.vtensor<[3,3],f32> to !torch.vtensor
+    %1 = torch.copy.to_tensor %0 : !torch.tensor
+    %2 = torch.tensor_static_info_cast %arg1 : !torch.vtensor<[3,3],f32> to !torch.vtensor
+    %3 = torch.copy.to_tensor %2 : !torch.tensor
+    %4 = torch.aten.tanh %3 : !torch.tensor -> !torch.tensor
+    %5 = torch.aten.mm %1, %4 : !torch.tensor, !torch.tensor -> !torch.tensor
+    return %5 : !torch.tensor
+  }
+}
+"""
+
+
+def test_a_reduction_never_gives_a_function_an_unbound_non_value_tensor_argument(tmp_path):
+    pipeline = [BROKEN + "abort_on_aten_mm_or_an_unbound_argument"]
+    outcome = reduce_mlir(
+        ADJUSTED_MAIN, pipeline, "torch-backend", crash=True, test="T", config="c", reports_dir=tmp_path, time_box=40
+    )
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    assert outcome.guilty_op == "torch.aten.mm"
+    repro = (outcome.bundle / "repro.mlir").read_text().split("{-#")[0]
+    assert not re.search(r"%arg\d+: !torch\.(tensor|vtensor[,)])", repro), repro  # each argument as given
+
+
 def _jit_main(*bodies: str) -> str:
     """A JIT frontend's `@main` of two bound tensors returning each of `bodies` (`%arg0`, `%arg1`)."""
     ops = "".join(f"    %{i} = {body}\n" for i, body in enumerate(bodies))

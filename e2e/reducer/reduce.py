@@ -187,14 +187,26 @@ def _bounds_arguments(function) -> bool:
     return any("torch.type_bound" in ir.DictAttr(attrs) for attrs in ir.ArrayAttr(function.attributes["arg_attrs"]))
 
 
+def _never_an_argument(type_) -> bool:
+    """A type no frontend gives a function's argument without a type bound: `!torch.tensor`
+    (`!torch.tensor<[2],f32>`), which only a JIT frontend's `@main` takes, bound, and a
+    value tensor of unknown shape and dtype, `!torch.vtensor` (after
+    `torch-adjust-calling-conventions`, `@main` takes its bound's value tensors, cast to
+    `!torch.vtensor` and copied to `!torch.tensor` for the ops)."""
+    text = str(type_)
+    return text.startswith("!torch.tensor") or text == "!torch.vtensor"
+
+
 def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -> str | None:
     """`text` without the units at `indices` (results become function arguments).
 
-    A function whose arguments declare type bounds never gets a new argument: it would
-    have none, an input outside what the JIT frontends give the torch-backend pipeline, on
-    which its passes fail (or crash) otherwise, and the reduction would drift to that other
-    failure under the same signature. An existing argument of the result's type stands in
-    instead, or there is no candidate (None)."""
+    A function whose arguments declare type bounds never gets a new argument, nor does any
+    function get one of a type no frontend gives (`_never_an_argument`): it would have no
+    bound, an input outside what
+    the JIT frontends give the torch-backend pipeline, on which its passes fail (or crash)
+    otherwise, and the reduction would drift to that other failure under the same
+    signature. An existing argument of the result's type stands in instead, or there is
+    no candidate (None)."""
     context = new_context()
     module = parse_module(text, context)
     with context, ir.Location.unknown():
@@ -208,8 +220,8 @@ def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -
             for result in op.results:
                 if list(result.uses):
                     stand_in = _bypass(op, result)
-                    if stand_in is None and _bounds_arguments(function):
-                        # One of its arguments of the same type, which has its bound; else no candidate.
+                    if stand_in is None and (_bounds_arguments(function) or _never_an_argument(result.type)):
+                        # One of its arguments of the same type; else no candidate.
                         stand_in = next((a for a in entry.arguments if a.type == result.type), None)
                         if stand_in is None:
                             return None
