@@ -202,11 +202,10 @@ def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -
 
     A function whose arguments declare type bounds never gets a new argument, nor does any
     function get one of a type no frontend gives (`_never_an_argument`): it would have no
-    bound, an input outside what
-    the JIT frontends give the torch-backend pipeline, on which its passes fail (or crash)
-    otherwise, and the reduction would drift to that other failure under the same
-    signature. An existing argument of the result's type stands in instead, or there is
-    no candidate (None)."""
+    bound, an input outside what the frontends give the torch-backend pipeline, on which
+    its passes fail (or crash) otherwise, and the reduction would drift to that other
+    failure under the same signature. An existing argument of the result's type stands in
+    instead, or there is no candidate (None)."""
     context = new_context()
     module = parse_module(text, context)
     with context, ir.Location.unknown():
