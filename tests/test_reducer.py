@@ -136,21 +136,6 @@ module {
 """
 
 
-def test_a_reduction_of_a_jit_main_never_gives_it_an_unbound_argument(tmp_path):
-    # Removing `cat` used to make its result a new argument without a bound, on which the
-    # pass crashes too: the reduction drifted there (0 ops left, no guilty op), as two
-    # torchscript segfaults of a campaign did, into one bundle with no op.
-    pipeline = [BROKEN + "abort_on_aten_mm_or_an_unbound_argument"]
-    outcome = reduce_mlir(
-        JIT_MAIN, pipeline, "torch-backend", crash=True, test="T", config="c", reports_dir=tmp_path, time_box=40
-    )
-    assert outcome.bundle is not None and outcome.verified, outcome.note
-    assert outcome.guilty_op == "torch.aten.mm"
-    repro = (outcome.bundle / "repro.mlir").read_text().split("{-#")[0]
-    arguments = re.findall(r"%arg\d+: !torch\.tensor( \{torch\.type_bound)?", repro)
-    assert arguments and all(arguments), repro
-
-
 # The same after `torch-adjust-calling-conventions`: value-tensor arguments, copied to the
 # non-value tensors the ops take; removing a copy has no operand of its result's type.
 ADJUSTED_MAIN = """
@@ -168,15 +153,24 @@ module {
 """
 
 
-def test_a_reduction_never_gives_a_function_an_unbound_non_value_tensor_argument(tmp_path):
-    pipeline = [BROKEN + "abort_on_aten_mm_or_an_unbound_argument"]
-    outcome = reduce_mlir(
-        ADJUSTED_MAIN, pipeline, "torch-backend", crash=True, test="T", config="c", reports_dir=tmp_path, time_box=40
+def _reduce_crash(text: str, broken: str, tmp_path, test: str = "T"):
+    """A crash of `text` in the broken pass `broken` (torch-backend stage), reduced under `tmp_path`."""
+    return reduce_mlir(
+        text, [BROKEN + broken], "torch-backend", crash=True, test=test, config="c", reports_dir=tmp_path, time_box=40
     )
+
+
+@pytest.mark.parametrize("text", [JIT_MAIN, ADJUSTED_MAIN], ids=["jit-main", "after-calling-conventions"])
+def test_a_reduction_never_gives_a_function_an_argument_no_frontend_gives(tmp_path, text):
+    # Removing `cat` (or a `copy.to_tensor`) used to make its result a new argument without
+    # a bound, on which the pass crashes too: the reduction drifted there (0 ops left, no
+    # guilty op), as torchscript segfaults of a campaign did, into one bundle with no op.
+    outcome = _reduce_crash(text, "abort_on_aten_mm_or_an_unbound_argument", tmp_path)
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert outcome.guilty_op == "torch.aten.mm"
     repro = (outcome.bundle / "repro.mlir").read_text().split("{-#")[0]
-    assert not re.search(r"%arg\d+: !torch\.(tensor|vtensor[,)])", repro), repro  # each argument as given
+    unbound = r"%arg\d+: !torch\.(tensor(?! \{torch\.type_bound)|vtensor[,)])"
+    assert "%arg0" in repro and not re.search(unbound, repro), repro  # each argument as its pass is given it
 
 
 def _jit_main(*bodies: str) -> str:
@@ -197,19 +191,8 @@ RELU = "torch.aten.relu %arg0 : !torch.tensor -> !torch.tensor"
 
 
 def test_crashes_of_one_signature_share_a_bundle_only_with_their_own_bug(tmp_path):
-    pipeline = [BROKEN + "abort_on_aten_mm_or_tanh"]
-
     def reduce(test: str, *bodies: str):
-        return reduce_mlir(
-            _jit_main(*bodies),
-            pipeline,
-            "torch-backend",
-            crash=True,
-            test=test,
-            config="c",
-            reports_dir=tmp_path,
-            time_box=40,
-        )
+        return _reduce_crash(_jit_main(*bodies), "abort_on_aten_mm_or_tanh", tmp_path, test)
 
     on_mm = reduce("OnMm", RELU, MM)
     on_tanh = reduce("OnTanh", TANH, RELU)  # the same signature as OnMm's, another bug

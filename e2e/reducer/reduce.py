@@ -220,11 +220,10 @@ def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -
                 if list(result.uses):
                     stand_in = _bypass(op, result)
                     if stand_in is None and (_bounds_arguments(function) or _never_an_argument(result.type)):
-                        # One of its arguments of the same type; else no candidate.
                         stand_in = next((a for a in entry.arguments if a.type == result.type), None)
                         if stand_in is None:
-                            return None
-                    if stand_in is None:
+                            return None  # no argument of its type, and a new one is not allowed
+                    elif stand_in is None:
                         stand_in = entry.add_argument(result.type, ir.Location.unknown())
                     result.replace_all_uses_with(stand_in)
             op.operation.erase()
