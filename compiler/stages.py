@@ -239,6 +239,30 @@ def run_pass(module: ir.Module, pass_entry: str) -> None:
             previous = now
 
 
+_CONTRACT_OPTION = re.compile(r"([\w-]+)=(\{[^}]*\}|[^ }]*)")
+
+
+def contract_steps(pass_entry: str, context) -> tuple[list[str], int] | None:
+    """What `torch-lower-to-backend-contract{...}` runs: the passes of one iteration of its
+    simplification pipeline (expanded, one pass an entry, with the options the contract pass
+    gives it) and its `max-iterations`. None for another pass, or options that do not expand.
+    The contract pass runs these passes in turn, iteration after iteration, until the module
+    meets the backend contract; replaying them one at a time names the one a failure is in."""
+    if not pass_entry.startswith(CONTRACT_PASS):
+        return None
+    options = dict(_CONTRACT_OPTION.findall(pass_entry[pass_entry.find("{") :])) if "{" in pass_entry else {}
+    simplification = (
+        f"torch-simplification-pipeline{{decompose-complex-ops={options.get('decompose', 'true')} "
+        f"shape-dtype-refine={options.get('shape-dtype-refine', 'true')} "
+        f"backend-legal-ops={options.get('backend-legal-ops', '').strip('{}')} "
+        f"extra-library={options.get('extra-library', '')}}}"
+    )
+    try:
+        return expand([simplification], context), int(options.get("max-iterations", "10"))
+    except ir.MLIRError:
+        return None
+
+
 def _contract_unmet(error: ir.MLIRError) -> bool:
     diagnostics = error.error_diagnostics
     return len(diagnostics) == 1 and diagnostics[0].message.startswith(_CONTRACT_UNMET)

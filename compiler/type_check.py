@@ -14,7 +14,6 @@ where the types still agreed (`TypesBroke.replay_pipeline`).
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from compiler.replay_runtime.type_check import (
     first_with_op,
     functions,
 )
-from compiler.stages import CONTRACT_PASS, expand, run_pipeline
+from compiler.stages import CONTRACT_PASS, contract_steps, expand, run_pipeline
 
 __all__ = ["Disagreement", "TYPES_AGREE", "TypesBroke", "first_disagreement", "where_types_broke"]
 
@@ -152,26 +151,18 @@ def _all_ops(module: ir.Module | ir.Operation) -> list:
 
 
 _RETURN_MISMATCH = "doesn't match function result type"
-_CONTRACT_OPTION = re.compile(r"([\w-]+)=(\{[^}]*\}|[^ }]*)")
 
 
 def _inside_contract(before: ir.Operation, pass_entry: str, context: ir.Context, deadline: float) -> TypesBroke | None:
     """The step of the contract pass's simplification pipeline after which types first
     disagree (each iteration pass by pass, up to its `max-iterations` or a fixed point),
     named `<contract pass> > iteration N: <pass>`; None when the replay does not show it."""
-    options = dict(_CONTRACT_OPTION.findall(pass_entry[pass_entry.find("{") :]))
-    simplification = (
-        f"torch-simplification-pipeline{{decompose-complex-ops={options.get('decompose', 'true')} "
-        f"shape-dtype-refine={options.get('shape-dtype-refine', 'true')} "
-        f"backend-legal-ops={options.get('backend-legal-ops', '').strip('{}')} "
-        f"extra-library={options.get('extra-library', '')}}}"
-    )
-    try:
-        passes = expand([simplification], context)
-    except ir.MLIRError:
+    steps = contract_steps(pass_entry, context)
+    if steps is None:
         return None
+    passes, max_iterations = steps
     module = parse_module(before.get_asm(enable_debug_info=False), context)
-    for iteration in range(1, int(options.get("max-iterations", "10")) + 1):
+    for iteration in range(1, max_iterations + 1):
         start = str(module)
         for inner in passes:
             if time.monotonic() > deadline:

@@ -24,7 +24,7 @@ from e2e.framework.signature import Signature, crash_signature, guilty_op, norma
 from e2e.reducer.bundle import with_reproducer_resource
 from e2e.reducer.failure import reduce_mismatch, reduce_mlir
 from e2e.reducer.jit_graph import reduce_jit_mismatch
-from e2e.reducer.localize import stage_pipelines
+from e2e.reducer.localize import localize_crash, stage_pipelines
 from e2e.reducer.reduce import op_count
 
 BROKEN = "python:tests.broken_compilers:"
@@ -204,6 +204,42 @@ def test_crashes_of_one_signature_share_a_bundle_only_with_their_own_bug(tmp_pat
     assert both.stopped == "shared" and both.bundle == on_mm.bundle  # the first bundle that fits
     tests = (on_tanh.bundle / "tests.txt").read_text()
     assert "OnTanh" in tests and "AgainTanh" in tests
+
+
+# A torchscript program's input to `torch-lower-to-backend-contract`, on which torch-mlir
+# 20261001 segfaults (a campaign's seed 40): inside the contract pass, `norm` with a `p` the
+# pass cannot fold leaves `hardswish` of a tensor of unknown dtype, and decomposing that
+# dereferences its dtype.
+CONTRACT_CRASH = """
+module {
+  func.func @main(%arg0: !torch.vtensor<[3,3,3],f32>, %arg1: !torch.float, %arg2: !torch.bool, %arg3: !torch.list<int>) -> !torch.tensor {
+    %0 = torch.tensor_static_info_cast %arg0 : !torch.vtensor<[3,3,3],f32> to !torch.vtensor
+    %1 = torch.copy.to_tensor %0 : !torch.tensor
+    %2 = torch.aten.norm.ScalarOpt_dim %1, %arg1, %arg3, %arg2 : !torch.tensor, !torch.float, !torch.list<int>, !torch.bool -> !torch.tensor
+    %3 = torch.aten.expand_as %2, %1 : !torch.tensor, !torch.tensor -> !torch.tensor
+    %4 = torch.aten.hardswish %3 : !torch.tensor -> !torch.tensor
+    return %4 : !torch.tensor
+  }
+}
+"""
+CONTRACT = "torch-lower-to-backend-contract{ decompose=true extra-library= max-iterations=10 shape-dtype-refine=true}"
+
+
+def test_a_crash_in_the_contract_pass_is_reduced_in_the_inner_pass_it_dies_in(tmp_path):
+    # The contract pass iterates torch-mlir's simplification pipeline up to ten times; a
+    # candidate that no longer crashes ran all ten and failed the contract check, 1-2 s a
+    # query, so such reductions hit their time box. Replayed pass by pass inside, the crash
+    # is in one decomposition, whose queries take milliseconds.
+    localized = localize_crash(CONTRACT_CRASH, [CONTRACT], "torch-backend")
+    assert localized is not None and "Segmentation fault" in localized.case.signature.format()
+    (inner,) = localized.case.pipeline
+    assert "torch-decompose-complex-ops" in inner and not inner.startswith("torch-lower-to-backend-contract"), inner
+    outcome = reduce_mlir(
+        CONTRACT_CRASH, [CONTRACT], "torch-backend", crash=True, test="T", config="c", reports_dir=tmp_path, time_box=40
+    )
+    assert outcome.bundle is not None and outcome.verified and outcome.stopped == "1-minimal", outcome.note
+    assert outcome.guilty_op == "torch.aten.hardswish"
+    assert op_count((outcome.bundle / "repro.mlir").read_text().split("{-#")[0]) == 2  # hardswish, return
 
 
 def test_miscompile_found_node_by_node(tmp_path):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
-from compiler.stages import new_context
+from compiler.stages import contract_steps, new_context
 from e2e.framework import isolation
 from e2e.framework.signature import Signature, crash_signature, ended_signature, guilty_op
 from e2e.reducer.case import CRASH, ERROR, HANG, Case, compile_signature, expand, single_threaded
@@ -124,6 +124,51 @@ def localize_crash(
                 Case(HANG, stage, [entry], ended_signature("timeout", stage), hang_seconds=HANG_SECONDS), before, []
             )
         signature = crash_signature(stage, outcome.stderr_tail, outcome.reason)
-        return Localized(Case(CRASH, stage, [entry], signature), before, [outcome.stderr_tail])
+        localized = Localized(Case(CRASH, stage, [entry], signature), before, [outcome.stderr_tail])
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return _crash_inside_contract(localized, timeout) or localized
+
+
+def _crash_inside_contract(localized: Localized, timeout: float) -> Localized | None:
+    """A crash in torch-mlir's `torch-lower-to-backend-contract`, replayed step by step: the
+    pass of its simplification pipeline it dies in, at the iteration it dies in, and that
+    pass's input. None for another pass, or when the replay does not die with the same
+    signature (the crash is the contract pass's own, or needs the whole pass).
+
+    Each query of the reduction then runs that one pass, not the whole contract pass: a
+    candidate that no longer crashes iterates the contract pass to its limit and then fails
+    its check, 1-2 s a query where one pass takes milliseconds."""
+    case = localized.case
+    steps = contract_steps(case.pipeline[0], new_context()) if len(case.pipeline) == 1 else None
+    if steps is None:
+        return None
+    passes, max_iterations = steps
+    scratch = Path(tempfile.mkdtemp(prefix="e2e-localize-contract-"))
+    try:
+
+        def child() -> None:
+            single_threaded()
+            from compiler.stages import module_text, parse_module, write_atomic
+            from e2e.reducer.case import run_entries
+
+            module = parse_module(localized.ir, new_context())
+            for iteration in range(1, max_iterations + 1):
+                start = module_text(module)
+                for inner in passes:
+                    write_atomic(scratch / "before.mlir", module_text(module))
+                    write_atomic(scratch / "pass", f"{iteration}\n{inner}")
+                    run_entries(module, [inner])
+                if module_text(module) == start:
+                    return  # a fixed point: the contract pass would go no further
+
+        outcome = isolation.run_forked(child, timeout)
+        if not isinstance(outcome, isolation.Crashed) or not (scratch / "pass").exists():
+            return None
+        if crash_signature(case.stage, outcome.stderr_tail, outcome.reason) != case.signature:
+            return None
+        _, inner = (scratch / "pass").read_text().split("\n", 1)
+        before = (scratch / "before.mlir").read_text()
+        return Localized(Case(CRASH, case.stage, [inner], case.signature), before, [outcome.stderr_tail])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
