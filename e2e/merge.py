@@ -154,13 +154,16 @@ def check_versions(inputs: list[Input]) -> None:
 
 def _relocate(path: str | None, source: Path, output: Path) -> str | None:
     """A row's IR or bundle path, in the merged directory (it was under `source`, on
-    whatever machine ran the shard)."""
+    whatever machine ran the shard, or under an input merged before it)."""
     if not path:
         return path
     parts = Path(path).parts
     for start in range(len(parts)):
-        if parts[start] in COPIED_TREES and (source / Path(*parts[start:])).exists():
-            return str(output / Path(*parts[start:]))
+        inside = Path(*parts[start:])
+        # or copied from an earlier input: a campaign block's failure sharing the bundle an
+        # earlier block wrote (one claim index across the blocks)
+        if parts[start] in COPIED_TREES and ((source / inside).exists() or (output / inside).exists()):
+            return str(output / inside)
     return path
 
 

@@ -270,3 +270,19 @@ def test_each_merged_row_is_judged_on_its_own_shards_platform(tmp_path):
     )
     update(tmp_path / "merged" / "results.json", xfails)
     assert (xfails / "linalg.txt").read_text() == "A @avx512  # fail: compare | nan\n"
+
+
+def test_a_row_sharing_an_earlier_inputs_bundle_points_into_the_merged_run(tmp_path):
+    """A campaign's blocks share one claim index: a later block's failure may point at the
+    bundle an earlier block wrote; merged, it points at that bundle's copy."""
+    bundle = tmp_path / "block0" / "repro" / "Gen_1" / "linalg"
+    first = write_run(tmp_path / "block0", [row("Gen_1", outcome="fail", repro_path=str(bundle))])
+    bundle.mkdir(parents=True)
+    (bundle / "case.json").write_text("{}")
+    second = write_run(tmp_path / "block1", [row("Gen_9", outcome="fail", repro_path=str(bundle))])
+    merge([first, second], tmp_path / "merged")
+    copy = str((tmp_path / "merged" / "repro" / "Gen_1" / "linalg").resolve())
+    assert {r["test"]: r["repro_path"] for r in read(tmp_path / "merged" / "results.json")} == {
+        "Gen_1": copy,
+        "Gen_9": copy,
+    }

@@ -18,10 +18,11 @@ from compiler.frontends import load_frontend
 from compiler.fx_compile import fx_to_torch_backend_ir
 from compiler.pipelines import TORCH_BACKEND_TO_LINALG
 from compiler.refbackend import LOWER_PIPELINE
+from compiler.stages import CONTRACT_PASS
 from e2e.configs import load_config
 from e2e.framework.isolation import Limits
 from e2e.framework.signature import Signature, crash_signature, guilty_op, normalize, stage_signature
-from e2e.reducer.bundle import with_reproducer_resource
+from e2e.reducer.bundle import REPRO_INDEX_ENV, with_reproducer_resource
 from e2e.reducer.failure import reduce_mismatch, reduce_mlir
 from e2e.reducer.jit_graph import reduce_jit_mismatch
 from e2e.reducer.localize import localize_crash, stage_pipelines
@@ -206,6 +207,17 @@ def test_crashes_of_one_signature_share_a_bundle_only_with_their_own_bug(tmp_pat
     assert "OnTanh" in tests and "AgainTanh" in tests
 
 
+def test_runs_that_share_a_claim_index_reduce_a_bug_once(tmp_path, monkeypatch):
+    # A campaign's blocks are runs of their own (reports directories of their own); with one
+    # index a later block's crash shares the bundle an earlier block wrote.
+    monkeypatch.setenv(REPRO_INDEX_ENV, str(tmp_path / "index"))
+    first = _reduce_crash(_jit_main(RELU, MM), "abort_on_aten_mm_or_tanh", tmp_path / "block0", "First")
+    later = _reduce_crash(_jit_main(MM, TANH), "abort_on_aten_mm_or_tanh", tmp_path / "block1", "Later")
+    assert first.stopped != "shared" and first.bundle.is_relative_to(tmp_path / "block0")
+    assert later.stopped == "shared" and later.bundle == first.bundle
+    assert "Later [c]" in (first.bundle / "tests.txt").read_text()
+
+
 # A torchscript program's input to `torch-lower-to-backend-contract`, on which torch-mlir
 # 20261001 segfaults (a campaign's seed 40): inside the contract pass, `norm` with a `p` the
 # pass cannot fold leaves `hardswish` of a tensor of unknown dtype, and decomposing that
@@ -225,21 +237,50 @@ module {
 CONTRACT = "torch-lower-to-backend-contract{ decompose=true extra-library= max-iterations=10 shape-dtype-refine=true}"
 
 
-def test_a_crash_in_the_contract_pass_is_reduced_in_the_inner_pass_it_dies_in(tmp_path):
+# amax over every dim of an si64 tensor, reshaped: torch-mlir 20261001 segfaults while it
+# simplifies the ops' shape calculations (a campaign's seed 93).
+AMAX_RESHAPE = """
+module {
+  func.func @main(%arg0: !torch.vtensor<[3,1,4],si64>) -> !torch.vtensor {
+    %int-1 = torch.constant.int -1
+    %int2 = torch.constant.int 2
+    %int1 = torch.constant.int 1
+    %int0 = torch.constant.int 0
+    %true = torch.constant.bool true
+    %0 = torch.prim.ListConstruct %int0, %int1, %int2 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %1 = torch.aten.amax %arg0, %0, %true : !torch.vtensor<[3,1,4],si64>, !torch.list<int>, !torch.bool -> !torch.vtensor
+    %2 = torch.prim.ListConstruct %int-1, %int1, %int1 : (!torch.int, !torch.int, !torch.int) -> !torch.list<int>
+    %3 = torch.aten.reshape %1, %2 : !torch.vtensor, !torch.list<int> -> !torch.vtensor
+    return %3 : !torch.vtensor
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "text, first, last, guilty",
+    [
+        (CONTRACT_CRASH, "torch-decompose-complex-ops", "torch-decompose-complex-ops", "torch.aten.hardswish"),
+        # while the ops are wrapped in their shape functions: from where they were wrapped
+        (AMAX_RESHAPE, "torch-reify-shape-calculations", "torch-simplify-shape-calculations", "torch.aten.amax"),
+    ],
+    ids=["decomposition", "shape-calculation"],
+)
+def test_a_crash_in_the_contract_pass_is_reduced_in_the_inner_passes_it_dies_in(tmp_path, text, first, last, guilty):
     # The contract pass iterates torch-mlir's simplification pipeline up to ten times; a
     # candidate that no longer crashes ran all ten and failed the contract check, 1-2 s a
     # query, so such reductions hit their time box. Replayed pass by pass inside, the crash
-    # is in one decomposition, whose queries take milliseconds.
-    localized = localize_crash(CONTRACT_CRASH, [CONTRACT], "torch-backend")
+    # is in a few passes, whose queries take milliseconds.
+    localized = localize_crash(text, [CONTRACT], "torch-backend")
     assert localized is not None and "Segmentation fault" in localized.case.signature.format()
-    (inner,) = localized.case.pipeline
-    assert "torch-decompose-complex-ops" in inner and not inner.startswith("torch-lower-to-backend-contract"), inner
+    pipeline = localized.case.pipeline
+    assert first in pipeline[0] and last in pipeline[-1] and not any(CONTRACT_PASS in p for p in pipeline), pipeline
     outcome = reduce_mlir(
-        CONTRACT_CRASH, [CONTRACT], "torch-backend", crash=True, test="T", config="c", reports_dir=tmp_path, time_box=40
+        text, [CONTRACT], "torch-backend", crash=True, test="T", config="c", reports_dir=tmp_path, time_box=40
     )
     assert outcome.bundle is not None and outcome.verified and outcome.stopped == "1-minimal", outcome.note
-    assert outcome.guilty_op == "torch.aten.hardswish"
-    assert op_count((outcome.bundle / "repro.mlir").read_text().split("{-#")[0]) == 2  # hardswish, return
+    assert guilty in outcome.guilty_op.split(", ")
+    assert op_count((outcome.bundle / "repro.mlir").read_text().split("{-#")[0]) <= 10
 
 
 def test_miscompile_found_node_by_node(tmp_path):

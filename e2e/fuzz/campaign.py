@@ -6,6 +6,8 @@ time budget (or program count) is spent, each block a pytest run in its own repo
 directory (`<reports>/batches/<first seed>/`); after each block the blocks so far are merged
 into `<reports>` (`e2e.merge`), which then reads like any run's reports directory
 (`results.json`, `run.json`, `index.html`, `repro/`) for `e2e.merge` and `e2e.diff`.
+The blocks claim bundles in one index (`<reports>/repro-index`), so a bug is reduced by the
+first block that meets it and shared by the later ones.
 
 Seeds are dealt in blocks: block k holds seeds S + kB .. S + (k+1)B - 1, and shard I/N
 runs the blocks k = I-1, I-1+N, ... So the same seed, block size and shard give the same
@@ -40,9 +42,11 @@ from e2e.framework.run_record import write_json_atomic
 from e2e.framework.shards import ShardSpec
 from e2e.fuzz import PAIR_BUDGET, pytest_command
 from e2e.merge import merge
+from e2e.reducer.bundle import REPRO_INDEX_ENV
 
 BATCHES = "batches"
 PROGRAM_CACHE = "cache"  # pytest's cache dir for the blocks: the program cache only
+REPRO_INDEX = "repro-index"  # the blocks' shared claim index (`e2e.reducer.bundle.index_root`)
 BUILT_IN = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
 # pytest's exit statuses that still mean a finished run: all passed, some failed.
 FINISHED = (0, 1)
@@ -205,7 +209,11 @@ class Campaign:
         if self.cpu_mark is None:
             self.cpu_mark = cpu_seconds()
         begun = time.monotonic()
-        done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        # One claim index for every block: a bug an earlier block reduced is shared, not reduced again.
+        index = {REPRO_INDEX_ENV: str(self.reports_dir / REPRO_INDEX)}
+        done = subprocess.run(
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, **index}
+        )
         wall = time.monotonic() - begun
         reap_orphans()
         mark, self.cpu_mark = self.cpu_mark, cpu_seconds()

@@ -36,6 +36,16 @@ from e2e.reducer.native import NATIVE_DIR, NativeRepro, write_native_repro
 from e2e.reducer.standalone import LOADER, RUNTIME_COPY, NotStandalone, write_runtime
 
 INDEX_DIR = "_signatures"
+# Where failures claim their bundles when not in the run's own `repro/` (`index_root`): a
+# campaign's blocks are runs of their own, and share one index so that a bug found by an
+# earlier block is not reduced again by each later one.
+REPRO_INDEX_ENV = "E2E_REPRO_INDEX"
+
+
+def index_root(reports_dir: Path) -> Path:
+    """The directory whose `_signatures/` says which bundle each failure signature has:
+    `$E2E_REPRO_INDEX` when set, else the run's own `repro/`."""
+    return Path(os.environ.get(REPRO_INDEX_ENV) or Path(reports_dir) / "repro")
 
 
 @dataclass

@@ -11,7 +11,15 @@ import json
 import time
 from pathlib import Path
 
-from e2e.reducer.bundle import BundleInfo, add_test, child_seconds, claim, signature_key, write_bundle
+from e2e.reducer.bundle import (
+    BundleInfo,
+    add_test,
+    child_seconds,
+    claim,
+    index_root,
+    signature_key,
+    write_bundle,
+)
 from e2e.reducer.case import MISMATCH, Case
 from e2e.reducer.graph import ONE_MINIMAL
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
@@ -37,7 +45,7 @@ def claim_bundle(
     fits = None
     if ir is not None and case.guilty_op is None:
         fits = lambda bundle: _guilty_ops_occur(bundle, ir)  # noqa: E731
-    owner = claim(Path(reports_dir) / "repro", signature_key(config, case), target, fits)
+    owner = claim(index_root(reports_dir), signature_key(config, case), target, fits)
     if owner is None:
         return target, None
     add_test(owner, test, config)

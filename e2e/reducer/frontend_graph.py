@@ -30,6 +30,7 @@ from e2e.reducer.bundle import (
     add_test,
     child_seconds,
     claim,
+    index_root,
     save_arrays,
     signature_key,
     verify,
@@ -232,7 +233,7 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
         decompositions = torch_only_decompositions(built, message, time.monotonic() + TABLE_BOX)
     targets = ", ".join(dict.fromkeys(str(search.by_name[n].target) for n in group))
     case = Case(FRONTEND, result.stage, [repro_step], result.signature, guilty_op=targets)
-    owner = claim(Path(reports_dir) / "repro", signature_key(config.name, case), bundle_dir)
+    owner = claim(index_root(reports_dir), signature_key(config.name, case), bundle_dir)
     if owner is not None:
         add_test(owner, result.test, config.name)
         return ReduceOutcome(
