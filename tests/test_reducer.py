@@ -448,28 +448,48 @@ def test_torch_level_miscompile_blames_the_rewritten_op(tmp_path):
     assert outcome.guilty_op == "aten.sub.Tensor" and outcome.ops_after <= 4
 
 
-def test_execute_crash_reduces_to_the_failing_assert(tmp_path):
+ASSERTING_LOWER_IR = (
+    "func.func @main(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {\n"
+    "  %false = arith.constant false\n"
+    '  cf.assert %false, "unimplemented: only fixed strides"\n'
+    "  %0 = tensor.empty() : tensor<3x4xf32>\n"
+    "  %1 = linalg.add ins(%arg0, %arg0 : tensor<3x4xf32>, tensor<3x4xf32>) outs(%0 : tensor<3x4xf32>) -> tensor<3x4xf32>\n"
+    "  return %1 : tensor<3x4xf32>\n}\n"
+)
+
+
+def _reduce_execute_crash(tmp_path, test: str = "T"):
     from types import SimpleNamespace
 
     from e2e.reducer.strategies import reduce_result
 
-    ir_dir = tmp_path / "ir" / "T" / "linalg"
+    ir_dir = tmp_path / "ir" / test / "linalg"
     ir_dir.mkdir(parents=True)
-    (ir_dir / "4-lower.mlir").write_text(
-        "func.func @main(%arg0: tensor<3x4xf32>) -> tensor<3x4xf32> {\n"
-        "  %false = arith.constant false\n"
-        '  cf.assert %false, "unimplemented: only fixed strides"\n'
-        "  %0 = tensor.empty() : tensor<3x4xf32>\n"
-        "  %1 = linalg.add ins(%arg0, %arg0 : tensor<3x4xf32>, tensor<3x4xf32>) outs(%0 : tensor<3x4xf32>) -> tensor<3x4xf32>\n"
-        "  return %1 : tensor<3x4xf32>\n}\n"
-    )
+    (ir_dir / "4-lower.mlir").write_text(ASSERTING_LOWER_IR)
     result = SimpleNamespace(
-        test="T", outcome="crash", stage="execute", signature=Signature("crash", "execute", "killed by SIGABRT")
+        test=test, outcome="crash", stage="execute", signature=Signature("crash", "execute", "killed by SIGABRT")
     )
-    outcome = reduce_result(result, None, load_config("linalg"), tmp_path, time_box=30)
+    return reduce_result(result, None, load_config("linalg"), tmp_path, time_box=30)
+
+
+def test_execute_crash_reduces_to_the_failing_assert(tmp_path):
+    outcome = _reduce_execute_crash(tmp_path)
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert outcome.guilty_op == "cf.assert" and outcome.ops_after <= 3
     assert "killed by SIGABRT" in (outcome.bundle / "README.md").read_text()
+
+
+def test_a_failure_sharing_a_bundle_is_not_type_checked_again(tmp_path, monkeypatch):
+    # The type check replays the pair's torch-backend stage (about a second a pair); a failure
+    # that shares a bundle is a bug already checked for the bundle.
+    import e2e.reducer.strategies as strategies
+
+    checked = []
+    real = strategies.types_broke
+    monkeypatch.setattr(strategies, "types_broke", lambda pair, *a: checked.append(pair.result.test) or real(pair, *a))
+    first, again = _reduce_execute_crash(tmp_path, "First"), _reduce_execute_crash(tmp_path, "Again")
+    assert first.stopped != "shared" and again.stopped == "shared" and again.bundle == first.bundle
+    assert checked == ["First"]
 
 
 def test_lazy_capture_failure_becomes_a_torch_script(tmp_path):

@@ -22,7 +22,7 @@ from e2e.reducer.bundle import (
 )
 from e2e.reducer.case import MISMATCH, Case
 from e2e.reducer.graph import ONE_MINIMAL
-from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
+from e2e.reducer.outcome import NO_LOCALIZATION, SHARED, ReduceOutcome
 from e2e.reducer.reduce import op_count
 
 
@@ -50,7 +50,7 @@ def claim_bundle(
         return target, None
     add_test(owner, test, config)
     shared = ReduceOutcome(
-        owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped="shared"
+        owner, True, True, guilty_op=case.guilty_op, note=f"shares the bundle of {owner}", stopped=SHARED
     )
     return target, shared
 

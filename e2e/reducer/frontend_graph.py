@@ -39,7 +39,7 @@ from e2e.reducer.bundle import (
 from e2e.reducer.case import Case
 from e2e.reducer.finish import bundle_dir_for
 from e2e.reducer.graph import ONE_MINIMAL, TIME_BOX, GraphSearch, GroupModule, ddmin
-from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
+from e2e.reducer.outcome import NO_LOCALIZATION, SHARED, ReduceOutcome
 from e2e.reducer.pair import FailingPair
 from e2e.reducer.standalone import LOADER, RUNTIME_COPY, write_runtime
 
@@ -236,9 +236,7 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
     owner = claim(index_root(reports_dir), signature_key(config.name, case), bundle_dir)
     if owner is not None:
         add_test(owner, result.test, config.name)
-        return ReduceOutcome(
-            owner, True, True, guilty_op=targets, note=f"shares the bundle of {owner}", stopped="shared"
-        )
+        return ReduceOutcome(owner, True, True, guilty_op=targets, note=f"shares the bundle of {owner}", stopped=SHARED)
     bundle_dir.mkdir(parents=True, exist_ok=True)
     write_runtime(bundle_dir)
     (bundle_dir / "repro.py").write_text(repro_script(built, repro_step, result.signature, decompositions))

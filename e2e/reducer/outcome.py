@@ -14,8 +14,10 @@ from pathlib import Path
 TYPES_NOTE = "reducer: types first disagree"
 TYPES_ROOT_NOTE = "reducer: types root: "
 
-# Why a reduction stopped (ReduceOutcome.stopped)
+# Why a reduction stopped (ReduceOutcome.stopped): nothing localized, or the failure joined
+# the bundle an earlier failure of the same bug wrote.
 NO_LOCALIZATION = "no localization"
+SHARED = "shared"
 
 
 @dataclass

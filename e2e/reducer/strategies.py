@@ -21,7 +21,7 @@ from e2e.reducer.frontend_graph import FrontendFailure
 from e2e.reducer.jit_graph import JitGraphMismatch
 from e2e.reducer.localize import Localized
 from e2e.reducer.onnx_graph import OnnxMismatch, OwnOnnxModel
-from e2e.reducer.outcome import ReduceOutcome
+from e2e.reducer.outcome import SHARED, ReduceOutcome
 from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair, Strategy
 
 STRATEGIES: tuple[Strategy, ...] = (
@@ -59,7 +59,9 @@ def reduce_result(result, prepared, config, reports_dir: Path, time_box: float =
     where they still agreed."""
     pair = FailingPair(result, prepared, config, Path(reports_dir))
     outcome = _reduce(pair, time_box)
-    checked = types_broke(pair)
+    # A failure that shares an earlier one's bundle is that bug again: its type check was done
+    # for the bundle (its README says where the types broke), and is not replayed for each pair.
+    checked = types_broke(pair) if outcome.stopped != SHARED else TypeCheck()
     outcome.types_broke, outcome.type_check_failed, outcome.types_bundle = checked.broke, checked.failed, checked.bundle
     outcome.types_root = checked.root
     if outcome.types_broke is not None and outcome.bundle is not None:
