@@ -23,10 +23,11 @@ from e2e.configs import load_config
 from e2e.framework.isolation import Limits
 from e2e.framework.signature import Signature, crash_signature, guilty_op, normalize, stage_signature
 from e2e.reducer.bundle import REPRO_INDEX_ENV, with_reproducer_resource
+from e2e.reducer.case import CRASH, Case, observe
 from e2e.reducer.failure import reduce_mismatch, reduce_mlir
 from e2e.reducer.jit_graph import reduce_jit_mismatch
 from e2e.reducer.localize import localize_crash, stage_pipelines
-from e2e.reducer.reduce import op_count
+from e2e.reducer.reduce import op_count, pin_dynamic_dims
 
 BROKEN = "python:tests.broken_compilers:"
 
@@ -477,6 +478,50 @@ def test_execute_crash_reduces_to_the_failing_assert(tmp_path):
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert outcome.guilty_op == "cf.assert" and outcome.ops_after <= 3
     assert "killed by SIGABRT" in (outcome.bundle / "README.md").read_text()
+
+
+# The crash, then code compiled for a dynamic dim that must be 2 (it broadcasts against a 2),
+# with a check the real input ([1, 4, 2]) passes and made-up inputs (a dim of 3) fail.
+CHECKED_AND_CRASHING_LOWER_IR = """
+func.func @main(%arg0: tensor<1x4x?xi64>) -> tensor<1x4x?xi64> {
+  %false = arith.constant false
+  cf.assert %false, "the crash"
+  %c2 = arith.constant 2 : index
+  %dim = tensor.dim %arg0, %c2 : tensor<1x4x?xi64>
+  %0 = arith.cmpi eq, %dim, %c2 : index
+  cf.assert %0, "mismatched size for broadcast"
+  return %arg0 : tensor<1x4x?xi64>
+}
+"""
+
+
+def test_an_execute_crash_is_replayed_on_the_real_inputs_sizes_not_made_up_ones(tmp_path):
+    # With made-up sizes the size check crashes too, under the same signature: a campaign's
+    # execute crash reduced to that check alone, a crash the real inputs never hit.
+    from types import SimpleNamespace
+
+    from e2e.reducer.strategies import reduce_result
+
+    ir_dir = tmp_path / "ir" / "T" / "linalg"
+    ir_dir.mkdir(parents=True)
+    (ir_dir / "4-lower.mlir").write_text(CHECKED_AND_CRASHING_LOWER_IR)
+    prepared = SimpleNamespace(failing_call=lambda index: ("forward", [torch.zeros(1, 4, 2, dtype=torch.int64)]))
+    result = SimpleNamespace(
+        test="T",
+        outcome="crash",
+        stage="execute",
+        failing_call=0,
+        signature=Signature("crash", "execute", "killed by SIGABRT"),
+    )
+    outcome = reduce_result(result, prepared, load_config("linalg"), tmp_path, time_box=30)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    repro = (outcome.bundle / "repro.mlir").read_text().split("{-#")[0]
+    assert "the crash" in repro and "mismatched size" not in repro, repro
+    assert "%arg0: tensor<1x4x2xi64>" in repro  # the real size, cast to the dynamic type inside
+    # The size check alone crashes on made-up sizes, and not on the real ones.
+    check_only = CHECKED_AND_CRASHING_LOWER_IR.replace('cf.assert %false, "the crash"', "")
+    case = Case(CRASH, "execute", stage_pipelines(load_config("linalg"))["execute"], result.signature)
+    assert observe(case, check_only) is not None and observe(case, pin_dynamic_dims(check_only, [[1, 4, 2]])) is None
 
 
 def test_a_failure_sharing_a_bundle_is_not_type_checked_again(tmp_path, monkeypatch):

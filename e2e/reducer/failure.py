@@ -36,7 +36,7 @@ from e2e.reducer.localize import (
 )
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
 from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair
-from e2e.reducer.reduce import behavioural_ops, op_count, reduce_ops
+from e2e.reducer.reduce import behavioural_ops, op_count, pin_dynamic_dims, reduce_ops
 
 # At most this long to find the pass a hanging stage hangs in (the passes before it run first).
 HANG_LOCALIZE_SECONDS = 30.0
@@ -281,6 +281,10 @@ class ExecuteCrash:
             return ReduceOutcome(
                 note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION
             )
+        if pair.prepared is not None:  # the real inputs' sizes, where @main takes them as they are
+            _, call = pair.prepared.failing_call(pair.result.failing_call)
+            shapes = [list(value.shape) for value in call] if all(hasattr(v, "shape") for v in call) else []
+            text = pin_dynamic_dims(text, shapes) or text
         pipeline = stage_pipelines(pair.config)["execute"]
         observed = observe(Case(CRASH, "execute", pipeline, Signature(CRASH, "execute")), text)
         if observed is None or observed.stage != CRASH:
