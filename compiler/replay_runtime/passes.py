@@ -55,7 +55,11 @@ def _main(module: ir.Module):
 
 
 def record_main_signature(module: ir.Module) -> None:
-    """Keep @main's function type on the module: lowering turns its arguments into unranked memrefs."""
+    """Keep @main's function type on the module: lowering turns its arguments into unranked
+    memrefs. A signature the module already carries stands: the reducer gives an execute
+    crash's module its real inputs' sizes there (`e2e.reducer.reduce.give_input_sizes`)."""
+    if SIGNATURE_ATTR in module.operation.attributes:
+        return
     function_type = ir.TypeAttr(_main(module).attributes["function_type"])
     module.operation.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(str(function_type.value))
 

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
+from compiler.replay_runtime.passes import RECORD
 from e2e.framework.signature import Signature, guilty_op
 from e2e.reducer.bundle import BundleInfo, child_seconds
 from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, observe
@@ -36,7 +37,7 @@ from e2e.reducer.localize import (
 )
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
 from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair
-from e2e.reducer.reduce import behavioural_ops, op_count, pin_dynamic_dims, reduce_ops
+from e2e.reducer.reduce import behavioural_ops, give_input_sizes, op_count, reduce_ops
 
 # At most this long to find the pass a hanging stage hangs in (the passes before it run first).
 HANG_LOCALIZE_SECONDS = 30.0
@@ -281,11 +282,11 @@ class ExecuteCrash:
             return ReduceOutcome(
                 note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION
             )
-        if pair.prepared is not None:  # the real inputs' sizes, where @main takes them as they are
+        pipeline = stage_pipelines(pair.config)["execute"]
+        if pair.prepared is not None and RECORD in pipeline:  # the RefBackend: made-up inputs at the real sizes
             _, call = pair.prepared.failing_call(pair.result.failing_call)
             shapes = [list(value.shape) for value in call] if all(hasattr(v, "shape") for v in call) else []
-            text = pin_dynamic_dims(text, shapes) or text
-        pipeline = stage_pipelines(pair.config)["execute"]
+            text = give_input_sizes(text, shapes) or text
         observed = observe(Case(CRASH, "execute", pipeline, Signature(CRASH, "execute")), text)
         if observed is None or observed.stage != CRASH:
             return ReduceOutcome(

@@ -197,14 +197,16 @@ def _never_an_argument(type_) -> bool:
     return text.startswith("!torch.tensor") or text == "!torch.vtensor"
 
 
-# On `@main` once `pin_dynamic_dims` gave it its real inputs' sizes.
+# On `@main` once `give_input_sizes` recorded its real inputs' sizes on the module
+# (`compiler.replay_runtime.passes.SIGNATURE_ATTR`): its arguments are then fixed.
 PINNED_INPUTS = "e2e.pinned_inputs"
+MAIN_SIGNATURE = "e2e.main_signature"
 
 
-def _made_up_sizes(function, type_) -> bool:
-    """Whether a new argument of `type_` would take made-up sizes where `@main`'s inputs are
-    pinned to the real ones (`pin_dynamic_dims`): a tensor with dynamic dims."""
-    return PINNED_INPUTS in function.attributes and "?" in str(type_)
+def _fixed_arguments(function) -> bool:
+    """Whether the function's arguments may not change: a JIT `@main`'s bound ones
+    (`_bounds_arguments`), or a `@main` whose inputs' sizes are recorded (`PINNED_INPUTS`)."""
+    return _bounds_arguments(function) or PINNED_INPUTS in function.attributes
 
 
 def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -> str | None:
@@ -214,9 +216,9 @@ def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -
     function get one of a type no frontend gives (`_never_an_argument`): it would have no
     bound, an input outside what the frontends give the torch-backend pipeline, on which
     its passes fail (or crash) otherwise, and the reduction would drift to that other
-    failure under the same signature. Nor does a `@main` whose inputs are pinned to the real
-    sizes get a dynamically shaped one (`_made_up_sizes`). An existing argument of the
-    result's type stands in instead, or there is no candidate (None)."""
+    failure under the same signature. Nor does a `@main` whose inputs' sizes are recorded
+    (`_fixed_arguments`). An existing argument of the result's type stands in instead, or
+    there is no candidate (None)."""
     context = new_context()
     module = parse_module(text, context)
     with context, ir.Location.unknown():
@@ -230,11 +232,7 @@ def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -
             for result in op.results:
                 if list(result.uses):
                     stand_in = _bypass(op, result)
-                    if stand_in is None and (
-                        _bounds_arguments(function)
-                        or _never_an_argument(result.type)
-                        or _made_up_sizes(function, result.type)
-                    ):
+                    if stand_in is None and (_fixed_arguments(function) or _never_an_argument(result.type)):
                         stand_in = next((a for a in entry.arguments if a.type == result.type), None)
                         if stand_in is None:
                             return None  # no argument of its type, and a new one is not allowed
@@ -260,6 +258,8 @@ def drop_unused_arguments(text: str) -> str | None:
     changed = False
     with context, ir.Location.unknown():
         for function in _functions(module):
+            if PINNED_INPUTS in function.attributes:
+                continue  # its recorded signature gives every argument its input
             entry = function.regions[0].blocks[0]
             for i in reversed(range(len(entry.arguments))):
                 if not list(entry.arguments[i].uses):
@@ -279,24 +279,25 @@ def drop_unused_arguments(text: str) -> str | None:
         return module_text(module)
 
 
-def pin_dynamic_dims(text: str, shapes: list[list[int]]) -> str | None:
-    """`@main` taking its tensor arguments at `shapes` (the pair's real inputs): each argument
-    with dynamic dims gets the static type of its input, cast back to the dynamic type it had
-    (`tensor.cast`), so made-up inputs built from the recorded signature have the real sizes.
-    None when `@main`'s arguments do not match `shapes` (count, rank, static dims) or none is
-    dynamic. Marked `PINNED_INPUTS`, so a reduction gives it no new dynamically shaped argument. A program compiled for dynamic dims may check a relation between its sizes (a
-    dim that must be 2 to broadcast against another): made-up sizes break it, and a crash
-    on made-up inputs can then be a check the real inputs pass, not the pair's bug."""
+def give_input_sizes(text: str, shapes: list[list[int]]) -> str | None:
+    """`text` with `@main`'s signature at the real inputs' sizes recorded on the module
+    (`e2e.main_signature`, which `invoke_main` builds its made-up inputs from), where `@main`
+    takes tensors of `shapes` (count, rank, static dims) with some dim dynamic; else None.
+
+    A program compiled for dynamic dims checks their relations at run time (a dim that must be
+    2 to broadcast against another): made-up sizes (3 each) fail those checks, and a crash on
+    made-up inputs can then be a check the real inputs pass, not the pair's bug. The IR itself
+    is not touched (static types would let the pipeline fold what it only checks at run time).
+    `@main` is marked `PINNED_INPUTS`: its arguments are fixed (`remove_ops`)."""
     context = new_context()
     module = parse_module(text, context)
     main = next((f for f in _functions(module) if ir.StringAttr(f.attributes["sym_name"]).value == "main"), None)
     if main is None:
         return None
-    entry = main.regions[0].blocks[0]
-    arguments = list(entry.arguments)
+    arguments = list(main.regions[0].blocks[0].arguments)
     if len(arguments) != len(shapes):
         return None
-    pinned = []
+    given, dynamic = [], False
     for argument, shape in zip(arguments, shapes):
         try:
             declared = ir.RankedTensorType(argument.type)
@@ -305,22 +306,15 @@ def pin_dynamic_dims(text: str, shapes: list[list[int]]) -> str | None:
         dims = [None if declared.is_dynamic_dim(i) else declared.get_dim_size(i) for i in range(declared.rank)]
         if len(dims) != len(shape) or any(d is not None and d != size for d, size in zip(dims, shape)):
             return None
-        if None in dims:
-            pinned.append((argument, declared, list(shape)))
-    if not pinned:
+        dynamic = dynamic or None in dims
+        given.append((list(shape), declared))
+    if not dynamic:
         return None
     with context, ir.Location.unknown():
+        inputs = [ir.RankedTensorType.get(shape, declared.element_type, declared.encoding) for shape, declared in given]
+        results = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results
+        module.operation.attributes[MAIN_SIGNATURE] = ir.StringAttr.get(str(ir.FunctionType.get(inputs, results)))
         main.attributes[PINNED_INPUTS] = ir.UnitAttr.get()
-        for argument, declared, shape in pinned:
-            argument.set_type(ir.RankedTensorType.get(shape, declared.element_type, declared.encoding))
-            with ir.InsertionPoint.at_block_begin(entry):
-                cast = ir.Operation.create("tensor.cast", results=[declared], operands=[argument])
-            argument.replace_all_uses_except(cast.result, cast)
-        _set_function_type(main)
-        try:
-            module.operation.verify()
-        except ir.MLIRError:
-            return None
         return module_text(module)
 
 
