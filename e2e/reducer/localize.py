@@ -147,7 +147,8 @@ def _crash_inside_contract(localized: Localized, timeout: float) -> Localized | 
     its check, 1-2 s a query where one pass takes milliseconds. A crash while the ops are
     wrapped in their shape or dtype calculations starts where they were wrapped (the reify
     pass's input, that pass through the one that crashes): the module then holds the program's
-    ops, not every op of their inlined shape functions (a seed's 31 ops, not 92)."""
+    ops, not every op of their inlined shape functions, and the bundle runs the passes a
+    torch-mlir developer reproduces it with."""
     case = localized.case
     steps = contract_steps(case.pipeline[0], new_context()) if len(case.pipeline) == 1 else None
     if steps is None:

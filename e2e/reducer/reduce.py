@@ -20,6 +20,7 @@ from typing import Callable, Collection, Iterable
 
 from torch_mlir import ir
 
+from compiler.replay_runtime.passes import SIGNATURE_ATTR
 from compiler.stages import module_text, new_context, parse_module
 
 # Ops that carry no behaviour of their own: a repro "about" them is about something else,
@@ -198,9 +199,8 @@ def _never_an_argument(type_) -> bool:
 
 
 # On `@main` once `give_input_sizes` recorded its real inputs' sizes on the module
-# (`compiler.replay_runtime.passes.SIGNATURE_ATTR`): its arguments are then fixed.
+# (`SIGNATURE_ATTR`): its arguments are then fixed.
 PINNED_INPUTS = "e2e.pinned_inputs"
-MAIN_SIGNATURE = "e2e.main_signature"
 
 
 def _fixed_arguments(function) -> bool:
@@ -313,7 +313,7 @@ def give_input_sizes(text: str, shapes: list[list[int]]) -> str | None:
     with context, ir.Location.unknown():
         inputs = [ir.RankedTensorType.get(shape, declared.element_type, declared.encoding) for shape, declared in given]
         results = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results
-        module.operation.attributes[MAIN_SIGNATURE] = ir.StringAttr.get(str(ir.FunctionType.get(inputs, results)))
+        module.operation.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(str(ir.FunctionType.get(inputs, results)))
         main.attributes[PINNED_INPUTS] = ir.UnitAttr.get()
         return module_text(module)
 
