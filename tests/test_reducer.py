@@ -524,6 +524,48 @@ def test_an_execute_crash_is_replayed_on_the_real_inputs_sizes_not_made_up_ones(
     assert observe(case, check_only) is not None and observe(case, give_input_sizes(check_only, [[1, 4, 2]])) is None
 
 
+# A valid program torch-mlir 20261001 compiles to one that aborts: `view` of merged dynamic
+# dims ([2,2,2] -> [1,8]) gets the wrong size (llvm/torch-mlir#4743), and `mm`'s own size check
+# then fails at run time ("mismatching contracting dimension"). `%arg2` is a `[1,?]` of [1,2].
+VIEW_THEN_MM = """
+func.func @main(%arg0: !torch.vtensor<[?,?,2],si64>, %arg1: !torch.vtensor<[8,1],si64>, %arg2: !torch.vtensor<[1,?],si64>) -> !torch.vtensor<[1,1],si64> {
+  %int8 = torch.constant.int 8
+  %int1 = torch.constant.int 1
+  %0 = torch.prim.ListConstruct %int1, %int8 : (!torch.int, !torch.int) -> !torch.list<int>
+  %1 = torch.aten.view %arg0, %0 : !torch.vtensor<[?,?,2],si64>, !torch.list<int> -> !torch.vtensor<[1,?],si64>
+  %2 = torch.aten.neg %arg1 : !torch.vtensor<[8,1],si64> -> !torch.vtensor<[8,1],si64>
+  %3 = torch.aten.mm %1, %2 : !torch.vtensor<[1,?],si64>, !torch.vtensor<[8,1],si64> -> !torch.vtensor<[1,1],si64>
+  return %3 : !torch.vtensor<[1,1],si64>
+}
+"""
+
+
+def test_an_execute_crash_is_reduced_as_the_torch_program_that_compiles_to_it(tmp_path):
+    # Reduced as lowered IR, such a crash keeps the failing check alone (`cf.assert %false`),
+    # which shows nothing of the ops that made it.
+    from types import SimpleNamespace
+
+    from e2e.reducer.strategies import reduce_result
+
+    ir_dir = tmp_path / "ir" / "T" / "linalg"
+    ir_dir.mkdir(parents=True)
+    (ir_dir / "3-backend.mlir").write_text(VIEW_THEN_MM)
+    inputs = [torch.zeros(2, 2, 2, dtype=torch.int64), torch.zeros(8, 1, dtype=torch.int64), torch.zeros(1, 2)]
+    prepared = SimpleNamespace(failing_call=lambda index: ("forward", inputs))
+    result = SimpleNamespace(
+        test="T",
+        outcome="crash",
+        stage="execute",
+        failing_call=0,
+        signature=Signature("crash", "execute", "Fatal Python error: Aborted"),
+    )
+    outcome = reduce_result(result, prepared, load_config("linalg"), tmp_path, time_box=60)
+    assert outcome.bundle is not None and outcome.verified, outcome.note
+    # `neg` is not needed (a static value stands in for it); `view` stays: `%arg2`, a `[1,?]`
+    # too, does not stand in for its result (then `mm` of [1,2] and [8,1] fails its check too).
+    assert outcome.guilty_op == "torch.aten.mm, torch.aten.view", outcome.guilty_op
+
+
 def test_a_failure_sharing_a_bundle_is_not_type_checked_again(tmp_path, monkeypatch):
     # The type check replays the pair's torch-backend stage (about a second a pair); a failure
     # that shares a bundle is a bug already checked for the bundle.

@@ -267,9 +267,15 @@ class FxMismatch:
 
 
 class ExecuteCrash:
-    """The backend IR that crashes when compiled and run, reduced with the crash as its
+    """The program that crashes when compiled and run, reduced with the crash as its
     signature. Every candidate is replayed by the config's own executor (`Executor.execute_entries`:
-    the RefBackend's JIT, or a runtime's `_run` replay entry), each in a forked child."""
+    the RefBackend's JIT, or a runtime's `_run` replay entry), each in a forked child.
+
+    On the RefBackend the torch-level program (the backend stage's input, compiled through
+    that stage and lowered) is reduced first: a crash is most often a check the lowering
+    emitted that fails (`cf.assert`, "mismatched size for broadcast"), and a reduction of the
+    lowered IR keeps that check alone, which shows nothing of the ops that made it. The
+    lowered IR (the `lower` stage's input) is reduced when the torch level does not crash."""
 
     name, follows = "execute crash", False
 
@@ -277,24 +283,35 @@ class ExecuteCrash:
         return pair.result.outcome == "crash" and pair.result.stage == "execute"
 
     def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
-        text = pair.saved_input("lower")
-        if text is None:
-            return ReduceOutcome(
-                note="no saved input of stage lower to replay the execute crash from", stopped=NO_LOCALIZATION
-            )
-        pipeline = stage_pipelines(pair.config)["execute"]
-        if pair.prepared is not None and RECORD in pipeline:  # the RefBackend: made-up inputs at the real sizes
-            _, call = pair.prepared.failing_call(pair.result.failing_call)
-            shapes = [list(value.shape) for value in call] if all(hasattr(v, "shape") for v in call) else []
-            text = give_input_sizes(text, shapes) or text
-        observed = observe(Case(CRASH, "execute", pipeline, Signature(CRASH, "execute")), text)
-        if observed is None or observed.stage != CRASH:
-            return ReduceOutcome(
-                note=f"the module did not crash when compiled and run on made-up inputs: {observed}",
-                stopped=NO_LOCALIZATION,
-            )
-        case = Case(CRASH, "execute", pipeline, observed)
-        return reduce_localized(Localized(case, text, []), original_ir=text, **pair.where(time_box))
+        start, notes = time.monotonic(), []
+        for stage, pipeline in self._replays(pair):
+            text = pair.saved_input(stage)
+            if text is None:
+                notes.append(f"no saved input of stage {stage}")
+                continue
+            if pair.prepared is not None and RECORD in pipeline:  # the RefBackend: made-up inputs at the real sizes
+                _, call = pair.prepared.failing_call(pair.result.failing_call)
+                shapes = [list(value.shape) for value in call] if all(hasattr(v, "shape") for v in call) else []
+                text = give_input_sizes(text, shapes) or text
+            observed = observe(Case(CRASH, "execute", pipeline, Signature(CRASH, "execute")), text)
+            if observed is None or observed.stage != CRASH:
+                notes.append(f"the {stage} stage's input did not crash when compiled and run: {observed}")
+                continue
+            case = Case(CRASH, "execute", pipeline, observed)
+            left = max(time_box - (time.monotonic() - start), 5.0)
+            return reduce_localized(Localized(case, text, []), original_ir=text, **pair.where(left))
+        return ReduceOutcome(note="; ".join(notes), stopped=NO_LOCALIZATION)
+
+    @staticmethod
+    def _replays(pair: FailingPair) -> list[tuple[str, list[str]]]:
+        """(stage whose input is replayed, the pipeline that compiles and runs it), in turn."""
+        stages = stage_pipelines(pair.config)
+        execute, lower, backend = stages["execute"], stages.get("lower", []), stages.get("backend", [])
+        replays = [("lower", execute)]
+        own = len(backend) - len(lower)  # the backend stage's own passes, before the lowering's
+        if RECORD in execute and own > 0 and backend[own:] == lower:
+            replays.insert(0, ("backend", backend[:own] + execute))
+        return replays
 
 
 class StageCrash:

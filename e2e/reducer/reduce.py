@@ -13,10 +13,11 @@ keeps the signature (1-minimal) or the deadline passes; the best so far is retur
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Collection, Iterable
+from typing import Callable, Collection, Iterable, Sequence
 
 from torch_mlir import ir
 
@@ -209,6 +210,16 @@ def _fixed_arguments(function) -> bool:
     return _bounds_arguments(function) or PINNED_INPUTS in function.attributes
 
 
+def _stands_in(function, value_type, result_type) -> bool:
+    """Whether a value of `value_type` (an operand of the removed op, or an argument) may take
+    the place of the op's result: the same type, and, where `@main` runs on its real inputs'
+    sizes (`PINNED_INPUTS`), a static one (a value of the same dynamic type may have other sizes
+    at run time than the one it replaces: a `[1,?]` of `[1,2]` for one of `[1,8]`, and the
+    program then fails a size check of its own)."""
+    same = value_type == result_type
+    return same and (PINNED_INPUTS not in function.attributes or "?" not in str(result_type))
+
+
 def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -> str | None:
     """`text` without the units at `indices` (results become function arguments).
 
@@ -231,9 +242,9 @@ def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -
             entry = function.regions[0].blocks[0]
             for result in op.results:
                 if list(result.uses):
-                    stand_in = _bypass(op, result)
+                    stand_in = _bypass(op, result) if _stands_in(function, result.type, result.type) else None
                     if stand_in is None and (_fixed_arguments(function) or _never_an_argument(result.type)):
-                        stand_in = next((a for a in entry.arguments if a.type == result.type), None)
+                        stand_in = next((a for a in entry.arguments if _stands_in(function, a.type, result.type)), None)
                         if stand_in is None:
                             return None  # no argument of its type, and a new one is not allowed
                     elif stand_in is None:
@@ -279,10 +290,32 @@ def drop_unused_arguments(text: str) -> str | None:
         return module_text(module)
 
 
+_VTENSOR = re.compile(r"!torch\.vtensor<\[([^\]]*)\],(\w+)>")
+
+
+def _dims_and_element(type_) -> tuple[list[int | None], str] | None:
+    """A ranked tensor's dims (None: dynamic) and element type, as a builtin `tensor<...>`
+    or a torch value tensor `!torch.vtensor<[...],dtype>` declares them; None for another type."""
+    try:
+        declared = ir.RankedTensorType(type_)
+    except ValueError:
+        match = _VTENSOR.fullmatch(str(type_))
+        if match is None:
+            return None
+        return [None if d.strip() == "?" else int(d) for d in match[1].split(",") if d.strip()], match[2]
+    dims = [None if declared.is_dynamic_dim(i) else declared.get_dim_size(i) for i in range(declared.rank)]
+    return dims, str(declared.element_type)
+
+
+def _tensor_text(dims: Sequence[int | None], element: str) -> str:
+    return "tensor<" + "".join(f"{'?' if d is None else d}x" for d in dims) + element + ">"
+
+
 def give_input_sizes(text: str, shapes: list[list[int]]) -> str | None:
     """`text` with `@main`'s signature at the real inputs' sizes recorded on the module
-    (`e2e.main_signature`, which `invoke_main` builds its made-up inputs from), where `@main`
-    takes tensors of `shapes` (count, rank, static dims) with some dim dynamic; else None.
+    (`SIGNATURE_ATTR`, which `invoke_main` builds its made-up inputs from), where `@main` takes
+    tensors of `shapes` (count, rank, static dims; builtin or torch value tensors) with some
+    dim dynamic, and returns tensors; else None.
 
     A program compiled for dynamic dims checks their relations at run time (a dim that must be
     2 to broadcast against another): made-up sizes (3 each) fail those checks, and a crash on
@@ -297,23 +330,24 @@ def give_input_sizes(text: str, shapes: list[list[int]]) -> str | None:
     arguments = list(main.regions[0].blocks[0].arguments)
     if len(arguments) != len(shapes):
         return None
-    given, dynamic = [], False
+    inputs, dynamic = [], False
     for argument, shape in zip(arguments, shapes):
-        try:
-            declared = ir.RankedTensorType(argument.type)
-        except ValueError:
+        declared = _dims_and_element(argument.type)
+        if declared is None:
             return None
-        dims = [None if declared.is_dynamic_dim(i) else declared.get_dim_size(i) for i in range(declared.rank)]
+        dims, element = declared
         if len(dims) != len(shape) or any(d is not None and d != size for d, size in zip(dims, shape)):
             return None
         dynamic = dynamic or None in dims
-        given.append((list(shape), declared))
-    if not dynamic:
+        inputs.append(_tensor_text(shape, element))
+    results = [
+        _dims_and_element(t) for t in ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results
+    ]
+    if not dynamic or None in results:
         return None
+    signature = f"({', '.join(inputs)}) -> ({', '.join(_tensor_text(*result) for result in results)})"
     with context, ir.Location.unknown():
-        inputs = [ir.RankedTensorType.get(shape, declared.element_type, declared.encoding) for shape, declared in given]
-        results = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results
-        module.operation.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(str(ir.FunctionType.get(inputs, results)))
+        module.operation.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(signature)
         main.attributes[PINNED_INPUTS] = ir.UnitAttr.get()
         return module_text(module)
 
