@@ -459,18 +459,22 @@ ASSERTING_LOWER_IR = (
 )
 
 
-def _reduce_execute_crash(tmp_path, test: str = "T"):
+def _reduce_execute_crash(
+    tmp_path, test: str = "T", *, snapshot: str = "4-lower.mlir", ir=ASSERTING_LOWER_IR, inputs=None
+):
+    """A linalg pair of `test` that crashed in execute, its stage input `ir` saved as
+    `snapshot`, reduced under `tmp_path`; `inputs`: its real inputs (None: no prepared test)."""
     from types import SimpleNamespace
 
     from e2e.reducer.strategies import reduce_result
 
     ir_dir = tmp_path / "ir" / test / "linalg"
     ir_dir.mkdir(parents=True)
-    (ir_dir / "4-lower.mlir").write_text(ASSERTING_LOWER_IR)
-    result = SimpleNamespace(
-        test=test, outcome="crash", stage="execute", signature=Signature("crash", "execute", "killed by SIGABRT")
-    )
-    return reduce_result(result, None, load_config("linalg"), tmp_path, time_box=30)
+    (ir_dir / snapshot).write_text(ir)
+    prepared = None if inputs is None else SimpleNamespace(failing_call=lambda index: ("forward", inputs))
+    signature = Signature("crash", "execute", "killed by SIGABRT")
+    result = SimpleNamespace(test=test, outcome="crash", stage="execute", failing_call=0, signature=signature)
+    return reduce_result(result, prepared, load_config("linalg"), tmp_path, time_box=60)
 
 
 def test_execute_crash_reduces_to_the_failing_assert(tmp_path):
@@ -498,29 +502,15 @@ func.func @main(%arg0: tensor<1x4x?xi64>) -> tensor<1x4x?xi64> {
 def test_an_execute_crash_is_replayed_on_the_real_inputs_sizes_not_made_up_ones(tmp_path):
     # With made-up sizes the size check crashes too, under the same signature: a campaign's
     # execute crash reduced to that check alone, a crash the real inputs never hit.
-    from types import SimpleNamespace
-
-    from e2e.reducer.strategies import reduce_result
-
-    ir_dir = tmp_path / "ir" / "T" / "linalg"
-    ir_dir.mkdir(parents=True)
-    (ir_dir / "4-lower.mlir").write_text(CHECKED_AND_CRASHING_LOWER_IR)
-    prepared = SimpleNamespace(failing_call=lambda index: ("forward", [torch.zeros(1, 4, 2, dtype=torch.int64)]))
-    result = SimpleNamespace(
-        test="T",
-        outcome="crash",
-        stage="execute",
-        failing_call=0,
-        signature=Signature("crash", "execute", "killed by SIGABRT"),
-    )
-    outcome = reduce_result(result, prepared, load_config("linalg"), tmp_path, time_box=30)
+    real = [torch.zeros(1, 4, 2, dtype=torch.int64)]
+    outcome = _reduce_execute_crash(tmp_path, ir=CHECKED_AND_CRASHING_LOWER_IR, inputs=real)
     assert outcome.bundle is not None and outcome.verified, outcome.note
     repro = (outcome.bundle / "repro.mlir").read_text().split("{-#")[0]
     assert "the crash" in repro and "mismatched size" not in repro, repro
     assert 'e2e.main_signature = "(tensor<1x4x2xi64>) ->' in repro  # the made-up inputs' sizes: the real ones
     # The size check alone crashes on made-up sizes, and not on the real ones.
     check_only = CHECKED_AND_CRASHING_LOWER_IR.replace('cf.assert %false, "the crash"', "")
-    case = Case(CRASH, "execute", stage_pipelines(load_config("linalg"))["execute"], result.signature)
+    case = Case(CRASH, "execute", stage_pipelines(load_config("linalg"))["execute"], Signature("crash", "execute"))
     assert observe(case, check_only) is not None and observe(case, give_input_sizes(check_only, [[1, 4, 2]])) is None
 
 
@@ -543,23 +533,8 @@ func.func @main(%arg0: !torch.vtensor<[?,?,2],si64>, %arg1: !torch.vtensor<[8,1]
 def test_an_execute_crash_is_reduced_as_the_torch_program_that_compiles_to_it(tmp_path):
     # Reduced as lowered IR, such a crash keeps the failing check alone (`cf.assert %false`),
     # which shows nothing of the ops that made it.
-    from types import SimpleNamespace
-
-    from e2e.reducer.strategies import reduce_result
-
-    ir_dir = tmp_path / "ir" / "T" / "linalg"
-    ir_dir.mkdir(parents=True)
-    (ir_dir / "3-backend.mlir").write_text(VIEW_THEN_MM)
-    inputs = [torch.zeros(2, 2, 2, dtype=torch.int64), torch.zeros(8, 1, dtype=torch.int64), torch.zeros(1, 2)]
-    prepared = SimpleNamespace(failing_call=lambda index: ("forward", inputs))
-    result = SimpleNamespace(
-        test="T",
-        outcome="crash",
-        stage="execute",
-        failing_call=0,
-        signature=Signature("crash", "execute", "Fatal Python error: Aborted"),
-    )
-    outcome = reduce_result(result, prepared, load_config("linalg"), tmp_path, time_box=60)
+    real = [torch.zeros(2, 2, 2, dtype=torch.int64), torch.zeros(8, 1, dtype=torch.int64), torch.zeros(1, 2)]
+    outcome = _reduce_execute_crash(tmp_path, snapshot="3-backend.mlir", ir=VIEW_THEN_MM, inputs=real)
     assert outcome.bundle is not None and outcome.verified, outcome.note
     # `neg` is not needed (a static value stands in for it); `view` stays: `%arg2`, a `[1,?]`
     # too, does not stand in for its result (then `mm` of [1,2] and [8,1] fails its check too).
