@@ -270,8 +270,8 @@ def test_a_block_holds_about_the_same_pairs_whatever_the_configs():
     from e2e.fuzz.campaign import MAX_BLOCK, default_block
 
     built_in = ["linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager"]
-    assert default_block(built_in) == MAX_BLOCK == 512
-    assert default_block(built_in + [f"runtime{i}" for i in range(7)]) == 236
+    assert default_block(built_in) == MAX_BLOCK == 1024
+    assert default_block(built_in + [f"runtime{i}" for i in range(7)]) == 472
     assert default_block(["linalg"]) == MAX_BLOCK
     assert parser().parse_args(["--reports-dir", "r"]).block is None  # the default follows the configs
     assert parser().parse_args(["--reports-dir", "r", "--block", "3"]).block == 3

@@ -31,7 +31,7 @@ def parser() -> argparse.ArgumentParser:
         "--block",
         type=int,
         default=None,
-        help=f"programs per pytest run (default: {BLOCK_PAIRS} pairs' worth, 512 on six configs, 236 on thirteen)",
+        help=f"programs per pytest run (default: {BLOCK_PAIRS} pairs' worth, 1,024 on six configs, 472 on thirteen)",
     )
     parser.add_argument("--config", default="linalg", help="comma-separated configs (default linalg)")
     parser.add_argument(

@@ -83,12 +83,14 @@ def cpu_seconds() -> float:
 # A block's pytest run pays a fixed start-up (the pytest process imports torch and torch-mlir
 # and grows the block's programs, its workers import them too, fork their first hosts and
 # warm each config up: the first pair starts about 11 s after the command on the six built-in
-# configs, and the last ends ~2 s before it does) before its pairs. Blocks of this many pairs
-# keep that near a twentieth of a block's wall there (512 programs of 5.5 ops on average,
-# ~320 s), and a block of the thirteen built-in and runtime configs at 236 programs. The last
-# block is cut to what fits in the budget (`Campaign.run`), so a long block wastes none of it.
-BLOCK_PAIRS = 3072
-MAX_BLOCK = 512  # programs: one config's block (a block's programs are grown up front)
+# configs, and the last ends ~2 s before it does) before its pairs: ~25 worker-seconds a
+# block. Blocks of this many pairs keep that near a fortieth of a block's worker time (1,024
+# programs of 5.5 ops on average on the six built-in configs, ~450 s on an AMD EPYC with
+# AVX-512; blocks of 512 took 4 starts in a 12-minute campaign, 7% of its worker time), and a
+# block of the thirteen built-in and runtime configs at 472 programs. The last block is cut to
+# what fits in the budget (`Campaign.run`), so a long block wastes none of it.
+BLOCK_PAIRS = 6144
+MAX_BLOCK = 1024  # programs: one config's block (a block's programs are grown up front)
 # A block starts only if this share of it fits in what is left of the budget (a smaller one
 # would be mostly start-up); it is cut to what fits.
 LAST_BLOCK_SHARE = 0.25
@@ -96,7 +98,7 @@ LAST_BLOCK_SHARE = 0.25
 
 def default_block(configs: Sequence[str]) -> int:
     """Programs per block when `--block` is not given: `BLOCK_PAIRS` pairs, at most `MAX_BLOCK`
-    programs (512 on the six built-in configs, 236 on those and the seven runtime configs)."""
+    programs (1,024 on the six built-in configs, 472 on those and the seven runtime configs)."""
     return max(1, min(MAX_BLOCK, BLOCK_PAIRS // max(1, len(configs))))
 
 
