@@ -284,14 +284,16 @@ class ExecuteCrash:
 
     def reduce(self, pair: FailingPair, time_box: float) -> ReduceOutcome:
         start, notes = time.monotonic(), []
+        shapes = None  # the real inputs' sizes, for the RefBackend's made-up inputs
+        if pair.prepared is not None:
+            _, call = pair.prepared.failing_call(pair.result.failing_call)
+            shapes = [list(value.shape) for value in call] if all(hasattr(v, "shape") for v in call) else None
         for stage, pipeline in self._replays(pair):
             text = pair.saved_input(stage)
             if text is None:
                 notes.append(f"no saved input of stage {stage}")
                 continue
-            if pair.prepared is not None and RECORD in pipeline:  # the RefBackend: made-up inputs at the real sizes
-                _, call = pair.prepared.failing_call(pair.result.failing_call)
-                shapes = [list(value.shape) for value in call] if all(hasattr(v, "shape") for v in call) else []
+            if shapes is not None and RECORD in pipeline:
                 text = give_input_sizes(text, shapes) or text
             observed = observe(Case(CRASH, "execute", pipeline, Signature(CRASH, "execute")), text)
             if observed is None or observed.stage != CRASH:
