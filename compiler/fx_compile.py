@@ -49,6 +49,7 @@ class FxCapture:
     @property
     def program(self) -> ExportedProgram | None:
         if self._program is None and self._saved is not None:
+            _name_return_types()
             try:
                 self._program = _as_captured(torch.export.load(io.BytesIO(self._saved)))
             except Exception as error:  # torch's deserializer: a program it cannot read is captured again
@@ -101,10 +102,38 @@ def _as_captured(program: ExportedProgram) -> ExportedProgram:
     return program
 
 
+@functools.cache
+def _name_return_types() -> int:
+    """Give torch's own structured results (`torch.return_types.max`, `sort`, `topk`, ...) the
+    serialized name `torch.export.save` asks of a pytree node: torch registers them without
+    one, so a program returning one did not save (51 of the suite's captures were made again
+    after every torch-mlir rebuild). The name is the class's own; a load in another process
+    finds it there, as this module is imported to unpickle a capture. How many were named
+    (0 when torch's registry has changed shape: such programs are then captured again)."""
+    try:
+        from torch.return_types import all_return_types
+        from torch.utils import _pytree
+    except ImportError:
+        return 0
+    named = 0
+    for cls in all_return_types:
+        entry = _pytree.SUPPORTED_SERIALIZED_TYPES.get(cls)
+        if entry is None or entry.serialized_type_name != _pytree.NO_SERIALIZED_TYPE_NAME_FOUND:
+            continue
+        name = f"{cls.__module__}.{cls.__name__}"
+        if name in _pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE:
+            continue
+        _pytree.SUPPORTED_SERIALIZED_TYPES[cls] = entry._replace(serialized_type_name=name)
+        _pytree.SERIALIZED_TYPE_TO_PYTHON_TYPE[name] = cls
+        named += 1
+    return named
+
+
 def _saved_without_inputs(program: ExportedProgram) -> bytes:
     """`torch.export.save` bytes of `program` without the example inputs it was exported
     with: torch.export.save writes them too, and nothing reads them back here (the test
     makes its own), so a capture of a 512 MiB input was 512 MiB on disk and on the pipe."""
+    _name_return_types()
     inputs, program._example_inputs = program._example_inputs, None
     try:
         buffer = io.BytesIO()
