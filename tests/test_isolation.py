@@ -697,3 +697,31 @@ def test_a_host_forgets_the_torchscript_classes_its_last_test_compiled(previous,
     next test forgets it, as a new fork would (the suite's `Cell_RNNNoBias` on torchscript
     passed or failed by the test its host served before)."""
     assert isolation.run_forked(lambda: _scripts_after(previous, forget), timeout=120) is scripts
+
+
+def _collected_and_frozen() -> tuple[bool, bool, int]:
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    def make_cycle():
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        return weakref.ref(a)
+
+    gc.disable()  # only the hand-over collects here
+    kept = [Node() for _ in range(20_000)]  # the host's own state: lives on
+    garbage = make_cycle()  # the last test's objects: a cycle nothing refers to
+    host_module._forget_test()
+    after = Node()  # the next test's
+    unfrozen = gc.get_objects()
+    return garbage() is None, kept[0] not in unfrozen and after in unfrozen, len(unfrozen)
+
+
+def test_a_host_hands_over_with_the_last_tests_garbage_collected_and_its_own_state_frozen():
+    """The hand-over collects what the last test left in cycles, and freezes what survives
+    (the host's own state), so the next test's collection looks only at its own objects."""
+    collected, frozen, unfrozen = isolation.run_forked(_collected_and_frozen, timeout=120)
+    assert collected and frozen and unfrozen < 1000
