@@ -241,6 +241,69 @@ def test_wrong_results_and_crashes_are_bugs_whatever_the_config_takes(tmp_path):
     assert sorted(b.kind for b in found.bugs) == ["crash or hang", "wrong result"] and not found.gaps
 
 
+SHAPES = "func.func(torch-simplify-shape-calculations)"
+SEGFAULT = "crash | torch-backend | Fatal Python error: Segmentation fault"
+
+
+def crash_bundle(tmp_path, test: str, crashing_pass: str, body: str) -> dict:
+    """A crash's row with a bundle of `body` (torch ops on `%arg0: !torch.vtensor<[2,2],f32>`)."""
+    import json
+
+    bundle = tmp_path / "repro" / test
+    bundle.mkdir(parents=True)
+    (bundle / "case.json").write_text(json.dumps({"kind": "crash", "pipeline": ["inline", crashing_pass]}))
+    lines = body.strip().splitlines()
+    returned = lines[-1].split("=")[0].strip()
+    (bundle / "repro.mlir").write_text(
+        "func.func @main(%arg0: !torch.vtensor<[2,2],f32>) -> !torch.vtensor {\n"
+        "  %int4 = torch.constant.int 4\n  %list = torch.prim.ListConstruct %int4 : (!torch.int) -> !torch.list<int>\n"
+        + "".join(f"  {line.strip()}\n" for line in lines)
+        + f"  return {returned} : !torch.vtensor\n}}\n"
+    )
+    crashed = row(test, "torchscript", "torch-backend", SEGFAULT, outcome="crash")
+    return {**crashed, "repro_path": str(bundle)}
+
+
+def test_crashes_whose_bundles_end_in_one_op_in_one_pass_are_one_bug(tmp_path):
+    """Seeds 93, 815, 953 and 1413 of a campaign crashed shape simplification on a `reshape`
+    of a tensor of unknown rank that other ops made (`cosh`, `to`, ...): one bug, named by
+    the op they end in, not four op lists. The same op crashing another pass is another."""
+    reshape = "%2 = torch.aten.reshape %1, %list : !torch.vtensor, !torch.list<int> -> !torch.vtensor"
+    rows = [
+        crash_bundle(
+            tmp_path,
+            "Gen_815",
+            SHAPES,
+            f"%1 = torch.aten.cosh %arg0 : !torch.vtensor<[2,2],f32> -> !torch.vtensor\n{reshape}",
+        ),
+        crash_bundle(
+            tmp_path,
+            "Gen_1413",
+            SHAPES,
+            f"%1 = torch.aten.neg %arg0 : !torch.vtensor<[2,2],f32> -> !torch.vtensor\n{reshape}",
+        ),
+        crash_bundle(
+            tmp_path,
+            "Gen_953",
+            SHAPES,
+            "%0 = torch.aten.tanh %arg0 : !torch.vtensor<[2,2],f32> -> !torch.vtensor\n"
+            f"%1 = torch.aten.exp %arg0 : !torch.vtensor<[2,2],f32> -> !torch.vtensor\n{reshape}\n"
+            "%3 = torch.aten.add.Tensor %0, %0, %int4 : !torch.vtensor, !torch.vtensor, !torch.int -> !torch.vtensor",
+        ),
+        crash_bundle(
+            tmp_path,
+            "Gen_40",
+            "func.func(torch-decompose-complex-ops)",
+            f"%1 = torch.aten.cosh %arg0 : !torch.vtensor<[2,2],f32> -> !torch.vtensor\n{reshape}",
+        ),
+    ]
+    found = grouped(rows, tmp_path)
+    assert sorted(([f.test for f in b.failures], b.guilty_op) for b in found.bugs) == [
+        (["Gen_40"], "torch.aten.reshape"),
+        (["Gen_815", "Gen_1413", "Gen_953"], "torch.aten.reshape"),
+    ]
+
+
 def test_a_tiny_real_campaign_writes_a_run_and_its_report(tmp_path):
     """Three generated programs on linalg: the run format merge and diff read, and fuzz.md."""
     import json

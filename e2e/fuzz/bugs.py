@@ -72,6 +72,65 @@ def bundle_guilty_op(row: dict) -> str | None:
         return None
 
 
+def crash_site(repro: str | None) -> tuple[str | None, str | None]:
+    """Where a crash's bundle crashes, as far as its program tells: (its last aten ops, those
+    whose results no other aten op of the program takes, directly or through a list; the
+    pass it crashes in, the last of its case's pipeline). (None, None) for no bundle, or one
+    whose program has no aten op (a crash in `lower` or `execute`).
+
+    A reduced crash keeps the op the pass crashes on and the ops that make what that op is
+    given, so the whole op list tells one bug from another badly: seeds 93, 815, 953 and
+    1413 crashed `torch-simplify-shape-calculations` on a `reshape` of a tensor of unknown
+    rank that `amax` and `to`, `cosh`, `bitwise_xor` and `repeat`, or `to` made: four op
+    lists, one bug, whose last op is `reshape` in each."""
+    if not repro:
+        return None, None
+    try:
+        case = json.loads((Path(repro) / "case.json").read_text())
+        text = (Path(repro) / "repro.mlir").read_text()
+    except (OSError, ValueError):
+        return None, None
+    pipeline = case.get("pipeline") or [None]
+    sinks = last_aten_ops(text)
+    return (", ".join(sinks) if sinks else None), pipeline[-1]
+
+
+def last_aten_ops(text: str) -> list[str]:
+    """The aten ops of a torch-level module whose results no other aten op takes (through
+    any chain of other ops: a `prim.ListConstruct`, a cast), sorted; [] when it does not parse."""
+    from torch_mlir import ir
+
+    from compiler.replay_runtime.mlir import new_context
+
+    try:
+        module = ir.Module.parse(text, new_context())
+    except ir.MLIRError:
+        return []
+    ops: list = []
+
+    def collect(op):
+        if op.name.startswith("torch.aten."):
+            ops.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(collect)
+
+    def reaches_aten(op) -> bool:
+        seen, queue = set(), [op.operation]
+        while queue:
+            for result in queue.pop().results:
+                for use in result.uses:
+                    user = use.owner.operation
+                    if user.name.startswith("torch.aten."):
+                        return True
+                    if user not in seen:
+                        seen.add(user)
+                        queue.append(user)
+        return False
+
+    return sorted({op.name for op in ops if not reaches_aten(op)})
+
+
 def ltc_op(message: str) -> str | None:
     """The first op of LTC's `LTC has no lowering for aten::where.self, ...`, as torch-mlir names it."""
     match = re.search(r"aten::(\w+)", message)
@@ -110,6 +169,7 @@ class Failure:
     repro_path: str | None = None
     types_broke: str | None = None  # the reducer's word on the step that broke the types, if one did
     types_root: str | None = None  # what broke them, whatever the step
+    crash_pass: str | None = None  # a crash's: the pass its bundle crashes in (`crash_site`)
 
     @classmethod
     def of(cls, row: dict) -> "Failure":
@@ -120,12 +180,17 @@ class Failure:
         notes = row.get("notes") or ()
         types = next((n.removeprefix("reducer: ") for n in notes if n.startswith(TYPES_NOTE)), None)
         root = next((n.removeprefix(TYPES_ROOT_NOTE) for n in notes if n.startswith(TYPES_ROOT_NOTE)), None)
-        return cls(row["test"], row["config"], kind_of(row), signature, op, row.get("repro_path"), types, root)
+        kind, crash_pass = kind_of(row), None
+        if kind == CRASH:
+            last_ops, crash_pass = crash_site(row.get("repro_path"))
+            op = last_ops or op
+        return cls(row["test"], row["config"], kind, signature, op, row.get("repro_path"), types, root, crash_pass)
 
     @property
     def key(self) -> tuple:
-        """What makes two failures one bug."""
-        return self.config, bug_key(self.signature), self.guilty_op
+        """What makes two failures one bug (crashes whose bundles end in a common op merge
+        later: `merge_crash_sites`)."""
+        return self.config, bug_key(self.signature), self.guilty_op, self.crash_pass
 
 
 @dataclass
@@ -257,5 +322,32 @@ def classify(rows: Iterable[dict], known: KnownSignatures, untaken: Callable[[Fa
                 failure.config, failure.signature, failure.guilty_op, failure.kind, known.carries(failure)
             )
         bug.failures.append(failure)
-    result.bugs = sorted(bugs.values(), key=lambda b: (b.known, b.config, b.signature.format(), b.guilty_op or ""))
+    merged = merge_crash_sites(list(bugs.values()))
+    result.bugs = sorted(merged, key=lambda b: (b.known, b.config, b.signature.format(), b.guilty_op or ""))
     return result
+
+
+def merge_crash_sites(bugs: list[Bug]) -> list[Bug]:
+    """Crashes of one config, signature and crashing pass whose bundles end in a common op
+    (`crash_site`: seed 953's bundle kept a `repeat` beside the `reshape` the others end in)
+    are one bug, named by the ops they all end in; known if any part was."""
+    groups: dict[tuple, list[Bug]] = defaultdict(list)
+    for bug in bugs:
+        place = bug.first.crash_pass
+        if bug.kind == CRASH and place is not None and bug.guilty_op:
+            groups[(bug.config, bug_key(bug.signature), place)].append(bug)
+    for group in groups.values():
+        merged: list[tuple[set[str], Bug]] = []
+        for bug in group:
+            ops = set(bug.guilty_op.split(", "))
+            for index, (common, into) in enumerate(merged):
+                if common & ops:
+                    into.failures.extend(bug.failures)
+                    into.known = into.known or bug.known
+                    merged[index] = (common & ops, into)
+                    into.guilty_op = ", ".join(sorted(common & ops))
+                    bugs.remove(bug)
+                    break
+            else:
+                merged.append((ops, bug))
+    return bugs
