@@ -9,7 +9,8 @@ A failing pair is one of:
   pairs with one key are one bug: the config, the signature's stage and pass or kind, its
   message with every number and type written in it left out (`bug_message`: a generated
   program's sizes, operand and dim numbers and tensor types change from program to program,
-  the bug does not), and the guilty op;
+  the bug does not), and the guilty op (a crash's: where its bundle ends, with the pass it
+  crashes in: `crash_site`, `merge_crash_sites`);
   **known** when an xfail entry of the hand-written suites carries that key, else **new**;
 - a **coverage gap**: a refusal (`REJECTION`: failed to legalize, unsupported, ...) of an
   op the config does not take even alone (`e2e.fuzz.coverage.Support`), counted per
