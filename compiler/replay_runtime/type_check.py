@@ -113,14 +113,22 @@ class Disagreement:
         return f"{self.op} declares {self.declared}, its operands give {self.computed}"
 
 
+def vtensor_parts(type_text: str) -> tuple[list[int | None], str] | None:
+    """(dims, None for a dynamic one; element type as written) of a torch value tensor with
+    sizes, `!torch.vtensor<[2,?],f32>`; None for another type."""
+    match = _VTENSOR.match(type_text)
+    if match is None:
+        return None
+    return [None if d.strip() == "?" else int(d) for d in match[1].split(",") if d.strip()], match[2]
+
+
 def _vtensor(type_text: str) -> tuple[list[int | None], torch.dtype | None] | None:
     """(dims, dtype) of a value tensor with sizes; its dtype None while refinement has not
     given it one (`unk`): its shape is still judged."""
-    match = _VTENSOR.match(type_text)
-    if match is None or (match[2] not in _DTYPES and match[2] != _UNKNOWN_DTYPE):
+    parts = vtensor_parts(type_text)
+    if parts is None or (parts[1] not in _DTYPES and parts[1] != _UNKNOWN_DTYPE):
         return None
-    dims = [None if d == "?" else int(d) for d in match[1].split(",")] if match[1] else []
-    return dims, _DTYPES.get(match[2])
+    return parts[0], _DTYPES.get(parts[1])
 
 
 def _format(dims: Sequence[int | None], dtype: torch.dtype | None) -> str:

@@ -13,7 +13,6 @@ keeps the signature (1-minimal) or the deadline passes; the best so far is retur
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Callable, Collection, Iterable, Sequence
 from torch_mlir import ir
 
 from compiler.replay_runtime.passes import SIGNATURE_ATTR
+from compiler.replay_runtime.type_check import vtensor_parts
 from compiler.stages import module_text, new_context, parse_module
 
 # Ops that carry no behaviour of their own: a repro "about" them is about something else,
@@ -290,19 +290,13 @@ def drop_unused_arguments(text: str) -> str | None:
         return module_text(module)
 
 
-_VTENSOR = re.compile(r"!torch\.vtensor<\[([^\]]*)\],(\w+)>")
-
-
 def _dims_and_element(type_) -> tuple[list[int | None], str] | None:
     """A ranked tensor's dims (None: dynamic) and element type, as a builtin `tensor<...>`
     or a torch value tensor `!torch.vtensor<[...],dtype>` declares them; None for another type."""
     try:
         declared = ir.RankedTensorType(type_)
     except ValueError:
-        match = _VTENSOR.fullmatch(str(type_))
-        if match is None:
-            return None
-        return [None if d.strip() == "?" else int(d) for d in match[1].split(",") if d.strip()], match[2]
+        return vtensor_parts(str(type_))
     dims = [None if declared.is_dynamic_dim(i) else declared.get_dim_size(i) for i in range(declared.rank)]
     return dims, str(declared.element_type)
 
