@@ -5,7 +5,8 @@
 
 Prints, for that one run: wall time, pairs and pairs per second (cached pairs counted
 apart), time per stage summed over pairs and its median, the median pair per config,
-the slowest pairs, peak RSS per worker and the largest child, and the ratio of the
+the slowest pairs, each worker's time (before its first item, in items and their pairs,
+after its last), peak RSS per worker and the largest child, and the ratio of the
 wall time to a reference time (upstream torch-mlir's framework needs 583 + 628 + 532 =
 1,743 s for its three FX configs over its own suite on this machine: pass that number
 when the run was upstream's suite through linalg, tosa and stablehlo).
@@ -95,6 +96,17 @@ def report(run: dict, rows: list[dict], upstream_seconds: float | None) -> list[
         lines.append(
             "largest pairs (their test host's RSS during the pair): "
             + ", ".join(f"{row['test']}[{row['config']}] {row.get('peak_rss_mib', 0.0):.0f} MiB" for row in biggest)
+        )
+    clocks = run.get("worker_seconds") or {}
+    if clocks:
+        lines.append(
+            "worker time (s): "
+            + "; ".join(
+                f"{worker} {c['before_first_item']:.1f} before its first item, {c['items']:.1f} in items "
+                f"({c['pairs']:.1f} in pairs, {c['items'] - c['pairs']:.1f} the framework's: hosts, golden runs, "
+                f"rows, reductions), {c['after_last_item']:.1f} after"
+                for worker, c in sorted(clocks.items())
+            )
         )
     peaks = run.get("peak_rss_mib") or {}
     if peaks:

@@ -321,6 +321,8 @@ def test_a_tiny_real_campaign_writes_a_run_and_its_report(tmp_path):
     assert run["campaign"]["last_seed"] == campaign["last_seed"] == 2 and campaign["pairs"] == 3
     report = (reports / "fuzz.md").read_text()
     assert "3 programs, 3 pairs" in report and "new distinct bugs" in report
+    spent = campaign["batches"][0]["worker_seconds"]  # the block's worker: its items hold its pairs
+    assert spent["items"] > spent["pairs"] > 0 and "% in pairs, " in report, spent
     assert "<svg" in (reports / "fuzz.html").read_text()
     assert "Fuzzing campaign: distinct bugs" in (reports / "index.html").read_text()
     assert (reports / "cache" / "d" / "e2e-programs").is_dir()  # the blocks' shared program cache

@@ -106,6 +106,11 @@ def test_under_xdist_the_configs_of_a_test_share_one_worker_and_its_frontend(pyt
         mine = [row for row in rows if row["test"] == test]
         reused = [row for row in mine if any(note.startswith("shared: reused") for note in row["notes"])]
         assert len(reused) == 2, (test, [row["notes"] for row in mine])  # every config but the first
+    # Each worker's time: its items hold its pairs and the framework's share of them.
+    clocks = json.loads((pytester.path / "reports" / "run.json").read_text())["worker_seconds"]
+    assert sorted(clocks) == ["gw0", "gw1"]
+    assert abs(sum(c["pairs"] for c in clocks.values()) - sum(r["duration"] for r in rows)) < 0.05
+    assert all(c["items"] > c["pairs"] > 0 and c["before_first_item"] > 0 for c in clocks.values()), clocks
 
 
 def test_no_isolation_runs_in_process_and_says_once_what_it_turns_off(pytester):

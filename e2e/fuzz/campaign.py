@@ -45,6 +45,7 @@ from e2e.merge import merge
 from e2e.reducer.bundle import REPRO_INDEX_ENV
 
 BATCHES = "batches"
+WORKER_PARTS = ("before_first_item", "items", "pairs", "after_last_item")  # `WorkerClock.summary`
 PROGRAM_CACHE = "cache"  # pytest's cache dir for the blocks: the program cache only
 REPRO_INDEX = "repro-index"  # the blocks' shared claim index (`e2e.reducer.bundle.index_root`)
 BUILT_IN = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
@@ -134,6 +135,9 @@ class Batch:
     cpu_s: float  # since the previous block ended: this pytest run and its descendants, the campaign's merge
     exit_status: int
     directory: str
+    # Its workers' time, summed (`run.json`'s `worker_seconds`): before their first item, in
+    # items, of which in pairs, after their last item.
+    worker_seconds: dict = field(default_factory=dict)
 
 
 def fitting(count: int, left_s: float, last: Batch) -> int:
@@ -228,9 +232,13 @@ class Campaign:
                 f"(pytest exit {done.returncode}); its log is {directory / 'pytest.log'}:\n{tail}\n"
                 f"rerun: {shlex.join(command)}"
             )
-        rows, _ = load_rows(directory)
+        rows, run = load_rows(directory)
         cpu = self.cpu_mark - mark
-        batch = Batch(first_seed, count, len(rows), round(wall, 2), round(cpu, 2), done.returncode, str(directory))
+        clocks = (run.get("worker_seconds") or {}).values()
+        spent = {part: round(sum(c.get(part, 0.0) for c in clocks), 1) for part in WORKER_PARTS} if clocks else {}
+        batch = Batch(
+            first_seed, count, len(rows), round(wall, 2), round(cpu, 2), done.returncode, str(directory), spent
+        )
         self.batches.append(batch)
         return batch
 
@@ -239,6 +247,7 @@ class Campaign:
         in its `run.json` (`campaign`, and `shard` for `e2e.merge`'s completeness check)."""
         info = {
             "configs": self.configs,
+            "workers": self.workers,
             "seed": self.plan.seed,
             "block": self.plan.block,
             "shard": str(self.plan.shard),

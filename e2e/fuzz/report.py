@@ -14,6 +14,7 @@ from pathlib import Path
 
 from e2e.framework.html_report import ReportTable
 from e2e.fuzz.bugs import Bug, Classified
+from e2e.fuzz.campaign import WORKER_PARTS
 from e2e.fuzz.programs import seed_of
 from e2e.generate.oracle import F64_DISTANCE, NARROW_ACCUMULATION, ORACLE_NOTE, SPEC_REFUSAL
 
@@ -133,6 +134,29 @@ def _triage_cost(campaign: dict) -> list[str]:
     return [text + ".", ""]
 
 
+def _worker_time(campaign: dict) -> list[str]:
+    """Where the blocks' workers spent their time (each block's `worker_seconds`): in pairs,
+    in the framework's share of their items, before the first and after the last item, and
+    outside pytest's plugin altogether (a worker's start before it, the block's end, merges)."""
+    batches = [b for b in campaign.get("batches", []) if b.get("worker_seconds")]
+    workers = campaign.get("workers") or 2
+    total = sum(b["wall_s"] for b in batches) * workers
+    if not batches or not total:
+        return []
+    spent = {part: sum(b["worker_seconds"].get(part, 0.0) for b in batches) for part in WORKER_PARTS}
+    framework = spent["items"] - spent["pairs"]
+    rest = total - spent["items"] - spent["before_first_item"] - spent["after_last_item"]
+    parts = [
+        ("in pairs", spent["pairs"]),
+        ("the framework's within items (hosts, golden runs, rows, in-block reductions)", framework),
+        ("before the first item (imports, collection, warm-ups)", spent["before_first_item"]),
+        ("after the last", spent["after_last_item"]),
+        ("outside the plugin (start-up before it, merges)", rest),
+    ]
+    text = ", ".join(f"{100 * seconds / total:.0f}% {what}" for what, seconds in parts)
+    return [f"Workers' time ({workers} workers x the blocks' wall, {total:.0f} s): {text}.", ""]
+
+
 def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, programs=()) -> str:
     """The campaign's report as markdown. `ops_of(bug)`: the ops of the bug's smallest
     program; `programs`: the campaign's programs (for the generator's checks)."""
@@ -151,6 +175,7 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, p
         f"{programs} programs, {pairs} pairs in {wall:.0f} s wall, {cpu:.0f} CPU s ({rate}; CPU s: the "
         "campaign process and every descendant, pytest, its workers, hosts and pairs).",
         "",
+        *_worker_time(campaign),
         *_triage_cost(campaign),
         f"**{len(classified.new)} new distinct bugs**, {len(classified.known)} known (an xfail entry of the "
         f"hand-written suites carries the signature); {len(classified.gaps)} coverage gaps (config, op); "

@@ -5,6 +5,7 @@ since `--baseline`."""
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,8 @@ class RunRecorder:
         self.baseline: list[dict] | None = None  # --baseline: the earlier run's rows
         self.baseline_diff = None  # an e2e.diff.Diff from the baseline to this run, once it finished
         self.html_report: Path | None = None
+        self.clock = WorkerClock()  # this process's time: start, its items, its pairs
+        self.clocks: dict[str, dict] = {}  # worker -> its `WorkerClock.summary()`
 
     @classmethod
     def configure(cls, config: pytest.Config, state: E2EState) -> RunRecorder:
@@ -67,8 +70,18 @@ class RunRecorder:
             self.record = None
             raise pytest.UsageError(str(error)) from None
 
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        self.clock.item_starts()
+        yield
+        self.clock.item_ends()
+
     def pytest_runtest_logreport(self, report):
-        if self.record is None or report.when != "call":
+        if report.when != "call":
+            return
+        if getattr(report, "node", None) is None:  # this process ran it (on a controller, a worker did)
+            self.clock.pair_seconds += sum(v.get("duration") or 0.0 for k, v in report.user_properties if k == "e2e")
+        if self.record is None:
             return
         for key, value in report.user_properties:
             if key == "e2e":
@@ -81,17 +94,22 @@ class RunRecorder:
     def pytest_testnodedown(self, node, error):
         if "e2e_peak_rss" in getattr(node, "workeroutput", {}):
             self.peaks[node.gateway.id] = tuple(node.workeroutput["e2e_peak_rss"])
+        if "e2e_clock" in getattr(node, "workeroutput", {}):
+            self.clocks[node.gateway.id] = node.workeroutput["e2e_clock"]
 
     def finish(self, session: pytest.Session, exitstatus: int) -> None:
         """At the session's end: a worker hands its peak memory to the controller; the
         controller writes the durations, the changes since the baseline and the reports."""
         if self.state.is_worker:
             session.config.workeroutput["e2e_peak_rss"] = _peak_rss(self.state)
+            session.config.workeroutput["e2e_clock"] = self.clock.summary()
             return
         if self.record is None:
             return
         if not self.peaks and self.record.rows:
             self.peaks["main"] = _peak_rss(self.state)
+        if not self.clocks and self.record.rows:
+            self.clocks["main"] = self.clock.summary()
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or watchdog.signalled()
         save_durations(session.config, self.record.rows)
         sharder = session.config.stash.get(SHARDER, None)
@@ -109,6 +127,7 @@ class RunRecorder:
                 w: {"worker": round(o), "largest_child": round(c), "largest_host": round(h), "largest_host_test": t}
                 for w, (o, c, h, t) in self.peaks.items()
             },
+            worker_seconds=dict(sorted(self.clocks.items())),
         )
 
     def _baseline_diff(self):
@@ -157,6 +176,42 @@ class RunRecorder:
 
 
 RECORDER = pytest.StashKey[RunRecorder]()
+
+
+class WorkerClock:
+    """Where a process that runs pairs spends its time (`run.json`'s `worker_seconds`, read
+    by `benchmarks/suite_report.py`): before its first item (imports, collection, warm-ups),
+    in its items, of which in its pairs (their rows' durations: capture to compare, in the
+    test's host), and after its last item. An item's time beyond its pair is the framework's:
+    starting or handing over the test's host, the golden run, the pair's row, a reduction."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.first_item: float | None = None
+        self.last_item_end: float | None = None
+        self.item_seconds = 0.0
+        self.pair_seconds = 0.0
+        self._item_start = 0.0
+
+    def item_starts(self) -> None:
+        self._item_start = time.monotonic()
+        if self.first_item is None:
+            self.first_item = self._item_start
+
+    def item_ends(self) -> None:
+        self.last_item_end = time.monotonic()
+        self.item_seconds += self.last_item_end - self._item_start
+
+    def summary(self) -> dict:
+        now = time.monotonic()
+        first = self.first_item if self.first_item is not None else now
+        last = self.last_item_end if self.last_item_end is not None else now
+        return {
+            "before_first_item": round(first - self.started, 2),
+            "items": round(self.item_seconds, 2),
+            "pairs": round(self.pair_seconds, 2),
+            "after_last_item": round(now - last, 2),
+        }
 
 
 @pytest.hookimpl(hookwrapper=True)
