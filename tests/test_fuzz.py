@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import torch
 
@@ -321,6 +322,8 @@ def test_a_tiny_real_campaign_writes_a_run_and_its_report(tmp_path):
     assert run["campaign"]["last_seed"] == campaign["last_seed"] == 2 and campaign["pairs"] == 3
     report = (reports / "fuzz.md").read_text()
     assert "3 programs, 3 pairs" in report and "new distinct bugs" in report
+    block_command = (Path(campaign["batches"][0]["directory"]) / "pytest.log").read_text().splitlines()[0]
+    assert " --timeout 10 " in block_command  # linalg alone: a built-in config's budget
     spent = campaign["batches"][0]["worker_seconds"]  # the block's worker: its items hold its pairs
     assert spent["items"] > spent["pairs"] > 0 and "% in pairs, " in report, spent
     assert "<svg" in (reports / "fuzz.html").read_text()
@@ -356,18 +359,19 @@ def test_a_campaigns_last_block_is_cut_to_what_fits_in_its_budget():
 
 
 def test_a_campaign_gives_its_pairs_a_budget_of_their_own(tmp_path):
-    """A generated pair is small: the campaign's pytest runs end a pair at `--timeout` (30 s
-    unless given), not at the suite's 300 s, so a hang (run twice) does not hold a worker for
-    a block's length."""
-    from e2e.fuzz import PAIR_BUDGET
+    """A generated pair is small: the campaign's pytest runs end a pair at `--timeout` (unless
+    given, 10 s on the six built-in configs alone, else 30 s), not at the suite's 300 s, so a
+    hang (run twice) does not hold a worker for a block's length."""
+    from e2e.fuzz import PAIR_BUDGET, pair_budget
     from e2e.fuzz.__main__ import parser
     from e2e.fuzz.campaign import Campaign, Plan
 
     def budget(command: list[str]) -> str:
         return command[command.index("--timeout") + 1]
 
-    assert parser().parse_args(["--reports-dir", "r"]).timeout == PAIR_BUDGET == 30
-    assert parser().parse_args(["--reports-dir", "r", "--timeout", "15"]).timeout == 15
+    assert pair_budget(["linalg", "tosa", "eager"]) == 10 and pair_budget(["linalg", "tosa@tosa-ref"]) == 30
+    assert parser().parse_args(["--reports-dir", "r"]).timeout is None  # then `pair_budget(configs)`
+    assert parser().parse_args(["--reports-dir", "r", "--timeout", "15"]).timeout == 15 and PAIR_BUDGET == 30
     campaign = Campaign(["linalg"], Plan(0, 4), tmp_path)
     assert budget(campaign.pytest_command(0, 4, tmp_path / "b")) == "30"
     campaign = Campaign(["linalg"], Plan(0, 4), tmp_path, pair_budget=15)

@@ -13,6 +13,18 @@ from typing import Sequence
 # (~8 s): at 300 s one hang of torch-mlir's greedy rewriter held a worker 620 s (its block
 # took 644 s, the others 142-223 s), at 60 s another held one 144 s (390 s, the others 154-168 s).
 PAIR_BUDGET = 30.0
+# A campaign on the six built-in configs alone gives a pair a third of that: their slowest
+# generated pair took 3.0 s, and a hang costs its budget twice, with gdb's look each time:
+# at 30 s, `Gen_998`'s hang in torch-mlir's contract pass (torchscript) held a worker 72 s
+# at the end of its block while the other had nothing left to run.
+BUILT_IN = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
+BUILT_IN_PAIR_BUDGET = 10.0
+
+
+def pair_budget(configs: Sequence[str]) -> float:
+    """A campaign pair's budget on `configs`: `BUILT_IN_PAIR_BUDGET` when each is a built-in
+    config, else `PAIR_BUDGET` (a runtime's compile of a generated program takes up to 9.5 s)."""
+    return BUILT_IN_PAIR_BUDGET if configs and all(c in BUILT_IN for c in configs) else PAIR_BUDGET
 
 
 def pytest_command(

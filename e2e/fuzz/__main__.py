@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from e2e.framework.shards import ShardSpec
-from e2e.fuzz import PAIR_BUDGET
+from e2e.fuzz import BUILT_IN_PAIR_BUDGET, PAIR_BUDGET, pair_budget
 from e2e.fuzz.campaign import BLOCK_PAIRS, Campaign, Plan, default_block
 from e2e.fuzz.triage import analyse
 
@@ -37,8 +37,9 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout",
         type=float,
-        default=PAIR_BUDGET,
-        help=f"seconds a pair may take before it counts as a hang (default {PAIR_BUDGET:g})",
+        default=None,
+        help=f"seconds a pair may take before it counts as a hang (default {BUILT_IN_PAIR_BUDGET:g} on the six "
+        f"built-in configs alone, else {PAIR_BUDGET:g})",
     )
     parser.add_argument("-n", dest="workers", type=int, default=2, help="pytest-xdist workers (default 2)")
     parser.add_argument("--reports-dir", type=Path, required=True)
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             Plan(args.seed, default_block(configs) if args.block is None else args.block, args.shard),
             args.reports_dir,
             workers=args.workers,
-            pair_budget=args.timeout,
+            pair_budget=pair_budget(configs) if args.timeout is None else args.timeout,
             minutes=args.minutes,
             programs=args.programs,
             extra=extra,

@@ -48,7 +48,6 @@ BATCHES = "batches"
 WORKER_PARTS = ("before_first_item", "items", "pairs", "after_last_item")  # `WorkerClock.summary`
 PROGRAM_CACHE = "cache"  # pytest's cache dir for the blocks: the program cache only
 REPRO_INDEX = "repro-index"  # the blocks' shared claim index (`e2e.reducer.bundle.index_root`)
-BUILT_IN = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
 # pytest's exit statuses that still mean a finished run: all passed, some failed.
 FINISHED = (0, 1)
 PR_SET_CHILD_SUBREAPER = 36
