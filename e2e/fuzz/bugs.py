@@ -323,8 +323,10 @@ def classify(rows: Iterable[dict], known: KnownSignatures, untaken: Callable[[Fa
                 failure.config, failure.signature, failure.guilty_op, failure.kind, known.carries(failure)
             )
         bug.failures.append(failure)
-    merged = merge_crash_sites(list(bugs.values()))
-    result.bugs = sorted(merged, key=lambda b: (b.known, b.config, b.signature.format(), b.guilty_op or ""))
+    result.bugs = sorted(
+        merge_crash_sites(list(bugs.values())),
+        key=lambda b: (b.known, b.config, b.signature.format(), b.guilty_op or ""),
+    )
     return result
 
 
@@ -337,6 +339,7 @@ def merge_crash_sites(bugs: list[Bug]) -> list[Bug]:
         place = bug.first.crash_pass
         if bug.kind == CRASH and place is not None and bug.guilty_op:
             groups[(bug.config, bug_key(bug.signature), place)].append(bug)
+    absorbed: set[int] = set()
     for group in groups.values():
         merged: list[tuple[set[str], Bug]] = []
         for bug in group:
@@ -345,10 +348,10 @@ def merge_crash_sites(bugs: list[Bug]) -> list[Bug]:
                 if common & ops:
                     into.failures.extend(bug.failures)
                     into.known = into.known or bug.known
-                    merged[index] = (common & ops, into)
                     into.guilty_op = ", ".join(sorted(common & ops))
-                    bugs.remove(bug)
+                    merged[index] = (common & ops, into)
+                    absorbed.add(id(bug))
                     break
             else:
                 merged.append((ops, bug))
-    return bugs
+    return [bug for bug in bugs if id(bug) not in absorbed]

@@ -137,7 +137,8 @@ def _triage_cost(campaign: dict) -> list[str]:
 def _worker_time(campaign: dict) -> list[str]:
     """Where the blocks' workers spent their time (each block's `worker_seconds`): in pairs,
     in the framework's share of their items, before the first and after the last item, and
-    outside pytest's plugin altogether (a worker's start before it, the block's end, merges)."""
+    outside pytest's plugin altogether (a worker's start before it; the time after xdist shut
+    down a worker that had nothing left while the other ran the block's last tests)."""
     batches = [b for b in campaign.get("batches", []) if b.get("worker_seconds")]
     workers = campaign.get("workers") or 2
     total = sum(b["wall_s"] for b in batches) * workers
@@ -151,7 +152,10 @@ def _worker_time(campaign: dict) -> list[str]:
         ("the framework's within items (hosts, golden runs, rows, in-block reductions)", framework),
         ("before the first item (imports, collection, warm-ups)", spent["before_first_item"]),
         ("after the last", spent["after_last_item"]),
-        ("outside the plugin (start-up before it, merges)", rest),
+        (
+            "outside the plugin (a worker's start-up, a worker shut down while the other ran the block's last tests)",
+            rest,
+        ),
     ]
     text = ", ".join(f"{100 * seconds / total:.0f}% {what}" for what, seconds in parts)
     return [f"Workers' time ({workers} workers x the blocks' wall, {total:.0f} s): {text}.", ""]
