@@ -107,9 +107,9 @@ def _name_return_types() -> int:
     """Give torch's own structured results (`torch.return_types.max`, `sort`, `topk`, ...) the
     serialized name `torch.export.save` asks of a pytree node: torch registers them without
     one, so a program returning one did not save (51 of the suite's captures were made again
-    after every torch-mlir rebuild). The name is the class's own; a load in another process
-    finds it there, as this module is imported to unpickle a capture. How many were named
-    (0 when torch's registry has changed shape: such programs are then captured again)."""
+    after every torch-mlir rebuild). The name is the class's own, given before a capture is
+    saved and before one is loaded, in whichever process. How many were named (0 when torch's
+    registry has changed shape: such programs are then captured again)."""
     try:
         from torch.return_types import all_return_types
         from torch.utils import _pytree
