@@ -97,36 +97,41 @@ def report(run: dict, rows: list[dict], upstream_seconds: float | None) -> list[
             "largest pairs (their test host's RSS during the pair): "
             + ", ".join(f"{row['test']}[{row['config']}] {row.get('peak_rss_mib', 0.0):.0f} MiB" for row in biggest)
         )
-    clocks = run.get("worker_seconds") or {}
-    if clocks:
-        lines.append(
-            "worker time (s): "
-            + "; ".join(
-                f"{worker} {c['before_first_item']:.1f} before its first item, {c['items']:.1f} in items "
-                f"({c['pairs']:.1f} in pairs, {c['items'] - c['pairs']:.1f} the framework's: hosts, golden runs, "
-                f"rows, reductions), {c['after_last_item']:.1f} after"
-                for worker, c in sorted(clocks.items())
+    lines += per_worker(
+        "worker time (s): ",
+        run.get("worker_seconds"),
+        lambda c: (
+            f"{c['before_first_item']:.1f} before its first item, {c['items']:.1f} in items "
+            f"({c['pairs']:.1f} in pairs, {c['items'] - c['pairs']:.1f} the framework's: hosts, golden runs, "
+            f"rows, reductions), {c['after_last_item']:.1f} after"
+        ),
+        "; ",
+    )
+    lines += per_worker(
+        "peak RSS per worker: ",
+        run.get("peak_rss_mib"),
+        lambda p: (
+            f"{p['worker']} MiB (largest child {p['largest_child']} MiB"
+            + (
+                f"; largest test host {p['largest_host']} MiB, {p['largest_host_test']})"
+                if "largest_host" in p
+                else ")"
             )
-        )
-    peaks = run.get("peak_rss_mib") or {}
-    if peaks:
-        lines.append(
-            "peak RSS per worker: "
-            + ", ".join(
-                f"{worker} {p['worker']} MiB (largest child {p['largest_child']} MiB"
-                + (
-                    f"; largest test host {p['largest_host']} MiB, {p['largest_host_test']})"
-                    if "largest_host" in p
-                    else ")"
-                )
-                for worker, p in sorted(peaks.items())
-            )
-        )
+        ),
+        ", ",
+    )
     outcomes: dict[str, int] = defaultdict(int)
     for row in rows:
         outcomes[row["outcome"]] += 1
     lines.append("outcomes: " + ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items())))
     return lines
+
+
+def per_worker(label: str, by_worker: dict | None, text, separator: str) -> list[str]:
+    """One line: `label`, then each worker's `text(value)` after its name; none without values."""
+    if not by_worker:
+        return []
+    return [label + separator.join(f"{worker} {text(value)}" for worker, value in sorted(by_worker.items()))]
 
 
 def main() -> None:
