@@ -284,6 +284,42 @@ def test_a_crash_in_the_contract_pass_is_reduced_in_the_inner_passes_it_dies_in(
     assert op_count((outcome.bundle / "repro.mlir").read_text().split("{-#")[0]) <= 10
 
 
+# logsumexp over dims the program is given at run time, then group_norm of the result:
+# torch-mlir 20261001's torch-decompose-complex-ops never ends on it (the campaigns' seed 998,
+# on torchscript, reduced by hand).
+GROUP_NORM_HANG = """
+module {
+  func.func @main(%arg0: !torch.vtensor<[4,2,3],f32>, %arg1: !torch.vtensor<[1],f32>, %arg2: !torch.vtensor<[1],f32>,
+                  %arg3: !torch.bool, %arg4: !torch.list<int>) -> !torch.tensor {
+    %0 = torch.tensor_static_info_cast %arg0 : !torch.vtensor<[4,2,3],f32> to !torch.vtensor
+    %1 = torch.copy.to_tensor %0 : !torch.tensor
+    %2 = torch.tensor_static_info_cast %arg1 : !torch.vtensor<[1],f32> to !torch.vtensor
+    %3 = torch.copy.to_tensor %2 : !torch.tensor
+    %4 = torch.tensor_static_info_cast %arg2 : !torch.vtensor<[1],f32> to !torch.vtensor
+    %5 = torch.copy.to_tensor %4 : !torch.tensor
+    %true = torch.constant.bool true
+    %int1 = torch.constant.int 1
+    %eps = torch.constant.float 1.000000e-05
+    %6 = torch.aten.logsumexp %1, %arg4, %true : !torch.tensor, !torch.list<int>, !torch.bool -> !torch.tensor
+    %7 = torch.aten.group_norm %6, %int1, %3, %5, %eps, %arg3
+        : !torch.tensor, !torch.int, !torch.tensor, !torch.tensor, !torch.float, !torch.bool -> !torch.tensor
+    return %7 : !torch.tensor
+  }
+}
+"""
+
+
+def test_a_hang_in_the_contract_pass_is_localized_to_the_inner_pass_it_hangs_in():
+    """A hang inside `torch-lower-to-backend-contract` is replayed pass by pass and its case
+    runs the pass it hangs in, on that pass's input: each query of its reduction runs one
+    pass, and its bundle names the pass a torch-mlir developer looks at."""
+    localized = localize_crash(GROUP_NORM_HANG, [CONTRACT], "torch-backend", timeout=10, hang=True)
+    assert localized is not None and localized.case.kind == "hang"
+    assert localized.case.pipeline == ["func.func(torch-decompose-complex-ops{})"], localized.case.pipeline
+    assert localized.case.signature.format() == "timeout | torch-backend"
+    assert "torch.aten.group_norm" in localized.ir
+
+
 def test_miscompile_found_node_by_node(tmp_path):
     chain = stage_pipelines(load_config("linalg"))["backend"]
     broken = [*chain[: -len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -120,14 +121,14 @@ def localize_crash(
         _, entry = (scratch / "pass").read_text().split("\n", 1)
         before = (scratch / "before.mlir").read_text()
         if hang:
-            return Localized(
-                Case(HANG, stage, [entry], ended_signature("timeout", stage), hang_seconds=HANG_SECONDS), before, []
-            )
-        signature = crash_signature(stage, outcome.stderr_tail, outcome.reason)
-        localized = Localized(Case(CRASH, stage, [entry], signature), before, [outcome.stderr_tail])
+            signature = ended_signature("timeout", stage)
+            localized = Localized(Case(HANG, stage, [entry], signature, hang_seconds=HANG_SECONDS), before, [])
+        else:
+            signature = crash_signature(stage, outcome.stderr_tail, outcome.reason)
+            localized = Localized(Case(CRASH, stage, [entry], signature), before, [outcome.stderr_tail])
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    return _crash_inside_contract(localized, timeout) or localized
+    return _ended_inside_contract(localized, timeout) or localized
 
 
 # torch-mlir's abstract interpretation inside the simplification pipeline: a reify pass wraps
@@ -136,15 +137,16 @@ def localize_crash(
 _CALCULATION_OPENS, _CALCULATION_CLOSES = "torch-reify-", "torch-drop-abstract-interp-calculations"
 
 
-def _crash_inside_contract(localized: Localized, timeout: float) -> Localized | None:
-    """A crash in torch-mlir's `torch-lower-to-backend-contract`, replayed step by step: the
-    pass of its simplification pipeline it dies in, at the iteration it dies in, and that
-    pass's input. None for another pass, or when the replay does not die with the same
-    signature (the crash is the contract pass's own, or needs the whole pass).
+def _ended_inside_contract(localized: Localized, timeout: float) -> Localized | None:
+    """A crash or hang in torch-mlir's `torch-lower-to-backend-contract`, replayed step by
+    step: the pass of its simplification pipeline it dies (or hangs) in, at the iteration it
+    does, and that pass's input. None for another pass, or when the replay does not end the
+    same way (the crash is the contract pass's own, or needs the whole pass).
 
     Each query of the reduction then runs that one pass, not the whole contract pass: a
     candidate that no longer crashes iterates the contract pass to its limit and then fails
-    its check, 1-2 s a query where one pass takes milliseconds. A crash while the ops are
+    its check, 1-2 s a query where one pass takes milliseconds; and the bundle names the pass
+    (`Gen_998` of the campaigns hangs in `torch-decompose-complex-ops`). A crash while the ops are
     wrapped in their shape or dtype calculations starts where they were wrapped (the reify
     pass's input, that pass through the one that crashes): the module then holds the program's
     ops, not every op of their inlined shape functions, and the bundle runs the passes a
@@ -178,18 +180,24 @@ def _crash_inside_contract(localized: Localized, timeout: float) -> Localized | 
                     return  # a fixed point: the contract pass would go no further
 
         outcome = isolation.run_forked(child, timeout)
-        if not isinstance(outcome, isolation.Crashed) or not (scratch / "pass").exists():
+        ended = isolation.TimedOut if case.kind == HANG else isolation.Crashed
+        if not isinstance(outcome, ended) or not (scratch / "pass").exists():
             return None
-        if crash_signature(case.stage, outcome.stderr_tail, outcome.reason) != case.signature:
+        if case.kind != HANG and crash_signature(case.stage, outcome.stderr_tail, outcome.reason) != case.signature:
             return None
-        index, diagnostics = int((scratch / "pass").read_text()), [outcome.stderr_tail]
+        index, diagnostics = int((scratch / "pass").read_text()), localized.diagnostics
+        if case.kind != HANG:
+            diagnostics = [outcome.stderr_tail]
         if (scratch / "opened").exists():
             opened = int((scratch / "opened").read_text())
-            wrapped = Case(CRASH, case.stage, passes[opened : index + 1], case.signature)
+            wrapped = dataclasses.replace(case, pipeline=passes[opened : index + 1])
             ir = (scratch / "opened.mlir").read_text()
             if observe(wrapped, ir, timeout=timeout) == case.signature:
                 return Localized(wrapped, ir, diagnostics)
         before = (scratch / "before.mlir").read_text()
-        return Localized(Case(CRASH, case.stage, [passes[index]], case.signature), before, diagnostics)
+        inner = dataclasses.replace(case, pipeline=[passes[index]])
+        if case.kind == HANG and observe(inner, before) != case.signature:
+            return None  # slow over many passes, not one pass that hangs: the contract pass it is
+        return Localized(inner, before, diagnostics)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
