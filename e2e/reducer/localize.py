@@ -9,10 +9,9 @@
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -185,17 +184,16 @@ def _ended_inside_contract(localized: Localized, timeout: float) -> Localized | 
             return None
         if case.kind != HANG and crash_signature(case.stage, outcome.stderr_tail, outcome.reason) != case.signature:
             return None
-        index, diagnostics = int((scratch / "pass").read_text()), localized.diagnostics
-        if case.kind != HANG:
-            diagnostics = [outcome.stderr_tail]
+        index = int((scratch / "pass").read_text())
+        diagnostics = localized.diagnostics if case.kind == HANG else [outcome.stderr_tail]
         if (scratch / "opened").exists():
             opened = int((scratch / "opened").read_text())
-            wrapped = dataclasses.replace(case, pipeline=passes[opened : index + 1])
+            wrapped = replace(case, pipeline=passes[opened : index + 1])
             ir = (scratch / "opened.mlir").read_text()
             if observe(wrapped, ir, timeout=timeout) == case.signature:
                 return Localized(wrapped, ir, diagnostics)
         before = (scratch / "before.mlir").read_text()
-        inner = dataclasses.replace(case, pipeline=[passes[index]])
+        inner = replace(case, pipeline=[passes[index]])
         if case.kind == HANG and observe(inner, before) != case.signature:
             return None  # slow over many passes, not one pass that hangs: the contract pass it is
         return Localized(inner, before, diagnostics)
