@@ -4,6 +4,8 @@
     reports/results.jsonl  one row per pair, appended as each pair finishes
     reports/results.json   every row, sorted, written when the run ends
 
+and the clock each worker keeps of its time (`WorkerClock`, in `run.json`'s `worker_seconds`).
+
 A run holds a lock on the directory for its whole life: a second run on the same
 directory is refused with a clear error instead of deleting files the first one is
 writing. A run killed outright leaves `run.json` saying `running` for a dead pid, and
@@ -115,3 +117,39 @@ class RunRecord:
         os.close(self._lock_fd)
         self._lock_fd = None
         return page
+
+
+# What a `WorkerClock.summary()` holds, in order (`run.json`'s `worker_seconds`, per worker).
+WORKER_PARTS = ("before_first_item", "items", "pairs", "after_last_item")
+
+
+class WorkerClock:
+    """Where a process that runs pairs spends its time (`run.json`'s `worker_seconds`, read
+    by `benchmarks/suite_report.py`): before its first item (imports, collection, warm-ups),
+    in its items, of which in its pairs (their rows' durations: capture to compare, in the
+    test's host), and after its last item. An item's time beyond its pair is the framework's:
+    starting or handing over the test's host, the golden run, the pair's row, a reduction."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+        self.first_item: float | None = None
+        self.last_item_end: float | None = None
+        self.item_seconds = 0.0
+        self.pair_seconds = 0.0
+        self._item_start = 0.0
+
+    def item_starts(self) -> None:
+        self._item_start = time.monotonic()
+        if self.first_item is None:
+            self.first_item = self._item_start
+
+    def item_ends(self) -> None:
+        self.last_item_end = time.monotonic()
+        self.item_seconds += self.last_item_end - self._item_start
+
+    def summary(self) -> dict:
+        now = time.monotonic()
+        first = self.first_item if self.first_item is not None else now
+        last = self.last_item_end if self.last_item_end is not None else now
+        seconds = (first - self.started, self.item_seconds, self.pair_seconds, now - last)
+        return {part: round(value, 2) for part, value in zip(WORKER_PARTS, seconds)}

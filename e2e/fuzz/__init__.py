@@ -17,14 +17,15 @@ PAIR_BUDGET = 30.0
 # generated pair took 3.0 s, and a hang costs its budget twice, with gdb's look each time:
 # at 30 s, `Gen_998`'s hang in torch-mlir's contract pass (torchscript) held a worker 72 s
 # at the end of its block while the other had nothing left to run.
-BUILT_IN = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
 BUILT_IN_PAIR_BUDGET = 10.0
 
 
 def pair_budget(configs: Sequence[str]) -> float:
     """A campaign pair's budget on `configs`: `BUILT_IN_PAIR_BUDGET` when each is a built-in
     config, else `PAIR_BUDGET` (a runtime's compile of a generated program takes up to 9.5 s)."""
-    return BUILT_IN_PAIR_BUDGET if configs and all(c in BUILT_IN for c in configs) else PAIR_BUDGET
+    from e2e.configs import CONFIG_NAMES
+
+    return BUILT_IN_PAIR_BUDGET if configs and all(c in CONFIG_NAMES for c in configs) else PAIR_BUDGET
 
 
 def pytest_command(

@@ -38,14 +38,13 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from e2e.framework.results_files import load_rows
-from e2e.framework.run_record import write_json_atomic
+from e2e.framework.run_record import WORKER_PARTS, write_json_atomic
 from e2e.framework.shards import ShardSpec
 from e2e.fuzz import PAIR_BUDGET, pytest_command
 from e2e.merge import merge
 from e2e.reducer.bundle import REPRO_INDEX_ENV
 
 BATCHES = "batches"
-WORKER_PARTS = ("before_first_item", "items", "pairs", "after_last_item")  # `WorkerClock.summary`
 PROGRAM_CACHE = "cache"  # pytest's cache dir for the blocks: the program cache only
 REPRO_INDEX = "repro-index"  # the blocks' shared claim index (`e2e.reducer.bundle.index_root`)
 # pytest's exit statuses that still mean a finished run: all passed, some failed.

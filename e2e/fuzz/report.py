@@ -13,8 +13,8 @@ from collections import Counter
 from pathlib import Path
 
 from e2e.framework.html_report import ReportTable
+from e2e.framework.run_record import WORKER_PARTS
 from e2e.fuzz.bugs import Bug, Classified
-from e2e.fuzz.campaign import WORKER_PARTS
 from e2e.fuzz.programs import seed_of
 from e2e.generate.oracle import F64_DISTANCE, NARROW_ACCUMULATION, ORACLE_NOTE, SPEC_REFUSAL
 

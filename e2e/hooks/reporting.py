@@ -5,7 +5,6 @@ since `--baseline`."""
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from e2e.framework.isolation import GIB
 from e2e.framework.platform import cpu_description, torch_cpu_capability
 from e2e.framework.report import header_lines, hung_once, summarize
 from e2e.framework.result import PASS, SKIP
-from e2e.framework.run_record import ReportsDirBusy, RunRecord
+from e2e.framework.run_record import ReportsDirBusy, RunRecord, WorkerClock
 from e2e.hooks import watchdog
 from e2e.hooks.scheduling import SHARDER, save_durations
 from e2e.report_tables import report_tables
@@ -176,42 +175,6 @@ class RunRecorder:
 
 
 RECORDER = pytest.StashKey[RunRecorder]()
-
-
-class WorkerClock:
-    """Where a process that runs pairs spends its time (`run.json`'s `worker_seconds`, read
-    by `benchmarks/suite_report.py`): before its first item (imports, collection, warm-ups),
-    in its items, of which in its pairs (their rows' durations: capture to compare, in the
-    test's host), and after its last item. An item's time beyond its pair is the framework's:
-    starting or handing over the test's host, the golden run, the pair's row, a reduction."""
-
-    def __init__(self) -> None:
-        self.started = time.monotonic()
-        self.first_item: float | None = None
-        self.last_item_end: float | None = None
-        self.item_seconds = 0.0
-        self.pair_seconds = 0.0
-        self._item_start = 0.0
-
-    def item_starts(self) -> None:
-        self._item_start = time.monotonic()
-        if self.first_item is None:
-            self.first_item = self._item_start
-
-    def item_ends(self) -> None:
-        self.last_item_end = time.monotonic()
-        self.item_seconds += self.last_item_end - self._item_start
-
-    def summary(self) -> dict:
-        now = time.monotonic()
-        first = self.first_item if self.first_item is not None else now
-        last = self.last_item_end if self.last_item_end is not None else now
-        return {
-            "before_first_item": round(first - self.started, 2),
-            "items": round(self.item_seconds, 2),
-            "pairs": round(self.pair_seconds, 2),
-            "after_last_item": round(now - last, 2),
-        }
 
 
 @pytest.hookimpl(hookwrapper=True)
