@@ -119,6 +119,15 @@ def test_pass_crashing_the_process(tmp_path):
     assert "math.tanh" in outcome.guilty_op
     assert op_count((outcome.bundle / "repro.mlir").read_text().split("{-#")[0]) <= 5
     assert run_repro(outcome.bundle).returncode != 0  # the repro crashes while the bug is there
+    # Its first process only starts the child that replays the crash: it imports no MLIR
+    # (`-X importtime` lists the first process's imports; the child is started without it).
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", str(outcome.bundle / "repro.py")], capture_output=True, text=True, timeout=120
+    )
+    imported = [line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert done.returncode == 1 and "REPRODUCED" in done.stdout, done.stdout + done.stderr
+    assert "replay_runtime.signature" in imported  # it read the case and its signature
+    assert not [name for name in imported if name.split(".")[0] in ("torch", "torch_mlir", "numpy")]
 
 
 # A JIT frontend's `@main`: every tensor argument declares its bound; `cat` has no operand

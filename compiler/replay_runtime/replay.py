@@ -19,8 +19,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from .mlir import StageError, format_diagnostics, new_context, parse_module
-from .pipeline import load_pass_modules, run_entries
+# The MLIR bindings (and torch) are imported by the functions that replay: a crash case's
+# first process only starts the child that replays it (`_main_crash`) and reads its death,
+# so it leaves them out (~0.3 s of a bundle's verification).
 from .signature import Signature, crash_signature, mismatch_signature, process_ending, stage_signature
 
 ERROR, CRASH, MISMATCH, HANG = "error", "crash", "mismatch", "hang"
@@ -59,6 +60,9 @@ def compile_signature(
 ) -> tuple[Signature | None, list[str]]:
     """Run `pipeline` on `text` in this process: (signature, diagnostics), signature None when it passes."""
     from torch_mlir import ir
+
+    from .mlir import StageError, format_diagnostics, new_context, parse_module
+    from .pipeline import run_entries
 
     try:
         module = parse_module(text, new_context())
@@ -126,6 +130,8 @@ def arity(text: str) -> int:
     """How many arguments @main takes (a mismatch candidate must keep its inputs)."""
     from torch_mlir import ir
 
+    from .mlir import new_context, parse_module
+
     module = parse_module(text, new_context())
     for op in module.body.operations:
         if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
@@ -139,6 +145,8 @@ def _observe_mismatch(case: Case, text: str, bundle_dir: Path | None, report=Non
 
     from .compare import Tolerance, compare_tensors
     from .engine import ELEMENT_DTYPES, RefBackendProgram, from_storage_array
+    from .mlir import new_context, parse_module
+    from .pipeline import run_entries
 
     assert bundle_dir is not None, "a mismatch case needs its inputs.npz and expected.npz"
     signature, _ = compile_signature(text, "lower", [], None)
@@ -184,6 +192,8 @@ def strip_reproducer_resource(text: str) -> str:
 
 def replay(bundle_dir: Path, case: Case, *, report=None) -> Signature | None:
     """The signature the bundle's repro.mlir shows now under `case`."""
+    from .pipeline import load_pass_modules
+
     load_pass_modules(bundle_dir, case.pipeline)
     text = strip_reproducer_resource((bundle_dir / "repro.mlir").read_text())
     return observe(case, text, bundle_dir, report=report)
