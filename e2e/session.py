@@ -335,7 +335,9 @@ class E2EState:
                 shape_mode=self.shape_mode,
                 config_loader=functools.partial(_load_named, dict(self.configs)),
                 golden_limits=self.limits(test),
-                reducer=_reduce_on_host,
+                # A campaign's blocks (`--reduce-unnamed`) leave the type check to its triage,
+                # which checks each bug once (`e2e.fuzz.triage.check_types`).
+                reducer=functools.partial(_reduce_on_host, check_types=not self.reduce_unnamed_only),
                 frontend_cache=self.frontend_cache,
                 program_cache=self.program_cache,
                 spare=spare,
@@ -506,8 +508,8 @@ def has_timeout(config) -> bool:
     return config.pluginmanager.hasplugin("timeout")
 
 
-def _reduce_on_host(result, prepared, config, reports_dir, time_box, memory_bytes):
+def _reduce_on_host(result, prepared, config, reports_dir, time_box, memory_bytes, *, check_types=True):
     """The reducer a test host is handed (imported in the host, when a failure needs it)."""
     from e2e.reducer.strategies import reduce_isolated
 
-    return reduce_isolated(result, prepared, config, reports_dir, time_box, memory_bytes)
+    return reduce_isolated(result, prepared, config, reports_dir, time_box, memory_bytes, check_types=check_types)

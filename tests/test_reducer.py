@@ -506,7 +506,7 @@ ASSERTING_LOWER_IR = (
 
 
 def _reduce_execute_crash(
-    tmp_path, test: str = "T", *, snapshot: str = "4-lower.mlir", ir=ASSERTING_LOWER_IR, inputs=None
+    tmp_path, test: str = "T", *, snapshot: str = "4-lower.mlir", ir=ASSERTING_LOWER_IR, inputs=None, check_types=True
 ):
     """A linalg pair of `test` that crashed in execute, its stage input `ir` saved as
     `snapshot`, reduced under `tmp_path`; `inputs`: its real inputs (None: no prepared test)."""
@@ -520,7 +520,7 @@ def _reduce_execute_crash(
     prepared = None if inputs is None else SimpleNamespace(failing_call=lambda index: ("forward", inputs))
     signature = Signature("crash", "execute", "killed by SIGABRT")
     result = SimpleNamespace(test=test, outcome="crash", stage="execute", failing_call=0, signature=signature)
-    return reduce_result(result, prepared, load_config("linalg"), tmp_path, time_box=60)
+    return reduce_result(result, prepared, load_config("linalg"), tmp_path, time_box=60, check_types=check_types)
 
 
 def test_execute_crash_reduces_to_the_failing_assert(tmp_path):
@@ -598,6 +598,18 @@ def test_a_failure_sharing_a_bundle_is_not_type_checked_again(tmp_path, monkeypa
     first, again = _reduce_execute_crash(tmp_path, "First"), _reduce_execute_crash(tmp_path, "Again")
     assert first.stopped != "shared" and again.stopped == "shared" and again.bundle == first.bundle
     assert checked == ["First"]
+
+
+def test_a_campaign_blocks_reduction_leaves_the_type_check_to_its_triage(tmp_path, monkeypatch):
+    # `--reduce-unnamed` (a campaign's blocks): the campaign's triage checks each bug's types
+    # once (`e2e.fuzz.triage.check_types`), so the block's reducer does not replay them.
+    import e2e.reducer.strategies as strategies
+
+    checked = []
+    real = strategies.types_broke
+    monkeypatch.setattr(strategies, "types_broke", lambda pair, *a: checked.append(pair.result.test) or real(pair, *a))
+    outcome = _reduce_execute_crash(tmp_path, "InBlock", check_types=False)
+    assert outcome.bundle is not None and outcome.verified and checked == []
 
 
 def test_lazy_capture_failure_becomes_a_torch_script(tmp_path):

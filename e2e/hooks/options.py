@@ -127,7 +127,8 @@ def pytest_addoption(parser):
         "--reduce-unnamed",
         action="store_true",
         help="write bundles only for wrong results and crashes whose signature names no op: the bundle's "
-        "guilty op is what tells such failures apart (a fuzzing campaign's blocks)",
+        "guilty op is what tells such failures apart (a fuzzing campaign's blocks, whose triage then checks each "
+        "bug's types once: the reducer does not)",
     )
     group.addoption("--reduce-timeout", type=float, default=60.0, help="reducer time box per failure, s (default 60)")
     group.addoption("--reduce-xfailed", action="store_true", help="write bundles for expected failures too")

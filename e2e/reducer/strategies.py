@@ -53,15 +53,18 @@ def candidates(pair: FailingPair) -> list[Strategy]:
     return taken
 
 
-def reduce_result(result, prepared, config, reports_dir: Path, time_box: float = DEFAULT_TIME_BOX) -> ReduceOutcome:
+def reduce_result(
+    result, prepared, config, reports_dir: Path, time_box: float = DEFAULT_TIME_BOX, *, check_types: bool = True
+) -> ReduceOutcome:
     """A failing pair's Result -> its bundle (or why there is none), and where its types
     broke when a step before the failing pass broke them, with a second bundle that starts
-    where they still agreed."""
+    where they still agreed (unless not `check_types`: 2 s for a torch-backend crash, whose
+    replay crashes again when no earlier step broke the types)."""
     pair = FailingPair(result, prepared, config, Path(reports_dir))
     outcome = _reduce(pair, time_box)
     # A failure that shares an earlier one's bundle is that bug again: its type check was done
     # for the bundle (its README says where the types broke), and is not replayed for each pair.
-    checked = types_broke(pair) if outcome.stopped != SHARED else TypeCheck()
+    checked = types_broke(pair) if outcome.stopped != SHARED and check_types else TypeCheck()
     outcome.types_broke, outcome.type_check_failed, outcome.types_bundle = checked.broke, checked.failed, checked.bundle
     outcome.types_root = checked.root
     if outcome.types_broke is not None and outcome.bundle is not None:
@@ -158,7 +161,14 @@ def _types_bundle(pair: FailingPair, broke: TypesBroke) -> TypeCheck:
 
 
 def reduce_isolated(
-    result, prepared, config, reports_dir: Path, time_box: float = DEFAULT_TIME_BOX, memory_bytes: int | None = None
+    result,
+    prepared,
+    config,
+    reports_dir: Path,
+    time_box: float = DEFAULT_TIME_BOX,
+    memory_bytes: int | None = None,
+    *,
+    check_types: bool = True,
 ) -> ReduceOutcome | str:
     """`reduce_result` in a forked, single-threaded child; why not, as a note, when it ends badly.
 
@@ -168,7 +178,7 @@ def reduce_isolated(
 
     def child() -> ReduceOutcome:
         single_threaded()
-        return reduce_result(result, prepared, config, reports_dir, time_box)
+        return reduce_result(result, prepared, config, reports_dir, time_box, check_types=check_types)
 
     limit = time_box + 150
     outcome = isolation.run_forked(child, timeout=limit, memory_bytes=memory_bytes)
