@@ -81,7 +81,53 @@ def test_a_half_precision_result_no_further_than_narrow_accumulation_is_acquitte
 def test_a_half_precision_result_further_than_narrow_accumulation_is_a_wrong_result():
     explanation = judged_half_sum(0.5)
     assert not explanation.acquit
-    assert "narrow accumulation failed: a wrong result" in explanation.notes[0]
+    assert "narrow accumulation failed; rounding band failed: a wrong result" in explanation.notes[0]
+
+
+def judged_half_cancel(compiled: float):
+    """The oracle on (a + b) - a in float16, a = 1000, b = 0.3: torch rounds a + b to 1000.5
+    (float16's spacing there is 0.5) and gives 0.5; float64 gives b. One rounding of a + b,
+    wherever a compiler makes it, moves the answer by up to half that spacing."""
+    a, b = torch.full((2,), 1000.0, dtype=torch.float16), torch.full((2,), 0.3, dtype=torch.float16)
+    prepared = prepare(Test("Fuzz_HalfCancel", Cancel, lambda module, tu: module.forward(a, b)))
+    golden = prepared.golden[0]
+    trace = [TraceItem(golden.method, golden.inputs, torch.full((2,), compiled, dtype=torch.float16))]
+    mismatch = compare_traces(prepared.golden, trace)
+    assert mismatch is not None and mismatch.kind == "values"
+    return Float64Oracle().explain(prepared, Outcome("compare", mismatch=mismatch, trace=trace))
+
+
+def test_a_half_precision_result_within_one_rounding_of_its_values_is_acquitted():
+    # 0.0: a + b rounded down to 1000 (0.3 from float64, torch 0.2): no further check acquits it
+    explanation = judged_half_cancel(0.0)
+    assert explanation.acquit
+    assert "narrow accumulation failed; rounding band acquits" in explanation.notes[0]
+    assert "rounding band 0.4" in explanation.notes[0]  # a + b moved by up to 1000 * 2**-11 = 0.49
+
+
+def test_a_half_precision_result_beyond_rounding_is_a_wrong_result():
+    explanation = judged_half_cancel(2.0)  # 1.7 from float64: more than two roundings of a + b
+    assert not explanation.acquit
+    assert "rounding band failed: a wrong result" in explanation.notes[0]
+
+
+def test_the_rounding_band_perturbs_only_what_an_op_computes_in_half_precision():
+    """float32 values are not perturbed (a compiler computes them in float32 too), nor views;
+    a float16 value is, by at most float16's unit roundoff, the same way for the same seed."""
+    from e2e.generate.oracle import run_perturbed
+
+    class Mixed(torch.nn.Module):
+        def forward(self, x, h):
+            return x * 3.0, (h * 3.0).view(-1), h.view(-1)
+
+    x, h = torch.full((64,), 0.1), torch.full((64,), 0.1, dtype=torch.float16)
+    item = TraceItem("forward", [x, h], None)
+    f32, f16, view = run_perturbed(Mixed(), item, seed=0)
+    assert f32.dtype == torch.float64 and torch.equal(f32, x.double() * 3.0)
+    assert torch.equal(view, h.double())
+    exact = h.double() * 3.0
+    assert 0 < float(((f16 - exact) / exact).abs().max()) <= 2.0**-11
+    assert torch.equal(f16, run_perturbed(Mixed(), item, seed=0)[1])
 
 
 def test_narrow_accumulation_computes_the_ops_exactly_where_nothing_rounds():
@@ -638,3 +684,12 @@ def test_a_kept_regression_is_reused_only_for_the_program_it_was_shrunk_from():
         if {(n.name, n.op) for n in p.nodes} - {(n.name, n.op) for n in original.nodes}
     )
     assert not shrunk_from(stranger, original)
+
+
+def test_the_report_counts_the_verdicts_each_oracle_check_turned_away():
+    from e2e.fuzz.report import oracle_counts
+
+    acquitted = judged_half_cancel(0.0).notes[0]
+    rows = [{"notes": [acquitted]}, {"notes": [judged_half_cancel(2.0).notes[0]]}, {"notes": ["reducer: ..."]}]
+    counts = oracle_counts(rows)
+    assert counts["rounding band"] == 1 and counts["narrow accumulation"] == 0 and counts["float64 distance"] == 0

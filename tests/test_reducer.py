@@ -122,7 +122,10 @@ def test_pass_crashing_the_process(tmp_path):
     # Its first process only starts the child that replays the crash: it imports no MLIR
     # (`-X importtime` lists the first process's imports; the child is started without it).
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", str(outcome.bundle / "repro.py")], capture_output=True, text=True, timeout=120
+        [sys.executable, "-X", "importtime", str(outcome.bundle / "repro.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     imported = [line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
     assert done.returncode == 1 and "REPRODUCED" in done.stdout, done.stdout + done.stderr

@@ -16,6 +16,14 @@ A generated program is nobody's intent, so a disagreement with torch is not yet 
   compiler does) accumulated one term at a time in its own dtype
   (`NarrowAccumulationMode`); a compiled result no further from float64 than that is
   acquitted too.
+- Rounding band: a compiler may round a half-precision program's values elsewhere than
+  torch does (keep a fused intermediate in float32, sum in another order), and a result
+  that is sensitive to its intermediates (a sine near a multiple of pi, a power) moves by
+  more than the tolerance for one step of float16 or bfloat16 upstream. The program is run
+  in float64 `BAND_RUNS` more times with every value an op computes in half precision
+  (torch's dtype for it) perturbed by a random relative error of at most that dtype's unit
+  roundoff (`PerturbedFloat64Mode`, seeded): a compiled result no further from float64 than
+  `BAND_FACTOR` times the furthest of those runs is within rounding, and acquitted.
 - `SpecRefusal`: a reference model that refuses an op its spec leaves undefined (the TOSA
   reference model on `pow` of a negative base) while torch's program is defined (finite
   golden outputs on inputs the generator kept in every op's domain) blames the lowering
@@ -45,8 +53,8 @@ from e2e.framework.trace import Trace, TraceItem, clone_tree
 ORACLE_NOTE = "oracle:"
 # The checks a verdict passes, in the order they are made (the campaign's counters).
 TOLERANCE, F64_DISTANCE, SPEC_REFUSAL = "tolerance", "float64 distance", "spec refusal"
-NARROW_ACCUMULATION = "narrow accumulation"
-ORACLE_CHECKS = (TOLERANCE, F64_DISTANCE, NARROW_ACCUMULATION, SPEC_REFUSAL)
+NARROW_ACCUMULATION, ROUNDING_BAND = "narrow accumulation", "rounding band"
+ORACLE_CHECKS = (TOLERANCE, F64_DISTANCE, NARROW_ACCUMULATION, ROUNDING_BAND, SPEC_REFUSAL)
 NARROW_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 HALF_FLOATS = (torch.float16, torch.bfloat16)
 
@@ -73,6 +81,89 @@ def run_float64(module: torch.nn.Module, item: TraceItem) -> Any:
     native = copy.deepcopy(module)
     with torch.no_grad(), Float64Mode():
         return getattr(native, item.method)(*clone_tree(item.inputs))
+
+
+# The rounding band: runs with every half-precision value perturbed, and how far beyond the
+# furthest of them a compiled result may be (two roundings where a run draws one).
+BAND_RUNS, BAND_FACTOR = 16, 2.0
+UNIT_ROUNDOFF = {torch.float16: 2.0**-11, torch.bfloat16: 2.0**-8}
+_NOMINAL = "_e2e_nominal_dtype"  # the dtype torch computes a float64 value in
+
+
+_aten = torch.ops.aten
+# Ops that move or select values without computing new ones: exact in any dtype, not perturbed
+# (a cast, `_to_copy` to another dtype, rounds and is).
+EXACT_OPS = frozenset(
+    {
+        *(_aten.clone, _aten.copy, _aten._to_copy, _aten.cat, _aten.stack, _aten.index_select, _aten.gather),
+        *(_aten.index, _aten.constant_pad_nd, _aten.flip, _aten.roll, _aten.repeat, _aten.where, _aten.masked_fill),
+        *(_aten.amax, _aten.amin, _aten.max, _aten.min, _aten.maximum, _aten.minimum, _aten.relu, _aten.abs),
+        *(_aten.neg, _aten.clamp, _aten.tril, _aten.triu, _aten.slice_scatter, _aten.select_scatter),
+    }
+)
+
+
+def _computes(func, args, nominal: torch.dtype) -> bool:
+    """Whether `func` computes values (a view or an op of `EXACT_OPS` only moves them; a
+    cast to another dtype rounds them)."""
+    if func.is_view:
+        return False
+    if func.overloadpacket in (_aten._to_copy, _aten.copy):
+        source = next((a for a in pytree.tree_leaves(args) if isinstance(a, torch.Tensor)), None)
+        return source is not None and _nominal(source) != nominal
+    return func.overloadpacket not in EXACT_OPS
+
+
+def _nominal(value: Any) -> Any:
+    return getattr(value, _NOMINAL, value.dtype) if isinstance(value, torch.Tensor) else value
+
+
+def _on_meta(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        return torch.empty(value.shape, dtype=_nominal(value), device="meta")
+    return value
+
+
+class PerturbedFloat64Mode(TorchDispatchMode):
+    """`Float64Mode`, with every value an op computes in float16 or bfloat16 (the dtype the
+    op's meta kernel gives for its operands' nominal dtypes) perturbed by a random relative
+    error of at most that dtype's unit roundoff: one rounding of any size and either sign,
+    where torch rounds and a compiler may round otherwise. Views and the ops that only move
+    or select values (`EXACT_OPS`) are not perturbed; a value remembers its nominal dtype
+    for the ops it feeds."""
+
+    def __init__(self, generator: torch.Generator):
+        super().__init__()
+        self.generator = generator
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        try:
+            meta_args, meta_kwargs = pytree.tree_map(_on_meta, (args, kwargs))
+            nominal = pytree.tree_leaves(func(*meta_args, **meta_kwargs))
+        except Exception:  # noqa: BLE001 - no meta kernel: the op's values are not perturbed
+            nominal = None
+        wide_args, wide_kwargs = pytree.tree_map(_widen, (args, kwargs))
+        out = pytree.tree_map(_widen, func(*wide_args, **wide_kwargs))
+        leaves, spec = pytree.tree_flatten(out)
+        if nominal is None or len(nominal) != len(leaves):
+            return out
+        for index, (leaf, meta) in enumerate(zip(leaves, nominal)):
+            if not isinstance(leaf, torch.Tensor) or not isinstance(meta, torch.Tensor):
+                continue
+            unit = UNIT_ROUNDOFF.get(meta.dtype)
+            if unit is not None and leaf.dtype == torch.float64 and _computes(func, args, meta.dtype):
+                noise = torch.rand(leaf.shape, dtype=torch.float64, generator=self.generator) * 2 - 1
+                leaf = leaves[index] = leaf * (1 + unit * noise)
+            setattr(leaf, _NOMINAL, meta.dtype)
+        return pytree.tree_unflatten(leaves, spec)
+
+
+def run_perturbed(module: torch.nn.Module, item: TraceItem, seed: int) -> Any:
+    """`item`'s call on a copy of `module` in float64, its half-precision values perturbed (`PerturbedFloat64Mode`)."""
+    native, inputs = copy.deepcopy(module), clone_tree(item.inputs)
+    with torch.no_grad(), PerturbedFloat64Mode(torch.Generator().manual_seed(seed)):
+        return getattr(native, item.method)(*inputs)
 
 
 def _reduced_dims(x: torch.Tensor, dim) -> list[int]:
@@ -211,6 +302,7 @@ class Judgement:
     compiled_distance: float
     within_tolerance: bool  # the compiled output is within the suite's tolerance of float64's
     narrow_distance: float | None = None  # the narrow-accumulation answer's, when one was computed
+    band: float | None = None  # the furthest a perturbed float64 run got, when they ran
 
     @property
     def acquits(self) -> bool:
@@ -220,11 +312,16 @@ class Judgement:
     def narrow_acquits(self) -> bool:
         return self.acquits or (self.narrow_distance is not None and self.compiled_distance <= self.narrow_distance)
 
+    @property
+    def band_acquits(self) -> bool:
+        return self.narrow_acquits or (self.band is not None and self.compiled_distance <= BAND_FACTOR * self.band)
+
     def __str__(self) -> str:
         narrow = "" if self.narrow_distance is None else f", accumulated in half precision {self.narrow_distance:.3g}"
+        band = "" if self.band is None else f", rounding band {self.band:.3g} (x{BAND_FACTOR:g})"
         return (
-            f"{self.where}: compiled {self.compiled_distance:.3g} from float64, torch {self.torch_distance:.3g}{narrow}"
-            + (" (compiled within tolerance of float64)" if self.within_tolerance else "")
+            f"{self.where}: compiled {self.compiled_distance:.3g} from float64, torch {self.torch_distance:.3g}"
+            f"{narrow}{band}" + (" (compiled within tolerance of float64)" if self.within_tolerance else "")
         )
 
 
@@ -286,12 +383,34 @@ class Float64Oracle:
                 ],
                 acquit=True,
             )
-        return Explanation(
-            [
-                f"{ORACLE_NOTE} {TOLERANCE} failed; {F64_DISTANCE} failed; {NARROW_ACCUMULATION} failed: "
-                f"a wrong result ({shown})"
-            ]
-        )
+        found = self._band_judgements(prepared, exacts, found)
+        shown = "; ".join(map(str, found))
+        checks = f"{ORACLE_NOTE} {TOLERANCE} failed; {F64_DISTANCE} failed; {NARROW_ACCUMULATION} failed"
+        if found and all(judgement.band_acquits for judgement in found):
+            return Explanation(
+                [
+                    f"{checks}; {ROUNDING_BAND} acquits: within rounding of its half-precision values, "
+                    f"which a compiler may round elsewhere than torch ({shown})"
+                ],
+                acquit=True,
+            )
+        return Explanation([f"{checks}; {ROUNDING_BAND} failed: a wrong result ({shown})"])
+
+    @staticmethod
+    def _band_judgements(prepared, exacts: dict[int, Any], found: list[Judgement]) -> list[Judgement]:
+        """`found` with each output's rounding band: the furthest from float64 (`exacts`, by
+        trace item) that `BAND_RUNS` runs with perturbed half-precision values got."""
+        band: dict[str, float] = {}
+        for number, exact in exacts.items():
+            expected = prepared.golden[number]
+            where = f"trace item #{number} ({expected.method}) @ output"
+            for seed in range(BAND_RUNS):
+                perturbed = run_perturbed(prepared.module, expected, seed)
+                for index, (e, p) in enumerate(zip(pytree.tree_leaves(exact), pytree.tree_leaves(perturbed))):
+                    if isinstance(e, torch.Tensor) and isinstance(p, torch.Tensor) and e.shape == p.shape:
+                        key = f"{where}[{index}]"
+                        band[key] = max(band.get(key, 0.0), distance(e, p))
+        return [dataclasses.replace(j, band=band.get(j.where)) for j in found]
 
     @staticmethod
     def _narrow_judgements(prepared, exacts: dict[int, Any], found: list[Judgement]) -> list[Judgement]:
