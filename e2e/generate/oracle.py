@@ -91,8 +91,8 @@ _NOMINAL = "_e2e_nominal_dtype"  # the dtype torch computes a float64 value in
 
 
 _aten = torch.ops.aten
-# Ops that move or select values without computing new ones: exact in any dtype, not perturbed
-# (a cast, `_to_copy` to another dtype, rounds and is).
+# Ops that move or select values without computing new ones: exact in any dtype, so not
+# perturbed (`_to_copy` and `copy` are, when they change the dtype: a cast rounds).
 EXACT_OPS = frozenset(
     {
         *(_aten.clone, _aten.copy, _aten._to_copy, _aten.cat, _aten.stack, _aten.index_select, _aten.gather),
