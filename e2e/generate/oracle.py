@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import itertools
 import re
 from dataclasses import dataclass
@@ -108,9 +109,9 @@ def _computes(func, args, nominal: torch.dtype) -> bool:
     cast to another dtype rounds them)."""
     if func.is_view:
         return False
-    if func.overloadpacket in (_aten._to_copy, _aten.copy):
-        source = next((a for a in pytree.tree_leaves(args) if isinstance(a, torch.Tensor)), None)
-        return source is not None and _nominal(source) != nominal
+    if func.overloadpacket in (_aten._to_copy, _aten.copy):  # copy(self, src) takes src's values
+        source = args[1] if func.overloadpacket is _aten.copy else args[0]
+        return _nominal(source) != nominal
     return func.overloadpacket not in EXACT_OPS
 
 
@@ -356,7 +357,7 @@ class Float64Oracle:
         found: list[Judgement] = []
         exacts: dict[int, Any] = {}  # trace item -> its float64 outputs
         for number, (expected, actual) in enumerate(zip(prepared.golden, outcome.trace)):
-            where = f"trace item #{number} ({expected.method}) @ output"
+            where = _output_spot(number, expected)
             if compare_values(expected.outputs, actual.outputs, where, tolerance) is None:
                 continue
             exact = exacts[number] = run_float64(prepared.module, expected)
@@ -401,31 +402,36 @@ class Float64Oracle:
         """`found` with each output's rounding band: the furthest from float64 (`exacts`, by
         trace item) that `BAND_RUNS` runs with perturbed half-precision values got."""
         band: dict[str, float] = {}
-        for number, exact in exacts.items():
-            expected = prepared.golden[number]
-            where = f"trace item #{number} ({expected.method}) @ output"
-            for seed in range(BAND_RUNS):
-                perturbed = run_perturbed(prepared.module, expected, seed)
-                for index, (e, p) in enumerate(zip(pytree.tree_leaves(exact), pytree.tree_leaves(perturbed))):
-                    if isinstance(e, torch.Tensor) and isinstance(p, torch.Tensor) and e.shape == p.shape:
-                        key = f"{where}[{index}]"
-                        band[key] = max(band.get(key, 0.0), distance(e, p))
+        for seed in range(BAND_RUNS):
+            for where, far in _distances(prepared, exacts, functools.partial(run_perturbed, seed=seed)).items():
+                band[where] = max(band.get(where, 0.0), far)
         return [dataclasses.replace(j, band=band.get(j.where)) for j in found]
 
     @staticmethod
     def _narrow_judgements(prepared, exacts: dict[int, Any], found: list[Judgement]) -> list[Judgement]:
         """`found` with each output's distance from float64 (`exacts`, by trace item) of the
         narrow-accumulation run."""
-        narrow: dict[str, float] = {}
-        for number, exact in exacts.items():
-            expected = prepared.golden[number]
-            where = f"trace item #{number} ({expected.method}) @ output"
-            half = run_narrow_accumulation(prepared.module, expected)
-            leaves = zip(pytree.tree_leaves(exact), pytree.tree_leaves(half))
-            for index, (e, h) in enumerate(leaves):
-                if isinstance(e, torch.Tensor) and isinstance(h, torch.Tensor) and e.shape == h.shape:
-                    narrow[f"{where}[{index}]"] = distance(e, h)
+        narrow = _distances(prepared, exacts, run_narrow_accumulation)
         return [dataclasses.replace(j, narrow_distance=narrow.get(j.where)) for j in found]
+
+
+def _output_spot(number: int, item: TraceItem) -> str:
+    """Where a trace item's outputs are, in the judge's words (`Judgement.where` adds the leaf)."""
+    return f"trace item #{number} ({item.method}) @ output"
+
+
+def _distances(prepared, exacts: dict[int, Any], run) -> dict[str, float]:
+    """Each output's distance from its float64 answer (`exacts`, by trace item) of
+    `run(module, item)`, another native run of the trace item, by `Judgement.where`."""
+    far: dict[str, float] = {}
+    for number, exact in exacts.items():
+        expected = prepared.golden[number]
+        spot = _output_spot(number, expected)
+        leaves = zip(pytree.tree_leaves(exact), pytree.tree_leaves(run(prepared.module, expected)))
+        for index, (e, value) in enumerate(leaves):
+            if isinstance(e, torch.Tensor) and isinstance(value, torch.Tensor) and e.shape == value.shape:
+                far[f"{spot}[{index}]"] = distance(e, value)
+    return far
 
 
 @dataclass(frozen=True)
