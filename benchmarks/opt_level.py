@@ -5,8 +5,11 @@
 For a sample of the tests SUITE_DIR registers (every k-th by name, plus the names
 matching `--also`), lowers each test once to LLVM on linalg (static shapes, the golden
 inputs), then, in a forked child per opt level (0, 1, 2), measures
-  jit    building the ExecutionEngine and the first call, minus a warm call
+  jit    its compilation from torch backend IR (the pipelines, then building the
+         ExecutionEngine, which JIT-compiles it) and the first call, minus a warm call
   run    a warm call (what every later call costs)
+and O0 once more with the default level's code generator (`O0/cg2`: what MLIR's C API
+compiles with at every opt level, before `compiler.replay_runtime.codegen`),
 and the largest static tensor (elements) in the torch-backend IR, the feature the
 RefBackend's opt-level policy reads (`compiler.refbackend.opt_level_for`).
 Prints one row per test and the totals per level.
@@ -34,7 +37,10 @@ from e2e.framework.prepared import prepare  # noqa: E402
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
 from e2e.framework.suite_files import load_suite  # noqa: E402
 
-LEVELS = (0, 1, 2)
+from compiler.replay_runtime import codegen  # noqa: E402
+
+# (label, opt level, code generation at O0's choices when the level is 0)
+LEVELS = (("O0", 0, True), ("O0/cg2", 0, False), ("O1", 1, True), ("O2", 2, True))
 
 
 def suite_tests(directory: pathlib.Path) -> list[str]:
@@ -65,15 +71,19 @@ def torch_backend_programs(names: list[str]):
         yield name, torch_ir, tensor_leaves(inputs)
 
 
-def measure(torch_ir: str, inputs, level: int) -> tuple[float, float]:
-    """(jit seconds, warm run seconds) of one program at one opt level."""
+def measure(torch_ir: str, inputs, level: int, o0_codegen: bool) -> tuple[float, float]:
+    """(compile seconds, warm run seconds) of one program at one opt level, in a forked child
+    (without `o0_codegen`, the child's O0 is the default level's code generation)."""
+    if not o0_codegen:
+        codegen.O0_CODEGEN = codegen.DEFAULT_CODEGEN
+        codegen._level = None  # whatever the parent set: the next engine sets its level again
+    start = time.perf_counter()
     program = compile_torch_backend_ir(torch_ir, "linalg", opt_level=level)
-    lowered = time.perf_counter()
     program(*inputs)
     first = time.perf_counter()
     program(*inputs)
     warm = time.perf_counter() - first
-    return (first - lowered) - warm, warm
+    return (first - start) - warm, warm
 
 
 def main() -> None:
@@ -85,13 +95,13 @@ def main() -> None:
     args = parser.parse_args()
     names = suite_tests(args.suite_dir)
     sample = sorted(set(names[:: args.every]) | {n for n in names if re.search(args.also, n)})
-    totals = {level: [0.0, 0.0] for level in LEVELS}
-    timed_out = {level: [] for level in LEVELS}
-    print(f"{'test':50} {'elements':>9} " + " ".join(f"{'jit O' + str(l):>8} {'run O' + str(l):>8}" for l in LEVELS))
+    totals = {label: [0.0, 0.0] for label, _, _ in LEVELS}
+    timed_out = {label: [] for label, _, _ in LEVELS}
+    print(f"{'test':50} {'elements':>9} " + " ".join(f"{'jit ' + l:>9} {'run ' + l:>9}" for l, _, _ in LEVELS))
     for name, torch_ir, inputs in torch_backend_programs(sample):
         row = []
-        for level in LEVELS:
-            outcome = isolation.run_forked(lambda: measure(torch_ir, inputs, level), args.timeout)
+        for _, level, o0_codegen in LEVELS:
+            outcome = isolation.run_forked(lambda: measure(torch_ir, inputs, level, o0_codegen), args.timeout)
             if isinstance(outcome, tuple):
                 row.append(outcome)
             elif isinstance(outcome, isolation.TimedOut):
@@ -100,19 +110,19 @@ def main() -> None:
                 row.append((float("nan"), float("nan")))
         if any(r != r for _, r in row):  # a level failed to compile or run: not comparable
             continue
-        for level, (jit, run) in zip(LEVELS, row):
+        for (label, _, _), (jit, run) in zip(LEVELS, row):
             if run == float("inf"):
-                timed_out[level].append(name)
+                timed_out[label].append(name)
                 continue
-            totals[level][0] += jit
-            totals[level][1] += run
-        cells = " ".join(f"{jit * 1000:8.1f} {run * 1000:8.1f}" for jit, run in row)
+            totals[label][0] += jit
+            totals[label][1] += run
+        cells = " ".join(f"{jit * 1000:9.1f} {run * 1000:9.1f}" for jit, run in row)
         print(f"{name[:50]:50} {largest_tensor_elements(torch_ir):9d} {cells}", flush=True)
     print(f"\ntotals over the tests that finished (ms); timed out after {args.timeout:.0f} s:")
-    for level, (jit, run) in totals.items():
+    for label, (jit, run) in totals.items():
         print(
-            f"  O{level}: jit {jit * 1000:10.0f}  run {run * 1000:10.0f}  sum {(jit + run) * 1000:10.0f}"
-            f"  timed out: {', '.join(timed_out[level]) or 'none'}"
+            f"  {label:6}: jit {jit * 1000:10.0f}  run {run * 1000:10.0f}  sum {(jit + run) * 1000:10.0f}"
+            f"  timed out: {', '.join(timed_out[label]) or 'none'}"
         )
 
 

@@ -26,6 +26,7 @@ from torch_mlir.dialects import complex as complex_dialect
 from torch_mlir.dialects import tensor as tensor_dialect
 from torch_mlir.execution_engine import ExecutionEngine
 
+from .codegen import codegen_level
 from .memref_call import CallFrame, UnrankedMemRef, ranked_memref_type, read_results
 from .mlir import StageError
 from .native_output import captured_stderr
@@ -375,7 +376,7 @@ class _Engine:
                 prototype = ctypes.CFUNCTYPE(None, *[SCALAR_RESULTS.get(d, ctypes.c_void_p) for d in entries[entry]])
                 self._callbacks[name] = prototype(self._consume)
         pin(llvm_module)  # compiled for the chosen JIT target, not for this host (target.py)
-        with captured_stderr() as jit_output:
+        with codegen_level(opt_level), captured_stderr() as jit_output:
             self.engine = ExecutionEngine(llvm_module, opt_level=opt_level, shared_libs=[])
             self.engine.raw_register_runtime("memrefCopy", ctypes.cast(_memref_copy, ctypes.c_void_p))
             conversion_runtime().register(self.engine)

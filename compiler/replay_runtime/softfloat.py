@@ -25,6 +25,7 @@ from torch_mlir import ir, passmanager
 from torch_mlir.execution_engine import ExecutionEngine
 
 from . import float8
+from .codegen import codegen_level
 from .mlir import new_context
 from .target import pin
 
@@ -212,7 +213,10 @@ class Runtime:
             ).run(self._module.operation)
             pin(self._module)
             self._engine = ExecutionEngine(self._module, opt_level=2, shared_libs=[], enable_object_dump=False)
-        self.addresses = {name: self._call_packed(f"e2e_address_of{name}", ctypes.c_void_p) for name in RUNTIME_SYMBOLS}
+        with codegen_level(2):  # compiled at the first lookup
+            self.addresses = {
+                name: self._call_packed(f"e2e_address_of{name}", ctypes.c_void_p) for name in RUNTIME_SYMBOLS
+            }
 
     def _call_packed(self, name: str, result_type, *arguments):
         """Call a function of the module through its packed wrapper: args[i] point at the
