@@ -5,7 +5,7 @@ import torch
 
 from e2e.framework import registry
 from e2e.framework.registry import RegistryError, annotate_args, e2e_test, export, op_test, register_test_case
-from e2e.framework.testutils import TestUtils, seed_for
+from e2e.framework.testutils import TestUtils, seed_for, seed_global_rng
 from e2e.framework.trace import golden_trace
 
 
@@ -78,6 +78,18 @@ def test_inputs_are_seeded_per_test_name():
     ints = TestUtils(1).randint(100, low=3, high=7)
     assert ints.dtype == torch.int64 and ints.min() >= 3 and ints.max() < 7
     assert torch.isnan(TestUtils(1).nans(2)).all()
+
+
+def test_the_global_rng_is_seeded_as_torch_manual_seed_seeds_it():
+    """An invoker's own `torch.rand` draws what it would after `torch.manual_seed`."""
+    torch.manual_seed(7)
+    expected = torch.rand(4), torch.randn(3, dtype=torch.float64), torch.randint(0, 100, (5,))
+    torch.manual_seed(8)
+    seed_global_rng(7)
+    drawn = torch.rand(4), torch.randn(3, dtype=torch.float64), torch.randint(0, 100, (5,))
+    assert all(torch.equal(a, b) for a, b in zip(drawn, expected))
+    TestUtils(6)  # seeds the global generator with seed + 1
+    assert torch.equal(torch.rand(4), expected[0])
 
 
 def test_golden_trace_does_not_disturb_the_module_or_inputs(empty_registry):

@@ -30,7 +30,7 @@ from compiler.stages import Snapshots, StageError
 from e2e.framework.fingerprints import CAPTURE, IMPORT
 from e2e.framework.registry import Test
 from e2e.framework.result import NotApplicable
-from e2e.framework.testutils import seed_for
+from e2e.framework.testutils import seed_for, seed_global_rng
 from e2e.framework.trace import Trace, TraceItem, record_trace
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def prepare(test: Test) -> PreparedTest:
     prepared = PreparedTest(test)
     step = "module_factory"
     try:
-        torch.manual_seed(seed_for(test.name))  # factories that draw weights draw the same ones
+        seed_global_rng(seed_for(test.name))  # factories that draw weights draw the same ones
         prepared.module = test.module_factory()
         step = "deepcopy"
         native = copy.deepcopy(prepared.module)
