@@ -7,9 +7,11 @@ import sys
 
 import numpy as np
 import pytest
+from torch_mlir import ir
 
 from compiler.executors.refbackend import BOUNDARY_AS_BITS
 from compiler.refbackend import LOWER_PIPELINE
+from compiler.replay_runtime.mlir import module_text, new_context, parse_module
 from compiler.replay_runtime.replay import MISMATCH, Case, compile_signature
 from compiler.replay_runtime.signature import Signature
 from e2e.reducer.bundle import BundleInfo, write_bundle
@@ -102,3 +104,20 @@ def test_a_bundle_whose_replay_runs_away_is_given_up_within_its_reductions_time_
         info, tmp_path / "bundle", start=time.monotonic(), stopped="1-minimal", verify=True, time_box=1.0
     )
     assert not outcome.verified and "no answer in 3 s" in outcome.note, outcome.note  # not the fixed 120 s
+
+
+# What a backend pipeline leaves between its passes: torch <-> builtin tensor casts.
+MID_PIPELINE = """
+func.func @f(%arg0: !torch.vtensor<[2],f32>) -> tensor<2xf32> {
+  %0 = torch_c.to_builtin_tensor %arg0 : !torch.vtensor<[2],f32> -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+"""
+
+
+def test_text_saved_mid_way_through_a_backend_pipeline_parses_in_a_new_context():
+    """`torch_c` has no Python registration: a new context cannot parse it by itself, and
+    `parse_module` loads it for the text that holds it."""
+    with pytest.raises(ir.MLIRError, match="torch_c"):
+        ir.Module.parse(MID_PIPELINE, new_context())
+    assert "torch_c.to_builtin_tensor" in module_text(parse_module(MID_PIPELINE))
