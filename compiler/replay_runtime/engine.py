@@ -166,6 +166,8 @@ def boundary_as_bits(module: ir.Module) -> None:
     convention refuses cross as integer bits: bf16 as i16 and float8 as i8 (`arith.bitcast`
     at entry and before return), a complex<f16> argument as i32 (its two f16 halves put
     together at entry by a `linalg.generic`). The body is unchanged."""
+    for dialect in ("arith", "tensor", "linalg", "complex"):  # what it builds: loaded, if the IR did not
+        module.context.dialects[dialect]
     with module.context, ir.Location.unknown():
 
         def as_bits(t: ir.Type, argument: bool) -> ir.Type | None:

@@ -81,6 +81,10 @@ def new_context() -> ir.Context:
     torch_dialect.register_dialect(context)
     _stablehlo.register_dialect(context)
     context.enable_multithreading(False)
+    # The dialects of what the importers and rewrites build from Python: an op is only
+    # registered if its dialect is loaded when it is built (the parser loads the others).
+    for dialect in ("func", "arith"):
+        context.dialects[dialect]
     return context
 
 
