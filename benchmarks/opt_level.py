@@ -30,14 +30,13 @@ from compiler import pipelines  # noqa: E402
 from compiler.backend_compile import compile_torch_backend_ir  # noqa: E402
 from compiler.fx_compile import fx_to_torch_backend_ir  # noqa: E402
 from compiler.refbackend import largest_tensor_elements  # noqa: E402
+from compiler.replay_runtime import codegen  # noqa: E402
 from compiler.stages import StageError  # noqa: E402
 from e2e.configs.pipeline import tensor_leaves  # noqa: E402
 from e2e.framework import isolation  # noqa: E402
 from e2e.framework.prepared import prepare  # noqa: E402
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY  # noqa: E402
 from e2e.framework.suite_files import load_suite  # noqa: E402
-
-from compiler.replay_runtime import codegen  # noqa: E402
 
 # (label, opt level, code generation at O0's choices when the level is 0)
 LEVELS = (("O0", 0, True), ("O0/cg2", 0, False), ("O1", 1, True), ("O2", 2, True))
