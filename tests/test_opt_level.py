@@ -78,6 +78,7 @@ def test_code_generation_levels_nest_and_programs_at_both_give_torchs_results():
         with codegen_level(2):
             assert codegen.current_level() == 2
         assert codegen.current_level() == 0
+    assert codegen.current_level() == 2  # the default level's options, as LLVM has none given
     x = torch.tensor(1.0)
     for level in (0, 2, 0):
         assert compile_module(Sample(1000), [x], opt_level=level)(x).item() == 1000

@@ -53,14 +53,14 @@ _level: int | None = None  # the level whose options are set (None: LLVM's own, 
 @contextlib.contextmanager
 def codegen_level(opt_level: int) -> Iterator[None]:
     """Compile at `opt_level`'s code generation inside the block (engines JIT-compile at
-    their first lookup: create and look up inside it); the level before is set back after."""
+    their first lookup: create and look up inside it); the level before is set back after
+    (the default level's, what LLVM does with no option given, after the outermost)."""
     previous = _level
     _set(opt_level)
     try:
         yield
     finally:
-        if previous is not None:
-            _set(previous)
+        _set(previous if previous is not None else 2)
 
 
 def current_level() -> int | None:
@@ -70,7 +70,7 @@ def current_level() -> int | None:
 
 def _set(opt_level: int) -> None:
     global _level
-    wanted = 0 if opt_level == 0 else 2
+    wanted = 0 if opt_level == 0 else 2  # O1 and O3 too: the default level, as MLIR gives every engine
     if wanted == _level:
         return
     try:
