@@ -1,8 +1,9 @@
 """The JIT's code generation level: O0's code generator for a program JIT-compiled at O0.
 
 MLIR's C API (`mlirExecutionEngineCreate`) builds the engine's TargetMachine at LLVM's
-default code generation level and hands it to the engine, so `ExecutionEngine(opt_level=0)`
-sets the level of the LLVM IR passes alone: instruction selection, register allocation and
+default code generation level and hands it to the engine, whose compiler uses it as it is
+(`ExecutionEngine::create` sets `jitCodeGenOptLevel` on a TargetMachine builder it then
+does not use), so `ExecutionEngine(opt_level=0)` sets the level of the LLVM IR passes alone: instruction selection, register allocation and
 loop strength reduction still run as at O2 (SelectionDAG, the greedy allocator, LSR: a
 profile of a small program's JIT here). LLVM's command-line options are the one handle on
 code generation the bindings leave, and they reach every engine of the process; so
