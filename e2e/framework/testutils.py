@@ -49,7 +49,7 @@ def seed_global_rng(seed: int) -> None:
     seed for each accelerator not initialized yet (CUDA, XPU, MTIA), formatting the caller's
     stack for each: ~0.5 ms a call from a pytest stack, ~1 us here, and a test's host seeds
     several times (each `TestUtils`, the module factory)."""
-    torch.default_generator.manual_seed(seed)
+    torch.default_generator.manual_seed(int(seed))  # torch.manual_seed takes any number int() takes
 
 
 class TestUtils:
