@@ -53,13 +53,12 @@ llvm.func @sum_of_squares(%n: i64) -> i64 {
 """
 
 
-def _object_code(level: int, tmp_path) -> bytes:
+def _object_code(level: int, path) -> bytes:
     """SUM_OF_SQUARES JIT-compiled (IR passes at O0) under `level`'s code generation, as an object file."""
     module = parse_module(SUM_OF_SQUARES)
     with codegen_level(level):
         engine = ExecutionEngine(module, opt_level=0, shared_libs=[], enable_object_dump=True)
         assert engine.raw_lookup("sum_of_squares")  # compiled here
-    path = tmp_path / f"level-{level}-{len(list(tmp_path.iterdir()))}.o"
     engine.dump_to_object_file(str(path))
     return path.read_bytes()
 
@@ -68,9 +67,9 @@ def test_a_program_at_o0_is_compiled_by_o0s_code_generator(tmp_path):
     """MLIR's C API compiles every engine with the default level's code generator; the
     options `codegen_level(0)` gives LLVM reach it: other machine code than the default
     level makes of the same LLVM IR, the same code each time."""
-    at_o0 = _object_code(0, tmp_path)
-    assert at_o0 != _object_code(2, tmp_path)
-    assert at_o0 == _object_code(0, tmp_path)
+    at_o0 = _object_code(0, tmp_path / "o0.o")
+    assert at_o0 != _object_code(2, tmp_path / "default.o")
+    assert at_o0 == _object_code(0, tmp_path / "o0-again.o")
 
 
 def test_code_generation_levels_nest_and_programs_at_both_give_torchs_results():

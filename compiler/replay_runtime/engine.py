@@ -166,8 +166,6 @@ def boundary_as_bits(module: ir.Module) -> None:
     convention refuses cross as integer bits: bf16 as i16 and float8 as i8 (`arith.bitcast`
     at entry and before return), a complex<f16> argument as i32 (its two f16 halves put
     together at entry by a `linalg.generic`). The body is unchanged."""
-    for dialect in ("arith", "tensor", "linalg", "complex"):  # what it builds: loaded, if the IR did not
-        module.context.dialects[dialect]
     with module.context, ir.Location.unknown():
 
         def as_bits(t: ir.Type, argument: bool) -> ir.Type | None:
@@ -175,10 +173,16 @@ def boundary_as_bits(module: ir.Module) -> None:
                 return None
             element = str(t.element_type)
             if element in BITS_OF_FLOAT:
-                return ir.RankedTensorType.get(t.shape, ir.IntegerType.get_signless(BITS_OF_FLOAT[element]))
-            if argument and element == COMPLEX_F16:
-                return ir.RankedTensorType.get(t.shape, ir.IntegerType.get_signless(32))
-            return None
+                width = BITS_OF_FLOAT[element]
+            elif argument and element == COMPLEX_F16:
+                width = 32
+            else:
+                return None
+            # What the rewrite builds: loaded, where the IR did not load it (an op built
+            # from Python in a context without its dialect is an unregistered op).
+            for dialect in ("arith", "tensor", "linalg", "complex"):
+                module.context.dialects[dialect]
+            return ir.RankedTensorType.get(t.shape, ir.IntegerType.get_signless(width))
 
         def from_bits(value: ir.Value, old_type: ir.RankedTensorType) -> ir.Value:
             if str(old_type.element_type) == COMPLEX_F16:

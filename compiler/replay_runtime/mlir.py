@@ -97,7 +97,11 @@ _UNREGISTERED_DIALECT = re.compile(r"\b(?:torch_c|tm_tensor)\.")
 
 
 def load_unregistered_dialects(context: ir.Context) -> None:
-    """Load `torch_c` and `tm_tensor` (and what they depend on) into `context`."""
+    """Load `torch_c` and `tm_tensor` (and what they depend on) into `context`, unless loaded."""
+    if context.is_registered_operation("torch_c.to_builtin_tensor") and context.is_registered_operation(
+        "tm_tensor.scatter"
+    ):
+        return
     with context:
         module = ir.Module.parse("func.func @load_dependent_dialects() { return }")
         passmanager.PassManager.parse(
