@@ -266,6 +266,15 @@ class FxFrontend:
     name = "fx"
     imported_ir = "torch"
     keeps = KEEPS_CAPTURE
+    # The modules a capture runs beyond the framework's: torch.export and the decompositions,
+    # with torch-mlir's decomposition table (which a torch-mlir upgrade may change and a
+    # rebuild of its native libraries does not). Not the importer: an edit to it keeps captures.
+    capture_sources = (
+        "compiler.frontends.fx",
+        "compiler.frontends.decompose",
+        "compiler.fx_compile",
+        "torch_mlir.extras.fx_decomp_util",
+    )
     reducer = ReducerFacts(repro_step="fx", torch_only_decompositions=True)
 
     def to_torch_backend(self, backend: str) -> pipelines.Pipeline:

@@ -20,7 +20,7 @@ from torch_mlir import ir
 
 from compiler import pipelines
 from compiler.backend_compile import compile_torch_backend_ir
-from compiler.frontends import KEEPS_IMPORT, ReducerFacts, StaticShapesOnly, jit, lazy, load_frontend, torchscript
+from compiler.frontends import KEEPS_CAPTURE, ReducerFacts, StaticShapesOnly, jit, lazy, load_frontend, torchscript
 from compiler.refbackend import RefBackendProgram
 from compiler.replay_runtime.passes import ERASE_DEAD_ALLOCATIONS  # after the torch-backend pipeline
 from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
@@ -30,12 +30,15 @@ __all__ = [
     "JitFrontend",
     "LtcFrontend",
     "TorchScriptFrontend",
+    "JitCapture",
     "JitCompiledModule",
     "JitImport",
     "JitTorchBackendIR",
     "StaticShapesOnly",
     "compile_jit_module",
+    "jit_capture",
     "jit_import",
+    "jit_import_captured",
     "jit_to_torch_backend_ir",
     "jit_torch_backend",
     "run_torch_backend",
@@ -94,7 +97,29 @@ class JitImport:
         return [tensors[i] for i in self.argument_indices]
 
 
-def jit_import(
+@dataclass
+class JitCapture:
+    """Stage `capture` of a JIT frontend and the first half of its `import`: the TorchScript
+    graph, and that graph written out as MLIR text by the project's JIT IR importer
+    (`jit.emit_graph`), not yet parsed. Unlike the graph, it pickles: the suite's frontend
+    cache keeps it across runs, keyed by torch, the test and the code that made it
+    (`JitFrontend.capture_sources`: the importer and the torch dialect's op names), so a
+    rebuild of torch-mlir's native libraries parses it again instead of capturing again."""
+
+    emitted: jit.EmittedGraph
+    argument_indices: list[int]
+    out_spec: pytree.TreeSpec
+    jit_graph: str  # the captured graph, as text
+    notes: dict[str, Any] = field(default_factory=dict)
+    shapes: str = ""
+    method: str = "forward"
+    lost: str | None = None  # never: text always pickles
+
+    def lost_on_the_way(self) -> str | None:
+        return None
+
+
+def jit_capture(
     module: torch.nn.Module,
     example_inputs: Sequence[object],
     frontend: str | JitFrontend = "ltc",
@@ -103,8 +128,8 @@ def jit_import(
     snapshots: Snapshots | None = None,
     method: str = "forward",
     static_ok: bool = True,
-) -> JitImport:
-    """capture -> import for the `ltc` or `torchscript` frontend.
+) -> JitCapture:
+    """capture, then the importer's text, for the `ltc` or `torchscript` frontend.
 
     LTC traces are static: `dynamic_dims` only affects `torchscript` (when scripted).
     With `static_ok=False`, dynamic dims that the capture cannot honour raise
@@ -121,7 +146,23 @@ def jit_import(
     notes["static_shapes"] = not (dynamic and notes["capture"] == "script")
 
     snapshots.enter("import")
-    imported = jit.import_graph(captured.graph, captured.graph_inputs)
+    emitted = jit.emit_graph(captured.graph, captured.graph_inputs)
+    return JitCapture(
+        emitted,
+        captured.argument_indices,
+        captured.out_spec,
+        str(captured.graph),
+        notes,
+        _shapes_text(example_inputs),
+        method,
+    )
+
+
+def jit_import_captured(captured: JitCapture, snapshots: Snapshots | None = None) -> JitImport:
+    """Stage `import` of a capture: its text parsed by torch-mlir."""
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    snapshots.enter("import")
+    imported = jit.parse_emitted(captured.emitted)
     expected_results = captured.out_spec.num_leaves
     results = _result_count(imported.module)
     if results != expected_results:
@@ -134,12 +175,31 @@ def jit_import(
         module_text(imported.module),
         captured.argument_indices,
         captured.out_spec,
-        str(captured.graph),
-        notes,
+        captured.jit_graph,
+        captured.notes,
         list(imported.unknown_ops),
-        _shapes_text(example_inputs),
-        method,
+        captured.shapes,
+        captured.method,
     )
+
+
+def jit_import(
+    module: torch.nn.Module,
+    example_inputs: Sequence[object],
+    frontend: str | JitFrontend = "ltc",
+    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
+    *,
+    snapshots: Snapshots | None = None,
+    method: str = "forward",
+    static_ok: bool = True,
+) -> JitImport:
+    """capture -> import for the `ltc` or `torchscript` frontend (`jit_capture`, then
+    `jit_import_captured`)."""
+    snapshots = snapshots if snapshots is not None else Snapshots()
+    captured = jit_capture(
+        module, example_inputs, frontend, dynamic_dims, snapshots=snapshots, method=method, static_ok=static_ok
+    )
+    return jit_import_captured(captured, snapshots)
 
 
 def jit_torch_backend(
@@ -201,7 +261,19 @@ class JitFrontend:
 
     name: str
     imported_ir = "torch"
-    keeps = KEEPS_IMPORT  # the capture is a graph of live objects: kept imported
+    keeps = KEEPS_CAPTURE  # as the importer's text: a torch-mlir rebuild parses it again
+    # The modules a capture runs beyond the framework's (`JitCapture`): the trace or script,
+    # the importer, and torch-mlir's generated op classes, whose names decide which ops the
+    # importer writes as `torch.operator`.
+    capture_sources = (
+        "compiler.frontends.jit",
+        "compiler.frontends.jit_types",
+        "compiler.frontends.lazy",
+        "compiler.frontends.torchscript",
+        "compiler.jit_compile",
+        "compiler.refbackend",
+        "torch_mlir.dialects._torch_ops_gen",
+    )
     reducer = ReducerFacts()
 
     def to_torch_backend(self, backend: str) -> pipelines.Pipeline:
@@ -218,12 +290,11 @@ class JitFrontend:
     def given(self, module) -> None:
         return None
 
-    def capture(self, module, inputs, dynamic_dims, method: str, snapshots: Snapshots) -> JitImport:
-        """Capture and import together (the capture is live objects): what the suite keeps."""
-        return jit_import(module, inputs, self, dynamic_dims, snapshots=snapshots, method=method, static_ok=False)
+    def capture(self, module, inputs, dynamic_dims, method: str, snapshots: Snapshots) -> JitCapture:
+        return jit_capture(module, inputs, self, dynamic_dims, snapshots=snapshots, method=method, static_ok=False)
 
-    def import_capture(self, captured: JitImport, snapshots: Snapshots) -> JitImport:
-        return captured
+    def import_capture(self, captured: JitCapture, snapshots: Snapshots) -> JitImport:
+        return jit_import_captured(captured, snapshots)
 
     def torch_backend_ir(self, imported: JitImport, pipeline: pipelines.Pipeline, snapshots: Snapshots) -> str:
         return jit_torch_backend(imported, self, snapshots).torch_backend_ir

@@ -371,9 +371,9 @@ def test_the_frontend_sources_cover_every_project_file_a_capture_runs(frontend):
     assert outside == []
 
 
-def _import_neg(store: "cache.FrontendCache") -> tuple[str, set, list[str]]:
-    """`Tmp_Neg`'s FX capture and import in a new run (every fingerprint computed again):
-    the raw torch IR, what the run took from the frontend cache of earlier runs, the notes."""
+def _import_neg(store: "cache.FrontendCache", frontend: str = "fx") -> tuple[str, set, list[str]]:
+    """`Tmp_Neg`'s capture and import by `frontend` in a new run (every fingerprint computed
+    again): the raw torch IR, what the run took from the frontend cache of earlier runs, the notes."""
     from compiler.frontends import load_frontend
     from e2e.framework.prepared import prepare
 
@@ -381,19 +381,21 @@ def _import_neg(store: "cache.FrontendCache") -> tuple[str, set, list[str]]:
     prepared = prepare(registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"])
     prepared.frontend_cache = store.for_test(prepared.test, prepared.shape_mode)
     item = prepared.golden[0]
-    imported = prepared.imported(load_frontend("fx"), item, ("forward", None), [[-1, 3]], Snapshots())
+    shapes = [[-1, 3]] if frontend == "fx" else None  # the JIT frontends' traces are static
+    imported = prepared.imported(load_frontend(frontend), item, ("forward", None), shapes, Snapshots())
     return imported.raw_ir, {key[0] for key in prepared.from_earlier_run}, imported.notes
 
 
-def test_a_rebuild_of_torch_mlir_reuses_the_capture_and_imports_it_again(project, monkeypatch, tmp_path):
+@pytest.mark.parametrize("frontend", ["fx", "ltc", "torchscript"])
+def test_a_rebuild_of_torch_mlir_reuses_the_capture_and_imports_it_again(project, monkeypatch, tmp_path, frontend):
     store = cache.FrontendCache(tmp_path / "frontend")
-    raw_ir, reused, _ = _import_neg(store)
+    raw_ir, reused, _ = _import_neg(store, frontend)
     assert reused == set() and "torch.aten.neg" in raw_ir
-    assert _import_neg(store)[:2] == (raw_ir, {"fx-import"})  # nothing changed: the import is taken
+    assert _import_neg(store, frontend)[:2] == (raw_ir, {f"{frontend}-import"})  # nothing changed: the import
     monkeypatch.setenv(fingerprints.IDENTITY_SALT_ENV, "rebuilt")  # torch-mlir's identity, as a rebuild changes it
-    assert _import_neg(store)[:2] == (raw_ir, {"fx-capture"})  # the capture is taken, and imported again
+    assert _import_neg(store, frontend)[:2] == (raw_ir, {f"{frontend}-capture"})  # the capture, imported again
     monkeypatch.setattr(torch, "__version__", torch.__version__ + "+other")
-    assert _import_neg(store)[:2] == (raw_ir, set())  # another torch: captured again
+    assert _import_neg(store, frontend)[:2] == (raw_ir, set())  # another torch: captured again
 
 
 def test_a_capture_that_does_not_serialize_is_captured_again_and_says_so(project, monkeypatch, tmp_path):
@@ -500,16 +502,23 @@ def test_a_kept_capture_leaves_its_example_inputs_behind():
     assert fx_import_captured(pickle.loads(kept)).raw_ir == fx_import_captured(captured).raw_ir
 
 
-def test_the_capture_sources_cover_every_project_file_a_capture_runs():
-    """torch.export and the decompositions traced call by call: the CAPTURE key would miss
-    an edit to a project file they run outside `CAPTURE_SOURCES`; and the importer is not
-    among them (a change to it reuses the captures)."""
+@pytest.mark.parametrize("frontend", ["fx", "ltc", "torchscript"])
+def test_the_capture_sources_cover_every_project_file_a_capture_runs(frontend):
+    """A kept capture traced call by call (torch.export and the decompositions; a lazy trace
+    or torch.jit and the JIT importer's text): the CAPTURE key would miss an edit to a project
+    file it runs outside `CAPTURE_SOURCES` and the frontend's `capture_sources`; and what
+    runs after it is not among them (an edit to the FX importer or to a lowering reuses the
+    captures)."""
+    from compiler.frontends import load_frontend
     from compiler.fx_compile import fx_capture
+    from compiler.jit_compile import jit_capture
 
     class Model(torch.nn.Module):
         def forward(self, x, y):
             return torch.nn.functional.gelu(x @ y).sum(0), x.t()
 
+    inputs = [torch.rand(3, 4), torch.rand(4, 5)]
+    chosen = load_frontend(frontend)
     ran: set[str] = set()
 
     def profile(frame, event, arg):
@@ -518,15 +527,52 @@ def test_the_capture_sources_cover_every_project_file_a_capture_runs():
 
     sys.setprofile(profile)
     try:
-        fx_capture(Model(), [torch.rand(3, 4), torch.rand(4, 5)], [[-1, 4], None])
+        if frontend == "fx":
+            fx_capture(Model(), inputs, [[-1, 4], None])
+        else:
+            jit_capture(Model(), inputs, chosen)
     finally:
         sys.setprofile(None)
     files = [Path(name).resolve() for name in ran if not name.startswith("<")]
     project = [path for path in files if path.is_relative_to(REAL_PROJECT) and path != Path(__file__).resolve()]
-    covered = [REAL_PROJECT / entry for entry in fingerprints.CAPTURE_SOURCES]
-    assert any(path.name == "decompose.py" for path in project)  # it saw the capture
+    own = [fingerprints.module_file(name).resolve() for name in chosen.capture_sources]
+    covered = [REAL_PROJECT / entry for entry in fingerprints.CAPTURE_SOURCES] + own
+    seen = "decompose.py" if frontend == "fx" else f"{'lazy' if frontend == 'ltc' else 'torchscript'}.py"
+    assert any(path.name == seen for path in project)  # it saw the capture
     assert [p for p in project if not any(p == c or p.is_relative_to(c) for c in covered)] == []
-    assert not any("jit" in entry or "mlir.py" in entry for entry in fingerprints.CAPTURE_SOURCES)
+    assert not any("pipelines" in str(path) or "replay_runtime/mlir.py" in str(path) for path in covered)
+    if frontend == "fx":
+        assert not any("jit" in str(path) for path in covered)  # the FX capture is not the JIT importer's
+    else:  # the JIT importer's text depends on the torch dialect's op names, in torch-mlir's Python
+        assert any(path.name == "_torch_ops_gen.py" for path in own)
+
+
+@pytest.mark.parametrize("frontend", ["ltc", "torchscript"])
+def test_a_kept_jit_capture_imports_as_a_new_one(frontend):
+    """A JIT frontend keeps its capture as the importer's text: pickled and parsed again (as
+    after a rebuild of torch-mlir), it gives the same raw IR, arguments and notes as a new
+    capture's import, and it holds no live graph."""
+    import pickle
+
+    from compiler.frontends import KEEPS_CAPTURE, load_frontend
+    from compiler.jit_compile import jit_capture, jit_import_captured
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            return torch.tanh(self.linear(x)).max(dim=1)
+
+    chosen = load_frontend(frontend)
+    assert chosen.keeps == KEEPS_CAPTURE
+    captured = jit_capture(Model(), [torch.rand(2, 4)], chosen)
+    kept = pickle.dumps(captured)
+    assert b"torch._C" not in kept
+    again, new = jit_import_captured(pickle.loads(kept)), jit_import_captured(captured)
+    assert again.raw_ir == new.raw_ir and "torch.aten.tanh" in again.raw_ir
+    assert (again.argument_indices, again.notes, again.out_spec) == (new.argument_indices, new.notes, new.out_spec)
 
 
 def test_the_least_recently_used_captures_go_first_and_a_large_one_is_not_kept(project, monkeypatch, tmp_path):

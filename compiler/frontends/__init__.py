@@ -41,6 +41,8 @@ FRONTENDS: dict[str, str] = {
 ENTRY_POINTS = "e2e_conformance.frontends"
 
 # `Frontend.keeps`: what the frontend cache keeps of a capture across runs.
+# A frontend that keeps its capture names `capture_sources`: the modules its capture runs
+# beyond the framework's (the frontend cache's key covers their files).
 KEEPS_CAPTURE = "capture"  # the capture (it pickles): a torch-mlir rebuild imports it again
 KEEPS_IMPORT = "import"  # the imported IR (the capture is a graph of live objects)
 
@@ -88,7 +90,7 @@ class Imported(Protocol):
 class Frontend(Protocol):
     name: str
     imported_ir: str  # "torch" or "onnx"
-    keeps: str | None  # KEEPS_CAPTURE, KEEPS_IMPORT, or None: shared within a run only
+    keeps: str | None  # KEEPS_CAPTURE (naming `capture_sources`), KEEPS_IMPORT, or None: shared within a run only
     reducer: ReducerFacts
 
     def to_torch_backend(self, backend: str) -> tuple[str, ...]:

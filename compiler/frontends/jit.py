@@ -36,7 +36,16 @@ from compiler.frontends.jit_types import (
 )
 from compiler.stages import StageError, new_context, parse_module
 
-__all__ = ["ConstantInput", "ImportedGraph", "TensorArg", "import_graph", "torch_dialect_ops"]
+__all__ = [
+    "ConstantInput",
+    "EmittedGraph",
+    "ImportedGraph",
+    "TensorArg",
+    "emit_graph",
+    "import_graph",
+    "parse_emitted",
+    "torch_dialect_ops",
+]
 
 
 @dataclass(frozen=True)
@@ -84,12 +93,30 @@ def import_graph(
     func_name: str = "main",
     context: ir.Context | None = None,
 ) -> ImportedGraph:
-    """Stage `import`: `graph` as a torch-dialect module with one function `@func_name`.
+    """Stage `import`: `graph` as a torch-dialect module with one function `@func_name`
+    (`emit_graph`, then `parse_emitted`).
 
     `inputs` has one entry per graph input. The function returns the graph's outputs
     flattened through tuples and lists (depth first), which must all be tensors.
     Raises StageError("import") on anything it cannot import.
     """
+    return parse_emitted(emit_graph(graph, inputs, func_name=func_name), context)
+
+
+@dataclass
+class EmittedGraph:
+    """A graph written out as MLIR text, not yet parsed: it depends on torch, the graph and
+    this importer, and on torch-mlir only through the op names its torch dialect registers
+    (`torch_dialect_ops`, read from torch-mlir's generated Python), so it outlives a
+    rebuild of torch-mlir's native libraries."""
+
+    text: str
+    # `ns.name[.overload]` of every op emitted as `torch.operator` (unknown to the dialect).
+    unknown_ops: list[str] = field(default_factory=list)
+
+
+def emit_graph(graph: torch._C.Graph, inputs: Sequence[GraphInput], *, func_name: str = "main") -> EmittedGraph:
+    """The first half of stage `import`: `graph` as MLIR text (see `import_graph`)."""
     graph_inputs = list(graph.inputs())
     if len(inputs) != len(graph_inputs):
         raise StageError("import", f"the graph has {len(graph_inputs)} inputs, {len(inputs)} were described")
@@ -100,17 +127,22 @@ def import_graph(
         raise
     except Exception as error:  # a bug or gap of the importer: say where
         raise StageError("import", f"JIT importer: {type(error).__name__}: {error}") from error
+    return EmittedGraph(text, sorted(set(emitter.unknown_ops)))
+
+
+def parse_emitted(emitted: EmittedGraph, context: ir.Context | None = None) -> ImportedGraph:
+    """The second half of stage `import`: the text parsed by torch-mlir."""
     try:
-        module = parse_module(text, context or new_context())
+        module = parse_module(emitted.text, context or new_context())
     except ir.MLIRError as error:
         first = str(error).strip().splitlines()
         raise StageError(
             "import",
             f"the imported IR does not parse: {first[0] if first else error}",
             diagnostics=[str(error)],
-            input_ir=text,
+            input_ir=emitted.text,
         ) from None
-    return ImportedGraph(module, sorted(set(emitter.unknown_ops)))
+    return ImportedGraph(module, list(emitted.unknown_ops))
 
 
 # --- the emitter ---------------------------------------------------------------------

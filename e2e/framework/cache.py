@@ -131,7 +131,7 @@ class FrontendCache:
     of the run before. Each is what the run would compute again. Keyed by the test
     (`cache_key`'s test part: every file it depends on), the shape mode, what was captured
     (method, call shapes, dynamic dims) and `frontend_fingerprint(stage)`, `stage` being
-    CAPTURE or IMPORT."""
+    CAPTURE (with the frontend's `capture_sources`) or IMPORT."""
 
     def __init__(self, directory: Path | None):
         self.store = PickleStore(directory, FRONTEND_ENTRY_BYTES)
@@ -147,7 +147,8 @@ class FrontendCache:
 
 class FrontendEntries:
     """One test's entries of the frontend cache, in one shape mode, by what was captured
-    (method, call shapes, dynamic dims) and stage (CAPTURE or IMPORT)."""
+    (method, call shapes, dynamic dims) and stage (CAPTURE, with the frontend's
+    `capture_sources`, or IMPORT)."""
 
     def __init__(self, store: PickleStore, test: Test, shape_mode: str):
         self.store = store
@@ -158,14 +159,15 @@ class FrontendEntries:
     def _test_part(self) -> str:
         return f"{test_part(self.test)}\0{self.shape_mode}"
 
-    def _name(self, key: object, stage: str) -> str:
-        return hashlib.sha256("\0".join([frontend_fingerprint(stage), self._test_part, repr(key)]).encode()).hexdigest()
+    def _name(self, key: object, stage: str, capture_sources: tuple[str, ...] = ()) -> str:
+        fingerprint = frontend_fingerprint(stage, capture_sources)
+        return hashlib.sha256("\0".join([fingerprint, self._test_part, repr(key)]).encode()).hexdigest()
 
-    def get(self, key: object, stage: str = IMPORT) -> object | None:
-        return self.store.get(self._name(key, stage))
+    def get(self, key: object, stage: str = IMPORT, capture_sources: tuple[str, ...] = ()) -> object | None:
+        return self.store.get(self._name(key, stage, capture_sources))
 
-    def put(self, key: object, value: object, stage: str = IMPORT) -> None:
-        self.store.put(self._name(key, stage), value)
+    def put(self, key: object, value: object, stage: str = IMPORT, capture_sources: tuple[str, ...] = ()) -> None:
+        self.store.put(self._name(key, stage, capture_sources), value)
 
 
 # --- the program cache -------------------------------------------------------------------

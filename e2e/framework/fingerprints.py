@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import os
 from importlib import metadata
 from pathlib import Path
@@ -148,15 +149,15 @@ def file_digest(path: Path) -> str:
 CAPTURE, IMPORT = "capture", "import"
 FRONTEND_STAGES = (CAPTURE, IMPORT)
 
-# What a capture (torch.export, decompositions) runs of this project: its key covers these
-# and nothing else of the project, so a rebuild of torch-mlir, a change to the importer, a
-# lowering, a pass pipeline or an executor reuses the captures (tests/test_cache.py traces
-# a capture and checks that every project file it runs is here).
+# What every kept capture runs of this project, whatever its frontend: the CAPTURE key covers
+# these and the frontend's own `capture_sources` (modules: its capture, and torch-mlir's
+# Python it reads, such as the FX capture's decomposition table, which a torch-mlir upgrade
+# may change and a rebuild of its native libraries does not), and nothing else, so a rebuild
+# of torch-mlir, a change to a lowering, a pass pipeline or an executor reuses the captures
+# (tests/test_cache.py traces each frontend's capture and checks that every project file it
+# runs is covered).
 CAPTURE_SOURCES = (
     "compiler/frontends/__init__.py",
-    "compiler/frontends/fx.py",
-    "compiler/frontends/decompose.py",
-    "compiler/fx_compile.py",
     "compiler/stages.py",
     "compiler/replay_runtime/frontend_step.py",
     "e2e/configs/pipeline.py",
@@ -164,9 +165,6 @@ CAPTURE_SOURCES = (
     "e2e/framework/registry.py",
     "e2e/framework/trace.py",
 )
-# torch-mlir's Python a capture runs: its decomposition table (`get_decomposition_table`),
-# which a torch-mlir upgrade may change and a rebuild of its native libraries does not.
-TORCH_MLIR_CAPTURE_SOURCES = ("extras/fx_decomp_util.py",)
 # What a capture and import (torch.export, decompositions, the FX importer; a lazy or
 # TorchScript trace and the JIT IR importer) run of this project: the IMPORT key covers
 # these, so a change to a lowering, a pass pipeline or an executor reuses the imports.
@@ -186,26 +184,28 @@ FRONTEND_SOURCES = (
 
 
 @functools.cache
-def frontend_fingerprint(stage: str = IMPORT) -> str:
-    """What a frontend result of `stage` depends on besides its test: torch and the capture's
-    sources (its decomposition table among torch-mlir's) for CAPTURE; torch, torch-mlir
-    (`_torch_mlir_identity`) and every frontend source for IMPORT."""
+def frontend_fingerprint(stage: str = IMPORT, capture_sources: tuple[str, ...] = ()) -> str:
+    """What a frontend result of `stage` depends on besides its test: torch, `CAPTURE_SOURCES`
+    and the files of the modules `capture_sources` names (the frontend's) for CAPTURE; torch,
+    torch-mlir (`_torch_mlir_identity`) and every frontend source for IMPORT."""
     import torch
-    import torch_mlir
 
     if stage == CAPTURE:
-        torch_mlir_root = Path(next(iter(torch_mlir.__path__)))
-        parts = [
-            CAPTURE,
-            torch.__version__,
-            tree_digest(torch_mlir_root, TORCH_MLIR_CAPTURE_SOURCES),
-            source_digest(*CAPTURE_SOURCES),
-        ]
+        parts = [CAPTURE, torch.__version__, source_digest(*CAPTURE_SOURCES)]
+        parts += [f"{name}\0{file_digest(module_file(name))}" for name in capture_sources]
     elif stage == IMPORT:
         parts = [IMPORT, torch.__version__, _torch_mlir_identity(), source_digest(*FRONTEND_SOURCES)]
     else:
         raise ValueError(f"unknown frontend stage {stage!r}; known: {', '.join(FRONTEND_STAGES)}")
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def module_file(name: str) -> Path:
+    """The source file of module `name`, found without running it (its package is imported)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.origin is None:
+        raise ValueError(f"a frontend's capture source {name!r} is not an installed module")
+    return Path(spec.origin)
 
 
 @functools.cache

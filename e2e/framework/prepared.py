@@ -8,8 +8,9 @@ pristine module, its golden trace, and what its configs share.
 import of each call (`imported`), and each pipeline's torch-backend IR (`share`). Each
 is computed once per test, by whichever config comes first, and reused by the others
 (noted on their Results); across runs, the frontend cache keeps what the frontend's
-`keeps` says: the FX capture (keyed by torch, the test and the capture code) and its
-import (by torch-mlir too), or the JIT frontends' imports. A test host computes them
+`keeps` says: a capture that pickles (FX's; the JIT frontends' as their importer's text),
+keyed by torch, the test and the capture code, and its import (by torch-mlir too), or
+another frontend's import (dynamo's). A test host computes them
 (`e2e.framework.host`); a child forked for one pair sends back what it computed
 (`new_shared`).
 """
@@ -56,16 +57,24 @@ class PreparedTest:
     from_earlier_run: set = field(default_factory=set)  # shared keys this config took from the frontend cache
     program_cache: ProgramCache | None = None  # lowered programs of earlier hosts and runs, for the compiler
 
-    def share(self, key: Any, compute: Callable[[], Any], *, across_runs: str | None = None) -> Any:
+    def share(
+        self,
+        key: Any,
+        compute: Callable[[], Any],
+        *,
+        across_runs: str | None = None,
+        capture_sources: tuple[str, ...] = (),
+    ) -> Any:
         """`compute()` once per test (its host and the configs' children); StageErrors are
         shared too. A value an earlier config computed is noted as reused. `across_runs`:
-        a frontend result of that stage (`fingerprints.CAPTURE` or `fingerprints.IMPORT`, which decides
-        what its key covers), kept in the frontend cache for later runs and taken from it."""
+        a frontend result of that stage (`fingerprints.CAPTURE`, with the frontend's
+        `capture_sources`, or `fingerprints.IMPORT`: they decide what its key covers), kept
+        in the frontend cache for later runs and taken from it."""
         if key in self.shared and key not in self.new_shared:
             self.reused.add(key)
         cache = self.frontend_cache if across_runs else None
         if key not in self.shared and cache is not None:
-            kept = cache.get(key, across_runs)
+            kept = cache.get(key, across_runs, capture_sources)
             if kept is not None:
                 self.shared[key] = self.new_shared[key] = kept
                 self.from_earlier_run.add(key)
@@ -76,7 +85,7 @@ class PreparedTest:
                 self.shared[key] = error
             self.new_shared[key] = self.shared[key]
             if cache is not None:
-                cache.put(key, self.shared[key], across_runs)
+                cache.put(key, self.shared[key], across_runs, capture_sources)
         value = self.shared[key]
         if isinstance(value, StageError):
             raise value
@@ -85,10 +94,10 @@ class PreparedTest:
     def imported(self, frontend, item: TraceItem, key: tuple, shapes, snapshots: Snapshots):
         """The capture and import of `item` by `frontend` (its program's `key`: method and
         call shapes, or None with dynamic `shapes`), once per test and, through the frontend
-        cache, across runs as the frontend `keeps` it: the FX capture while torch and the
-        test are unchanged, and its import while torch-mlir is too (a rebuild of torch-mlir
-        imports the kept capture again); the JIT frontends' imports (their captures are
-        graphs of live objects)."""
+        cache, across runs as the frontend `keeps` it: a capture that pickles (FX's, the JIT
+        frontends' text) while torch, the test and the capture code are unchanged, and its
+        import while torch-mlir is too (a rebuild of torch-mlir imports the kept capture
+        again); or only the import, where the capture is a graph of live objects (dynamo's)."""
         dims = None if shapes is None else tuple(None if s is None else tuple(s) for s in shapes)
         import_key = (f"{frontend.name}-import", *key, dims)
         try:
@@ -129,7 +138,10 @@ class PreparedTest:
         """The import of a capture kept across runs (a rebuild of torch-mlir imports the capture
         of an earlier run again); one that did not survive being kept is captured again."""
         captured = self.share(
-            capture_key, lambda: self._capture(frontend, item, shapes, snapshots), across_runs=CAPTURE
+            capture_key,
+            lambda: self._capture(frontend, item, shapes, snapshots),
+            across_runs=CAPTURE,
+            capture_sources=frontend.capture_sources,
         )
         if capture_key in self.from_earlier_run:
             snapshots.enter("capture")  # this run's capture: loading the kept one
