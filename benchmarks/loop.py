@@ -28,6 +28,11 @@ with caches of its own there.
 
     each with its wall time and its ratio to the cold run, and `python -m e2e.diff` of the
     cold run against each (its exit status and its changed pairs: none is the bar).
+
+(c) Where each run's pair-seconds went (the reports' `stage_seconds`): the capture; torch-mlir's
+    stages (import, torch-backend, backend, lower: what a rebuild must run again); execute and
+    compare; and the rest of the pairs' time. torch-mlir's share divided by the workers is
+    the floor of any rerun after a rebuild that keeps every capture, as a ratio to the cold run.
 """
 
 from __future__ import annotations
@@ -140,6 +145,23 @@ def _diff(copy: Path, scratch: Path, new: str) -> str:
     return f"e2e.diff exit {done.returncode}, {sum(changed.values())} pairs changed" + (f" ({kinds})" if kinds else "")
 
 
+# What a rebuild of torch-mlir runs again whatever is kept: its importer's parse, its
+# passes (torch-backend, backend) and MLIR's lowering and JIT (lower).
+TORCH_MLIR_STAGES = ("import", "torch-backend", "backend", "lower")
+
+
+def stage_split(scratch: Path, name: str) -> dict[str, float]:
+    """Pair-seconds of run `name` by part: capture, torch-mlir's stages, execute + compare, rest."""
+    parts = dict.fromkeys(("capture", "torch-mlir", "execute", "rest"), 0.0)
+    for row in load_rows(scratch / f"suite-{name}")[0]:
+        stages = row.get("stage_seconds") or {}
+        parts["capture"] += stages.get("capture", 0.0)
+        parts["torch-mlir"] += sum(stages.get(stage, 0.0) for stage in TORCH_MLIR_STAGES)
+        parts["execute"] += stages.get("execute", 0.0) + stages.get("compare", 0.0)
+        parts["rest"] += max(0.0, (row.get("duration") or 0.0) - sum(stages.values()))
+    return parts
+
+
 def machine() -> str:
     model = ""
     try:
@@ -201,6 +223,15 @@ def main() -> None:
         for name, (wall, cpu, summary) in runs.items():
             diff = "" if name == "cold" else "; " + _diff(copy, scratch, name)
             print(f"{name:<8} {wall:7.1f} {cpu:7.1f} {wall / cold:6.2f}x  {summary}{diff}")
+        print("\n(c) pair-seconds by part; the floor: torch-mlir's part over the workers, against the cold run")
+        print(f"{'run':<8} {'capture':>8} {'torch-mlir':>11} {'execute':>8} {'rest':>8} {'floor':>7}")
+        for name in runs:
+            split = stage_split(scratch, name)
+            floor = split["torch-mlir"] / args.workers / cold
+            print(
+                f"{name:<8} {split['capture']:8.1f} {split['torch-mlir']:11.1f} {split['execute']:8.1f}"
+                f" {split['rest']:8.1f} {floor:6.2f}x"
+            )
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
