@@ -398,6 +398,31 @@ def test_a_rebuild_of_torch_mlir_reuses_the_capture_and_imports_it_again(project
     assert _import_neg(store, frontend)[:2] == (raw_ir, set())  # another torch: captured again
 
 
+def test_a_test_outside_a_frontends_reach_is_kept_as_such(project, monkeypatch, tmp_path):
+    """Why a capture does not apply (torchscript fell back to a static trace, and dynamic dims
+    were asked for) is decided by torch, the test and the capture code, as a capture is: a
+    rerun after a rebuild of torch-mlir takes it from the frontend cache and reports the same."""
+    from compiler.frontends import load_frontend
+    from e2e.framework.prepared import prepare
+    from e2e.framework.result import NotApplicable
+
+    store = cache.FrontendCache(tmp_path / "frontend")
+    reasons, taken = [], []
+    for salt in ("", "rebuilt"):
+        monkeypatch.setenv(fingerprints.IDENTITY_SALT_ENV, salt)
+        cache.forget_files()
+        prepared = prepare(registry.GLOBAL_TEST_REGISTRY["Tmp_Neg"])
+        prepared.frontend_cache = store.for_test(prepared.test, prepared.shape_mode)
+        with pytest.raises(NotApplicable) as refused:
+            prepared.imported(
+                load_frontend("torchscript"), prepared.golden[0], ("forward", None), [[-1, 3]], Snapshots()
+            )
+        reasons.append(str(refused.value))
+        taken.append({key[0] for key in prepared.from_earlier_run})
+    assert "traces static shapes" in reasons[0] and reasons[1] == reasons[0]
+    assert taken == [set(), {"torchscript-capture"}]
+
+
 def test_a_capture_that_does_not_serialize_is_captured_again_and_says_so(project, monkeypatch, tmp_path):
     from compiler import fx_compile
 

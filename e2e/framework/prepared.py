@@ -38,6 +38,10 @@ if TYPE_CHECKING:
     from e2e.framework.cache import FrontendEntries, ProgramCache
 
 
+# What a frontend result may be instead of a value, kept and raised again like one.
+_SHARED_ERRORS = (StageError, NotCapturable, StaticShapesOnly)
+
+
 @dataclass
 class PreparedTest:
     """One test's module, golden trace and config-shared frontend results, in one process."""
@@ -65,8 +69,10 @@ class PreparedTest:
         across_runs: str | None = None,
         capture_sources: tuple[str, ...] = (),
     ) -> Any:
-        """`compute()` once per test (its host and the configs' children); StageErrors are
-        shared too. A value an earlier config computed is noted as reused. `across_runs`:
+        """`compute()` once per test (its host and the configs' children); a StageError is
+        shared too, and so is a frontend's word that the test is outside its reach
+        (`NotCapturable`, `StaticShapesOnly`: torch, the test and the capture code decide
+        it, as they decide a capture). A value an earlier config computed is noted as reused. `across_runs`:
         a frontend result of that stage (`fingerprints.CAPTURE`, with the frontend's
         `capture_sources`, or `fingerprints.IMPORT`: they decide what its key covers), kept
         in the frontend cache for later runs and taken from it."""
@@ -81,13 +87,13 @@ class PreparedTest:
         if key not in self.shared:
             try:
                 self.shared[key] = compute()
-            except StageError as error:
+            except _SHARED_ERRORS as error:
                 self.shared[key] = error
             self.new_shared[key] = self.shared[key]
             if cache is not None:
                 cache.put(key, self.shared[key], across_runs, capture_sources)
         value = self.shared[key]
-        if isinstance(value, StageError):
+        if isinstance(value, _SHARED_ERRORS):
             raise value
         return value
 
