@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from torch_mlir import ir  # noqa: E402 - after the checkout is on sys.path
 
 from compiler import pipelines  # noqa: E402
-from compiler.jit_compile import jit_import  # noqa: E402
+from compiler.jit_compile import jit_capture, jit_import_captured  # noqa: E402
 from compiler.stages import expand, format_diagnostics, new_context, parse_module, run_pass, run_pipeline  # noqa: E402
 from e2e.framework.testutils import TestUtils  # noqa: E402
 from e2e.generate.grow import GenerationError, generate  # noqa: E402
@@ -55,9 +55,10 @@ def _one(seed: int, frontend: str) -> dict:
     except GenerationError:
         return {"seed": seed, "skipped": "not generated"}
     try:
-        imported = jit_import(
+        captured = jit_capture(
             program.module_class()(), program.make_inputs(TestUtils(0)), frontend, program.annotations() or None
         )
+        imported = jit_import_captured(captured)
     except Exception as error:  # noqa: BLE001 - a program this frontend does not take
         return {"seed": seed, "skipped": f"capture or import: {type(error).__name__}"}
     whole, whole_s = _stage(imported.raw_ir, lambda module, entry: run_pipeline(module, [entry]))

@@ -37,7 +37,6 @@ __all__ = [
     "StaticShapesOnly",
     "compile_jit_module",
     "jit_capture",
-    "jit_import",
     "jit_import_captured",
     "jit_to_torch_backend_ir",
     "jit_torch_backend",
@@ -183,25 +182,6 @@ def jit_import_captured(captured: JitCapture, snapshots: Snapshots | None = None
     )
 
 
-def jit_import(
-    module: torch.nn.Module,
-    example_inputs: Sequence[object],
-    frontend: str | JitFrontend = "ltc",
-    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
-    *,
-    snapshots: Snapshots | None = None,
-    method: str = "forward",
-    static_ok: bool = True,
-) -> JitImport:
-    """capture -> import for the `ltc` or `torchscript` frontend (`jit_capture`, then
-    `jit_import_captured`)."""
-    snapshots = snapshots if snapshots is not None else Snapshots()
-    captured = jit_capture(
-        module, example_inputs, frontend, dynamic_dims, snapshots=snapshots, method=method, static_ok=static_ok
-    )
-    return jit_import_captured(captured, snapshots)
-
-
 def jit_torch_backend(
     imported: JitImport, frontend: str | JitFrontend, snapshots: Snapshots | None = None
 ) -> JitTorchBackendIR:
@@ -236,12 +216,12 @@ def jit_to_torch_backend_ir(
     static_ok: bool = True,
 ) -> JitTorchBackendIR:
     """capture -> import -> torch-backend for the `ltc` or `torchscript` frontend
-    (`jit_import`, then `jit_torch_backend`)."""
+    (`jit_capture`, `jit_import_captured`, then `jit_torch_backend`)."""
     snapshots = snapshots if snapshots is not None else Snapshots()
-    imported = jit_import(
+    captured = jit_capture(
         module, example_inputs, frontend, dynamic_dims, snapshots=snapshots, method=method, static_ok=static_ok
     )
-    return jit_torch_backend(imported, frontend, snapshots)
+    return jit_torch_backend(jit_import_captured(captured, snapshots), frontend, snapshots)
 
 
 def run_torch_backend(module: ir.Module, frontend: str | JitFrontend, snapshots: Snapshots | None = None) -> ir.Module:

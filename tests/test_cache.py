@@ -342,7 +342,7 @@ def test_the_frontend_sources_cover_every_project_file_a_capture_runs(frontend):
     torch.jit and the JIT IR importer) traced call by call: the frontend cache's key would
     miss an edit to a project file it runs outside `FRONTEND_SOURCES`."""
     from compiler.fx_compile import fx_import
-    from compiler.jit_compile import jit_import
+    from compiler.jit_compile import jit_capture, jit_import_captured
 
     class Model(torch.nn.Module):
         def forward(self, x, y):
@@ -360,7 +360,7 @@ def test_the_frontend_sources_cover_every_project_file_a_capture_runs(frontend):
         if frontend == "fx":
             fx_import(Model(), inputs, [[-1, 4], None])
         else:
-            jit_import(Model(), inputs, frontend)
+            jit_import_captured(jit_capture(Model(), inputs, frontend))
     finally:
         sys.setprofile(None)
     files = [Path(name).resolve() for name in ran if not name.startswith("<")]
