@@ -112,7 +112,7 @@ class JitCapture:
     notes: dict[str, Any] = field(default_factory=dict)
     shapes: str = ""
     method: str = "forward"
-    lost: str | None = None  # never: text always pickles
+    lost = None  # not a field: text always pickles, so a kept capture is never lost
 
     def lost_on_the_way(self) -> str | None:
         return None

@@ -572,6 +572,17 @@ def test_the_capture_sources_cover_every_project_file_a_capture_runs(frontend):
         assert any(path.name == "_torch_ops_gen.py" for path in own)
 
 
+def test_a_capture_source_that_is_not_installed_is_keyed_as_missing():
+    """Another torch-mlir may not ship a module a frontend names (its decomposition table):
+    the key says so, and differs, rather than the run failing to compute it."""
+    cache.forget_files()
+    absent = fingerprints.module_file("torch_mlir.not_a_module_of_it")
+    assert absent is None and fingerprints.module_file("no_such_package.module") is None
+    there = fingerprints.frontend_fingerprint(fingerprints.CAPTURE, ("compiler.fx_compile",))
+    missing = fingerprints.frontend_fingerprint(fingerprints.CAPTURE, ("torch_mlir.not_a_module_of_it",))
+    assert there != missing
+
+
 @pytest.mark.parametrize("frontend", ["ltc", "torchscript"])
 def test_a_kept_jit_capture_imports_as_a_new_one(frontend):
     """A JIT frontend keeps its capture as the importer's text: pickled and parsed again (as

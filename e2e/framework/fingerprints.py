@@ -192,7 +192,8 @@ def frontend_fingerprint(stage: str = IMPORT, capture_sources: tuple[str, ...] =
 
     if stage == CAPTURE:
         parts = [CAPTURE, torch.__version__, source_digest(*CAPTURE_SOURCES)]
-        parts += [f"{name}\0{file_digest(module_file(name))}" for name in capture_sources]
+        files = {name: module_file(name) for name in capture_sources}
+        parts += [f"{name}\0{file_digest(path) if path else 'missing'}" for name, path in files.items()]
     elif stage == IMPORT:
         parts = [IMPORT, torch.__version__, _torch_mlir_identity(), source_digest(*FRONTEND_SOURCES)]
     else:
@@ -200,12 +201,15 @@ def frontend_fingerprint(stage: str = IMPORT, capture_sources: tuple[str, ...] =
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
-def module_file(name: str) -> Path:
-    """The source file of module `name`, found without running it (its package is imported)."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.origin is None:
-        raise ValueError(f"a frontend's capture source {name!r} is not an installed module")
-    return Path(spec.origin)
+def module_file(name: str) -> Path | None:
+    """The source file of module `name`, found without running it (its package is imported);
+    None when it is not installed (another torch-mlir may not ship it: the key says
+    "missing", as for a missing file, and the capture itself says what it lacks)."""
+    try:
+        spec = importlib.util.find_spec(name)
+    except ModuleNotFoundError:  # its package is not installed
+        return None
+    return Path(spec.origin) if spec is not None and spec.origin is not None else None
 
 
 @functools.cache
