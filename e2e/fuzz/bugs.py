@@ -173,8 +173,9 @@ class Failure:
     crash_pass: str | None = None  # a crash's: the pass its bundle crashes in (`crash_site`)
 
     @classmethod
-    def of(cls, row: dict) -> "Failure":
-        """The failure a results row (read from a campaign's results) records."""
+    def of(cls, row: dict, site: bool = True) -> "Failure":
+        """The failure a results row (read from a campaign's results) records. `site=False`
+        leaves a crash's bundle unparsed (`crash_site`): a server reading an upload parses no IR."""
         signature = row_signature(row) or Signature(str(row.get("stage")), "-")
         text = signature.format()
         op = bundle_guilty_op(row) or guilty_op(row.get("error") or "") or guilty_op(text) or ltc_op(text)
@@ -182,7 +183,7 @@ class Failure:
         types = next((n.removeprefix("reducer: ") for n in notes if n.startswith(TYPES_NOTE)), None)
         root = next((n.removeprefix(TYPES_ROOT_NOTE) for n in notes if n.startswith(TYPES_ROOT_NOTE)), None)
         kind, crash_pass = kind_of(row), None
-        if kind == CRASH:
+        if kind == CRASH and site:
             last_ops, crash_pass = crash_site(row.get("repro_path"))
             op = last_ops or op
         return cls(row["test"], row["config"], kind, signature, op, row.get("repro_path"), types, root, crash_pass)

@@ -214,6 +214,8 @@ def run_meta(config: pytest.Config, state: E2EState) -> dict:
     import torch
     import torch_mlir
 
+    from e2e.framework.provenance import provenance
+
     sharder = config.stash.get(SHARDER, None)
     return {
         "command": " ".join(sys.argv),
@@ -224,6 +226,7 @@ def run_meta(config: pytest.Config, state: E2EState) -> dict:
         "platform": torch_cpu_capability(),
         "cpu": cpu_description(),
         "jit_target": jit_target().name,
+        **provenance(),
         "budget_s": state.budget,
         "memory_cap_gib": state.memory_cap / GIB if state.memory_cap else None,
         **({"shard": {"index": sharder.spec.index, "count": sharder.spec.count}} if sharder is not None else {}),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -33,6 +34,7 @@ from e2e.framework import isolation
 from e2e.framework.signature import normalize, pass_name
 from e2e.reducer.case import CRASH, HANG, MISMATCH, Case
 from e2e.reducer.native import NATIVE_DIR, NativeRepro, write_native_repro
+from e2e.reducer.outcome import BUNDLE_RECORD
 from e2e.reducer.standalone import LOADER, RUNTIME_COPY, NotStandalone, write_runtime
 
 INDEX_DIR = "_signatures"
@@ -451,4 +453,8 @@ def write_bundle(
             verification.detail += f"; {NATIVE_DIR}/run.sh did not show the crash: {verification.native.detail}"
     tests = add_test(bundle_dir, info.test, info.config)
     write_atomic(bundle_dir / "README.md", readme(info, bundle_dir, tests, verification))
+    # The verification as fields, for whatever reads bundles (the reproducer service).
+    record = {"verified": verification.ok if check else None, "detail": verification.detail}
+    record |= {"ops_before": info.ops_before, "ops_after": info.ops_after, "minimal": info.minimal}
+    write_atomic(bundle_dir / BUNDLE_RECORD, json.dumps(record, indent=1) + "\n")
     return verification.ok, verification.detail

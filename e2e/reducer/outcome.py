@@ -14,6 +14,10 @@ from pathlib import Path
 TYPES_NOTE = "reducer: types first disagree"
 TYPES_ROOT_NOTE = "reducer: types root: "
 
+# A bundle's record of its own verification, as fields (written by `e2e.reducer.bundle`,
+# read by the reproducer service).
+BUNDLE_RECORD = "bundle.json"
+
 # Why a reduction stopped (ReduceOutcome.stopped): nothing localized, or the failure joined
 # the bundle an earlier failure of the same bug wrote.
 NO_LOCALIZATION = "no localization"
