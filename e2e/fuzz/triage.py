@@ -273,6 +273,9 @@ def analyse(
     seeds = sorted({seed for row in rows if (seed := seed_of(row["test"])) is not None})
     text = markdown(campaign, rows, classified, bug_ops, [programs(seed) for seed in seeds])
     (reports_dir / "fuzz.md").write_text(text)
+    from e2e.fuzz.records import campaign_bugs, write_bugs
+
+    write_bugs(reports_dir, campaign_bugs(classified.bugs, reports_dir))
     (reports_dir / "fuzz.html").write_text(html_page(text, discovery(campaign, rows, classified)))
     from e2e.framework.html_report import write_html
     from e2e.report_tables import report_tables

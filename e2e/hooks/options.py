@@ -122,6 +122,15 @@ def pytest_addoption(parser):
         help="an earlier run's results (reports dir, results.json or .jsonl): the e2e summary says what changed "
         "(as python -m e2e.diff does), for the pairs this run ran",
     )
+    group.addoption(
+        "--e2e-service",
+        default=None,
+        metavar="URL",
+        help="when the run ends, upload it with its bundles to the reproducer service at URL (python -m e2e.service "
+        "serve); the token from $E2E_SERVICE_TOKEN or --e2e-service-token-file",
+    )
+    group.addoption("--e2e-service-label", default=None, help="the run's name on the service's pages")
+    group.addoption("--e2e-service-token-file", default=None, metavar="PATH", help="a file holding the service's token")
     group.addoption("--no-reduce", action="store_true", help="do not write reproducer bundles for failures")
     group.addoption(
         "--reduce-unnamed",

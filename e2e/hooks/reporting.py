@@ -37,6 +37,7 @@ class RunRecorder:
         self.html_report: Path | None = None
         self.clock = WorkerClock()  # this process's time: start, its items, its pairs
         self.clocks: dict[str, dict] = {}  # worker -> its `WorkerClock.summary()`
+        self.service_line: str | None = None  # --e2e-service: what the upload did
 
     @classmethod
     def configure(cls, config: pytest.Config, state: E2EState) -> RunRecorder:
@@ -128,6 +129,25 @@ class RunRecorder:
             },
             worker_seconds=dict(sorted(self.clocks.items())),
         )
+        if self.config.getoption("e2e_service"):
+            self.service_line = self._upload(self.config.getoption("e2e_service"))
+
+    def _upload(self, url: str) -> str:
+        """`--e2e-service URL`: the finished run, its bugs and bundles, sent to the service."""
+        from e2e.service.client import UploadFailed, read_token, upload
+        from e2e.service.reports import UploadError
+
+        token = read_token(None, self.config.getoption("e2e_service_token_file"))
+        try:
+            done = upload(self.state.reports_dir, url, token, self.config.getoption("e2e_service_label"))
+        except (UploadFailed, UploadError) as error:
+            return f"NOT uploaded: {error}"
+        if not done["created"]:
+            return f"{url}/runs/{done['run_id']}: this run was already there"
+        return (
+            f"{url}/runs/{done['run_id']}: {done['pairs']} pairs, {len(done['new_bugs'])} new bugs, "
+            f"{len(done['seen_bugs'])} seen before, {len(done['reopened'])} reopened, {len(done['fixed'])} fixed"
+        )
 
     def _baseline_diff(self):
         """`--baseline`: what changed since that run, for the tests and configs this run ran
@@ -163,6 +183,8 @@ class RunRecorder:
         terminalreporter.write_line(f"results: {self.state.reports_dir / 'results.json'} (run {self.record.run_id})")
         if self.html_report is not None:
             terminalreporter.write_line(f"html report: {self.html_report}")
+        if self.service_line is not None:
+            terminalreporter.write_line(f"reproducer service: {self.service_line}")
         if self.baseline_diff is not None:
             from e2e.diff import format_report
 

@@ -13,20 +13,19 @@ is read (no path outside its folder, no link, nothing past the size limit).
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import io
 import json
+import re
 import tarfile
 import zlib
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from e2e.framework.results_files import ResultsError, load_rows
-from e2e.reducer.outcome import BUNDLE_RECORD
+from e2e.fuzz.records import BUGS_FILE, BUGS_FORMAT, BugRecord, group_failures
 
-BUGS_FILE = "bugs.json"
-BUGS_FORMAT = "e2e-bugs/1"
-FAILING = ("fail", "crash", "timeout", "memory", "error")
 # Past these an upload is refused (HTTP 413): a run of 10,000 pairs with its bundles is a
 # few MB; the limits keep a runaway upload from filling the server's disk or memory.
 MAX_ARCHIVE_BYTES = 256 * 2**20
@@ -40,52 +39,6 @@ class UploadError(ValueError):
     def __init__(self, message: str, status: int = 400):
         super().__init__(message)
         self.status = status
-
-
-@dataclass(frozen=True)
-class BugRecord:
-    """One distinct bug of a run (a row of `bugs.json`)."""
-
-    config: str
-    key: str  # stage | pass or mismatch kind | message without numbers and types
-    guilty_op: str  # "" when none is known
-    kind: str  # wrong result | crash or hang | compile failure
-    stage: str
-    signature: str  # its first pair's signature, as people read it
-    known: bool  # an xfail entry carries it
-    tests: tuple[str, ...]  # the tests whose pair on `config` hit it
-    root: str | None = None  # what broke the types, whatever the step (`e2e.fuzz.bugs.Bug.types_root`)
-    bundle: str | None = None  # its bundle's folder, relative to the reports directory
-    verified: bool | None = None  # the bundle's repro.py re-verified in a fresh process
-
-    @property
-    def ident(self) -> str:
-        """The bug's identity across runs: its config, key and guilty op."""
-        return hashlib.sha1("\0".join((self.config, self.key, self.guilty_op)).encode()).hexdigest()
-
-    def to_json(self) -> dict:
-        return {**asdict(self), "tests": list(self.tests)}
-
-    @classmethod
-    def from_json(cls, value: dict) -> "BugRecord":
-        try:
-            return cls(**{**value, "tests": tuple(value["tests"])})
-        except (TypeError, KeyError) as error:
-            raise UploadError(f"{BUGS_FILE}: a bug is not of the form {BUGS_FORMAT} ({error})") from None
-
-
-def key_text(signature) -> str:
-    from e2e.fuzz.bugs import bug_key
-
-    return " | ".join(part for part in bug_key(signature) if part is not None)
-
-
-def bundle_record(bundle: Path) -> dict:
-    """A bundle's `bundle.json` ({} for a bundle written before it, or none)."""
-    try:
-        return json.loads((bundle / BUNDLE_RECORD).read_text())
-    except (OSError, ValueError):
-        return {}
 
 
 @dataclass
@@ -125,79 +78,6 @@ class RunReport:
         return path if (path / "repro.mlir").is_file() else None
 
 
-def resolve_bundle(reports_dir: Path, repro_path: str | None) -> Path | None:
-    """A row's `repro_path` as a folder under `reports_dir`, wherever the run was started
-    from: as written, else its part from the last `repro` folder on, under `reports_dir`."""
-    if not repro_path:
-        return None
-    given = Path(repro_path)
-    candidates = [given] if given.is_absolute() else [Path.cwd() / given, reports_dir.parent / given]
-    parts = given.parts
-    if "repro" in parts:
-        tail = parts[len(parts) - 1 - parts[::-1].index("repro") :]
-        candidates.append(reports_dir.joinpath(*tail))
-    for candidate in candidates:
-        if (candidate / "repro.mlir").is_file():
-            return candidate.resolve()
-    return None
-
-
-def group_failures(rows: list[dict], reports_dir: Path, parse_ir: bool = True) -> list[BugRecord]:
-    """A run's failing pairs grouped into bugs by the campaign's key (`e2e.fuzz.bugs`): for
-    runs without a campaign's triage. A bug is known when an xfail entry expected each of its
-    pairs. Its bundle: the smallest verified one of its pairs' (else the smallest)."""
-    from e2e.fuzz.bugs import BROKEN, Failure
-
-    grouped: dict[tuple, list[tuple[dict, object]]] = {}
-    for row in rows:
-        if row.get("outcome") not in FAILING:
-            continue
-        failure = Failure.of(row, site=parse_ir)
-        if failure.kind == BROKEN:
-            continue
-        grouped.setdefault(failure.key, []).append((row, failure))
-    bugs = []
-    for members in grouped.values():
-        row, first = members[0]
-        bundles = [b for b in (resolve_bundle(reports_dir, r.get("repro_path")) for r, _ in members) if b]
-        bundle = smallest_bundle(bundles)
-        record = bundle_record(bundle) if bundle else {}
-        bugs.append(
-            BugRecord(
-                config=first.config,
-                key=key_text(first.signature),
-                guilty_op=first.guilty_op or "",
-                kind=first.kind,
-                stage=first.signature.stage,
-                signature=first.signature.format(),
-                known=all(r.get("final") == "xfailed" for r, _ in members),
-                tests=tuple(sorted({r["test"] for r, _ in members})),
-                root=next((f.types_root for _, f in members if f.types_root), None),
-                bundle=_relative(bundle, reports_dir),
-                verified=record.get("verified"),
-            )
-        )
-    return sorted(bugs, key=lambda b: (b.config, b.key, b.guilty_op))
-
-
-def smallest_bundle(bundles: list[Path]) -> Path | None:
-    """The bundle to keep: verified before unverified, then the smallest `repro.mlir`."""
-    if not bundles:
-        return None
-    return min(
-        set(bundles), key=lambda b: (bundle_record(b).get("verified") is not True, (b / "repro.mlir").stat().st_size)
-    )
-
-
-def _relative(bundle: Path | None, reports_dir: Path) -> str | None:
-    if bundle is None:
-        return None
-    try:
-        return str(bundle.relative_to(reports_dir.resolve()))
-    except ValueError:
-        return str(bundle)  # outside the reports directory: `pack` copies it in
-
-
 def read_reports(directory: Path | str, parse_ir: bool = True) -> RunReport:
     """The run in a reports directory. `parse_ir=False` (a server reading an upload) never
     parses a bundle's IR; it matters only for a run without `bugs.json`."""
@@ -213,7 +93,10 @@ def read_reports(directory: Path | str, parse_ir: bool = True) -> RunReport:
     if bugs_file is not None:
         if not isinstance(bugs_file, dict) or bugs_file.get("format") != BUGS_FORMAT:
             raise UploadError(f"{BUGS_FILE}: not of the form {BUGS_FORMAT}")
-        bugs = [BugRecord.from_json(value) for value in bugs_file.get("bugs", [])]
+        try:
+            bugs = [BugRecord.from_json(value) for value in bugs_file.get("bugs", [])]
+        except ValueError as error:
+            raise UploadError(f"{BUGS_FILE}: {error}") from None
     else:
         bugs = group_failures(rows, directory, parse_ir)
     report = RunReport(directory, run if isinstance(run, dict) else {}, rows, bugs, campaign)
@@ -228,15 +111,6 @@ def _json_file(path: Path):
         return json.loads(path.read_text())
     except ValueError as error:
         raise UploadError(f"{path.name}: bad JSON ({error})") from None
-
-
-def write_bugs(directory: Path, bugs: list[BugRecord]) -> Path:
-    """`bugs.json`: a run's distinct bugs, as the service reads them."""
-    from e2e.framework.run_record import write_json_atomic
-
-    path = Path(directory) / BUGS_FILE
-    write_json_atomic(path, {"format": BUGS_FORMAT, "bugs": [bug.to_json() for bug in bugs]})
-    return path
 
 
 def pack(report: RunReport) -> bytes:
@@ -262,13 +136,18 @@ def pack(report: RunReport) -> bytes:
     return buffer.getvalue()
 
 
-def bundle_archive(bundle: Path) -> bytes:
-    """A bundle folder as a tar.gz of its own (the download a bug page offers), the same
-    bytes for the same files: members sorted, times and owners left out."""
+def bundle_folder(test: str, config: str) -> str:
+    """The folder a bundle's archive unpacks into: `<test>.<config>`, in characters a shell takes."""
+    return re.sub(r"[^\w.@-]", "_", f"{test}.{config}")
+
+
+def bundle_archive(bundle: Path, folder: str) -> bytes:
+    """A bundle as a tar.gz of its own holding `folder/` (the download a bug page offers),
+    the same bytes for the same files: members sorted, times and owners left out."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as archive:
-        archive.fileobj.mtime = 0  # gzip's header time
-        _add_tree(archive, bundle, bundle.name)
+    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0, compresslevel=6) as zipped:
+        with tarfile.open(fileobj=zipped, mode="w") as archive:
+            _add_tree(archive, bundle, folder)
     return buffer.getvalue()
 
 

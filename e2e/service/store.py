@@ -32,7 +32,7 @@ from sqlalchemy import Engine, create_engine, event, insert, select, text, updat
 from sqlalchemy.engine import Connection
 
 from e2e.service import schema as t
-from e2e.service.reports import RunReport, bundle_archive
+from e2e.service.reports import RunReport, bundle_archive, bundle_folder
 
 MIGRATIONS = Path(__file__).with_name("migrations")
 OPEN = ("new", "known")  # a bug's statuses while it still reproduces
@@ -355,7 +355,7 @@ class _Ingest:
         better = kept is None or (record.verified is True, -size) > (kept.verified is True, -kept.size)
         if not better:
             return
-        data = bundle_archive(folder)
+        data = bundle_archive(folder, bundle_folder(record.tests[0], record.config))
         digest = hashlib.sha256(data).hexdigest()
         if self.c.execute(select(t.blobs.c.sha256).where(t.blobs.c.sha256 == digest)).first() is None:
             self.c.execute(insert(t.blobs).values(sha256=digest, size=len(data), data=data))

@@ -1,0 +1,55 @@
+"""Sending a run to a service: what `python -m e2e.service upload` and `pytest
+--e2e-service URL` do. The run's bugs are grouped here, on the machine that made the run
+(a crash's bundle is parsed to find where it crashes), so the server parses no IR."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from e2e.service.reports import pack, read_reports
+
+TOKEN_ENV = "E2E_SERVICE_TOKEN"
+
+
+def read_token(token: str | None = None, token_file: str | Path | None = None) -> str | None:
+    """The token: given, else `$E2E_SERVICE_TOKEN`, else the token file's first line."""
+    if token:
+        return token
+    if os.environ.get(TOKEN_ENV):
+        return os.environ[TOKEN_ENV]
+    if token_file and Path(token_file).is_file():
+        return Path(token_file).read_text().strip() or None
+    return None
+
+
+class UploadFailed(RuntimeError):
+    pass
+
+
+def upload(
+    reports_dir: Path | str, url: str, token: str | None, label: str | None = None, timeout: float = 600
+) -> dict:
+    """Send the run in `reports_dir` to the service at `url`; its answer (`Ingested` as JSON)."""
+    import httpx
+
+    report = read_reports(reports_dir)
+    data = pack(report)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/gzip"} if token else {}
+    try:
+        answer = httpx.post(
+            f"{url.rstrip('/')}/api/runs",
+            content=data,
+            headers=headers,
+            params={"label": label} if label else None,
+            timeout=timeout,
+        )
+    except httpx.HTTPError as error:
+        raise UploadFailed(f"upload of {reports_dir} to {url} failed: {error}") from None
+    if answer.status_code >= 400:
+        try:
+            detail = answer.json().get("detail")
+        except ValueError:
+            detail = answer.text[:500]
+        raise UploadFailed(f"upload of {reports_dir} to {url} refused ({answer.status_code}): {detail}")
+    return answer.json()
