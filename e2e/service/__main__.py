@@ -47,7 +47,9 @@ def serve(args) -> int:
         token_file.write_text(token + "\n")
         print(f"e2e.service: a new token is in {token_file} (uploads and status changes need it)", flush=True)
     print(f"e2e.service: {store.url} at schema {store.revision()}; http://{args.host}:{args.port}/", flush=True)
-    uvicorn.run(create_app(store, token), host=args.host, port=args.port, log_level=args.log_level)
+    uvicorn.run(
+        create_app(store, token, args.max_upload_mib * 2**20), host=args.host, port=args.port, log_level=args.log_level
+    )
     return 0
 
 
@@ -81,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--host", default="127.0.0.1")
     run.add_argument("--port", type=int, default=8080)
     run.add_argument("--log-level", default="warning")
+    run.add_argument("--max-upload-mib", type=int, default=256, help="refuse an upload past this size (default 256)")
     send = with_token(commands.add_parser("upload", help="send a run to a service"))
     send.add_argument("reports_dir")
     send.add_argument("--url", required=True)

@@ -30,8 +30,9 @@ TEMPLATES.env.filters["when"] = lambda at: time.strftime("%Y-%m-%d %H:%M", time.
 TEMPLATES.env.filters["percent"] = lambda rate: "-" if rate is None else f"{100 * rate:.1f}%"
 
 
-def create_app(store: Store, token: str | None) -> FastAPI:
-    """The app over `store`; writes need `token` (none: every write is refused)."""
+def create_app(store: Store, token: str | None, max_upload: int = MAX_ARCHIVE_BYTES) -> FastAPI:
+    """The app over `store`; writes need `token` (none: every write is refused); an upload
+    past `max_upload` bytes is refused (413)."""
     app = FastAPI(title="e2e reproducer service", version="1")
     app.state.store = store
 
@@ -124,13 +125,13 @@ def create_app(store: Store, token: str | None) -> FastAPI:
     async def upload(request: Request, label: str | None = None):
         check_token(request)
         declared = int(request.headers.get("content-length") or 0)
-        if declared > MAX_ARCHIVE_BYTES:
-            raise HTTPException(413, f"the upload is {declared} bytes, past the limit of {MAX_ARCHIVE_BYTES}")
+        if declared > max_upload:
+            raise HTTPException(413, f"the upload is {declared} bytes, past the limit of {max_upload}")
         body = bytearray()
         async for chunk in request.stream():
             body += chunk
-            if len(body) > MAX_ARCHIVE_BYTES:
-                raise HTTPException(413, f"the upload is past the limit of {MAX_ARCHIVE_BYTES} bytes")
+            if len(body) > max_upload:
+                raise HTTPException(413, f"the upload is past the limit of {max_upload} bytes")
         try:
             done = await run_in_threadpool(_ingest_archive, store, bytes(body), label)
         except UploadError as error:
