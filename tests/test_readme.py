@@ -23,7 +23,7 @@ DOCS = sorted((ROOT / "docs").glob("*.md"))
 # Pages whose links are checked: the README, docs/ and the results file they link to.
 PAGES = [README, *DOCS, ROOT / "benchmarks" / "RESULTS.md"]
 
-INSTALL_AND_RUN = 'pip install torch==2.13.0 && pip install -e ".[models]" && python -m pytest e2e -n 2'
+INSTALL_AND_RUN = 'pip install torch==2.13.0 && pip install -e ".[models,service]" && python -m pytest e2e -n 2'
 PROJECT_TESTS = "python -m pytest tests"
 MAX_README_LINES = 150
 

@@ -8,6 +8,13 @@ feeds the service real runs of the suite."""
 
 from __future__ import annotations
 
+import pytest
+
+from tests.extras import missing_extra
+
+if reason := missing_extra("service"):
+    pytest.skip(reason, allow_module_level=True)
+
 import io
 import json
 import tarfile
@@ -15,7 +22,6 @@ import threading
 from pathlib import Path
 
 import httpx
-import pytest
 
 from e2e.service import queries
 from e2e.service.reports import pack, read_reports

@@ -5,6 +5,13 @@ a bug page, the trends page), and their screenshots are kept where `E2E_SCREENSH
 
 from __future__ import annotations
 
+import pytest
+
+from tests.extras import missing_extra
+
+if reason := missing_extra("service"):
+    pytest.skip(reason, allow_module_level=True)
+
 import io
 import os
 import re
@@ -15,7 +22,6 @@ import tempfile
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.servers import ROOT, Service
 from tests.test_html_report import CHROMIUM_FLAGS, chromium

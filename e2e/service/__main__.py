@@ -16,19 +16,13 @@ writes a new one there when there is none, readable by its owner only).
 from __future__ import annotations
 
 import argparse
+import json
 import secrets
 import sys
 from pathlib import Path
 
-from e2e.service.client import UploadFailed, read_token, upload
+from e2e.service.client import DEFAULT_DB, UploadFailed, default_token_file, read_token, upload
 from e2e.service.reports import UploadError, read_reports
-
-DEFAULT_DB = "reports/service.db"
-
-
-def default_token_file(db: str) -> Path:
-    folder = Path(db).expanduser().resolve().parent if "://" not in db else Path("reports")
-    return folder / "service.token"
 
 
 def serve(args) -> int:
@@ -88,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     send.add_argument("reports_dir")
     send.add_argument("--url", required=True)
     send.add_argument("--label", default=None, help="a name for the run on its pages (a campaign, a nightly)")
+    send.add_argument("--json", action="store_true", help="print the service's answer as JSON")
     take = with_db(commands.add_parser("ingest", help="record a run in a database, without a server"))
     take.add_argument("reports_dir")
     take.add_argument("--label", default=None)
@@ -109,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         except (UploadFailed, UploadError) as error:
             print(f"e2e.service upload: {error}", file=sys.stderr)
             return 1
-        print(describe(done, args.url))
+        print(json.dumps(done) if args.json else describe(done, args.url))
         return 0
 
     from e2e.service.store import Store

@@ -10,15 +10,24 @@ from pathlib import Path
 from e2e.service.reports import pack, read_reports
 
 TOKEN_ENV = "E2E_SERVICE_TOKEN"
+DEFAULT_DB = "reports/service.db"
+
+
+def default_token_file(db: str = DEFAULT_DB) -> Path:
+    """Where `serve` keeps its token: beside a SQLite database, else in `reports/`."""
+    folder = Path(db).expanduser().resolve().parent if "://" not in db else Path("reports")
+    return folder / "service.token"
 
 
 def read_token(token: str | None = None, token_file: str | Path | None = None) -> str | None:
-    """The token: given, else `$E2E_SERVICE_TOKEN`, else the token file's first line."""
+    """The token: given, else `$E2E_SERVICE_TOKEN`, else the token file's first line (by
+    default the one `serve --db reports/service.db` writes)."""
     if token:
         return token
     if os.environ.get(TOKEN_ENV):
         return os.environ[TOKEN_ENV]
-    if token_file and Path(token_file).is_file():
+    token_file = token_file or default_token_file()
+    if Path(token_file).is_file():
         return Path(token_file).read_text().strip() or None
     return None
 
