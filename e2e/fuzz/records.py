@@ -78,9 +78,15 @@ def resolve_bundle(reports_dir: Path, repro_path: str | None) -> Path | None:
         tail = parts[len(parts) - 1 - parts[::-1].index("repro") :]
         candidates.append(reports_dir.joinpath(*tail))
     for candidate in candidates:
-        if (candidate / "repro.mlir").is_file():
+        if is_bundle(candidate):
             return candidate.resolve()
     return None
+
+
+def is_bundle(folder: Path) -> bool:
+    """A reproducer a maintainer can run: its program and the script that shows the bug (an
+    in-block reduction that was cut short leaves only `case.json` and `repro.mlir`)."""
+    return (folder / "repro.mlir").is_file() and (folder / "repro.py").is_file()
 
 
 def group_failures(rows: list[dict], reports_dir: Path, parse_ir: bool = True) -> list[BugRecord]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from e2e.framework.results_files import ResultsError, load_rows
-from e2e.fuzz.records import BUGS_FILE, BUGS_FORMAT, BugRecord, group_failures
+from e2e.fuzz.records import BUGS_FILE, BUGS_FORMAT, BugRecord, group_failures, is_bundle
 
 # Past these an upload is refused (HTTP 413): a run of 10,000 pairs with its bundles is a
 # few MB; the limits keep a runaway upload from filling the server's disk or memory.
@@ -75,7 +75,7 @@ class RunReport:
         path = (self.directory / bug.bundle).resolve()
         if inside and not path.is_relative_to(self.directory.resolve()):
             return None
-        return path if (path / "repro.mlir").is_file() else None
+        return path if is_bundle(path) else None
 
 
 def read_reports(directory: Path | str, parse_ir: bool = True) -> RunReport:
