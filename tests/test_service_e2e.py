@@ -102,3 +102,44 @@ def test_the_pages_in_chromium(fed):
     assert "func.func" in page  # the reduced program, shown
     trends = screenshot(f"{server.url}/trends", "trends.png")
     assert trends.count("<svg") >= 2 and CONFIG in trends
+
+
+def suite_run(folder: Path, config: str) -> Path:
+    """A real run of the boundary-value comparisons on `config` (a built-in config, or one with a
+    mutation injected: `e2e.mutation.inject`), without bundles."""
+    command = [
+        sys.executable, "-m", "pytest", "e2e/test_suite/boundary_values.py", "-q", "-p", "no:cacheprovider",
+        "--no-result-cache", "--no-reduce", "--config", config, "-k", "Boundary_CompareF32",
+        "--reports-dir", str(folder),
+    ]  # fmt: skip
+    subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert (folder / "results.json").is_file(), f"no results in {folder}"
+    return folder
+
+
+def test_a_regression_then_its_fix_as_the_service_sees_them(tmp_path):
+    """Three runs of one selection: clean, with `>` lowered as `>=` (a miscompile of the mutation
+    catalogue injected into linalg), clean again: the mutant's bugs are new since the first run
+    and its pairs newly failing; after the third they are fixed, with the runs they last failed
+    and first passed in, and the pairs newly passing."""
+    from e2e.service import queries
+    from e2e.service.reports import read_reports
+    from e2e.service.store import Store
+
+    store = Store(str(tmp_path / "service.db"))
+    first = store.ingest(read_reports(suite_run(tmp_path / "1", "linalg")))
+    second = store.ingest(read_reports(suite_run(tmp_path / "2", "e2e.mutation.inject:linalg__cmpf_ogt_to_oge")))
+    third = store.ingest(read_reports(suite_run(tmp_path / "3", "linalg")))
+    assert first.new_bugs == [] and second.new_bugs, "the mutant broke nothing the clean run did not"
+    assert [b["id"] for b in queries.bugs(store, since_run=first.run_id)["bugs"]] == sorted(
+        second.new_bugs, reverse=True
+    )
+    broke = queries.diff(store, first.run_id, second.run_id)
+    assert broke["counts"].get("newly failing", 0) >= len(second.new_bugs)
+    assert {c["test"] for c in broke["changes"]["newly failing"]} >= {"Boundary_CompareF32_Gt"}
+    assert sorted(third.fixed) == sorted(second.new_bugs)
+    for bug_id in second.new_bugs:
+        bug = queries.bug(store, bug_id)
+        assert (bug["status"], bug["last_failed_run_id"], bug["fixed_run_id"]) == ("fixed", second.run_id, third.run_id)
+    mended = queries.diff(store, second.run_id, third.run_id)
+    assert mended["counts"].get("newly passing") == broke["counts"]["newly failing"]
