@@ -44,6 +44,12 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("-n", dest="workers", type=int, default=2, help="pytest-xdist workers (default 2)")
     parser.add_argument("--reports-dir", type=Path, required=True)
     parser.add_argument("--shard", type=ShardSpec.parse, default=ShardSpec(1, 1), help="I/N: this shard's blocks")
+    parser.add_argument(
+        "--scheduler",
+        default=None,
+        help="run the blocks on a Dask cluster: a scheduler's address (tcp://HOST:8786), or local:N for a local "
+        "cluster of N worker processes (see docs/fuzz.md)",
+    )
     parser.add_argument("--report-only", action="store_true", help="classify and report the campaign in the directory")
     parser.add_argument(
         "--reduce-minutes",
@@ -69,6 +75,11 @@ def main(argv: list[str] | None = None) -> int:
         command.error("give --minutes or --programs (or both)")
     configs = [c.strip() for c in args.config.split(",") if c.strip()]
     if not args.report_only:
+        client = None
+        if args.scheduler:
+            from e2e.fuzz.cluster import connect
+
+            client = connect(args.scheduler)
         Campaign(
             configs,
             Plan(args.seed, default_block(configs) if args.block is None else args.block, args.shard),
@@ -78,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             minutes=args.minutes,
             programs=args.programs,
             extra=extra,
+            client=client,
         ).run(log=lambda line: print(line, flush=True))
     log = lambda line: print(line, flush=True)  # noqa: E731
     print(

@@ -158,8 +158,9 @@ class Campaign:
     extra: list[str] = field(default_factory=list)  # more pytest arguments
     batches: list[Batch] = field(default_factory=list)
     cpu_mark: float | None = None  # `cpu_seconds()` when the last block ended (or the campaign began)
+    client: object = None  # a Dask client (`e2e.fuzz.cluster`): the blocks run on its cluster
 
-    def pytest_command(self, first_seed: int, count: int, directory: Path) -> list[str]:
+    def pytest_command(self, first_seed: int, count: int, directory: Path, cache: Path | None = None) -> list[str]:
         command = pytest_command(
             self.configs,
             directory,
@@ -178,13 +179,19 @@ class Campaign:
             "10",
             "--timeout",
             f"{self.pair_budget:g}",
-            cache_dir=self.reports_dir / PROGRAM_CACHE,
+            cache_dir=cache or self.reports_dir / PROGRAM_CACHE,
         )
         return command + self.extra
 
     def run(self, log: Callable[[str], None] = print) -> dict:
         """Run blocks until the budget is spent; merge them into the reports directory."""
         self.reports_dir.mkdir(parents=True, exist_ok=True)
+        if self.client is not None:
+            from e2e.fuzz.cluster import run_blocks
+
+            started = time.monotonic()
+            run_blocks(self, self.client, log)
+            return self.record(time.monotonic() - started)
         adopt_orphans()
         self.cpu_mark = cpu_seconds()
         started = time.monotonic()
@@ -221,28 +228,55 @@ class Campaign:
         wall = time.monotonic() - begun
         reap_orphans()
         mark, self.cpu_mark = self.cpu_mark, cpu_seconds()
+        return self._finish_block(
+            first_seed, count, directory, command, done.returncode, done.stdout, wall, cpu=None, mark=mark
+        )
+
+    def record_block(self, first_seed: int, count: int, outcome) -> Batch:
+        """A block run elsewhere (`e2e.fuzz.cluster.BlockOutcome`), written into its folder here."""
+        from e2e.fuzz.cluster import unpack_block
+
+        directory = self.reports_dir / BATCHES / f"{first_seed:08d}"
+        unpack_block(outcome, directory)
+        command = self.pytest_command(first_seed, count, directory)
+        return self._finish_block(
+            first_seed, count, directory, command, outcome.exit_status, outcome.output, outcome.wall_s, outcome.cpu_s
+        )
+
+    def _finish_block(
+        self,
+        first_seed: int,
+        count: int,
+        directory: Path,
+        command: list[str],
+        exit_status: int,
+        output: str,
+        wall: float,
+        cpu: float | None,
+        mark: float | None = None,
+    ) -> Batch:
         (directory / "pytest.log").parent.mkdir(parents=True, exist_ok=True)
-        (directory / "pytest.log").write_text(shlex.join(command) + "\n" + done.stdout)
-        if done.returncode not in FINISHED:
-            tail = "\n".join(done.stdout.splitlines()[-15:])
+        (directory / "pytest.log").write_text(shlex.join(command) + "\n" + output)
+        if exit_status not in FINISHED:
+            tail = "\n".join(output.splitlines()[-15:])
             raise RuntimeError(
                 f"fuzz: the block of seeds {first_seed}..{first_seed + count - 1} did not run "
-                f"(pytest exit {done.returncode}); its log is {directory / 'pytest.log'}:\n{tail}\n"
+                f"(pytest exit {exit_status}); its log is {directory / 'pytest.log'}:\n{tail}\n"
                 f"rerun: {shlex.join(command)}"
             )
         rows, run = load_rows(directory)
-        cpu = self.cpu_mark - mark
+        if cpu is None:
+            cpu = self.cpu_mark - mark
         clocks = (run.get("worker_seconds") or {}).values()
         spent = {part: round(sum(c.get(part, 0.0) for c in clocks), 1) for part in WORKER_PARTS} if clocks else {}
-        batch = Batch(
-            first_seed, count, len(rows), round(wall, 2), round(cpu, 2), done.returncode, str(directory), spent
-        )
+        batch = Batch(first_seed, count, len(rows), round(wall, 2), round(cpu, 2), exit_status, str(directory), spent)
         self.batches.append(batch)
         return batch
 
     def record(self, wall_s: float) -> dict:
         """Merge the blocks so far into the reports directory and say what the campaign did
         in its `run.json` (`campaign`, and `shard` for `e2e.merge`'s completeness check)."""
+        self.batches.sort(key=lambda b: b.first_seed)
         info = {
             "configs": self.configs,
             "workers": self.workers,
