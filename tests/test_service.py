@@ -96,11 +96,42 @@ def test_the_schema_is_made_by_the_migrations_and_matches_the_tables(store):
 
     from e2e.service.schema import metadata
 
-    assert store.revision() == "0001"
+    assert store.revision() == "0002"
     with store.engine.connect() as connection:
         differences = compare_metadata(MigrationContext.configure(connection), metadata)
     assert differences == []
     Store(store.url).close()  # opening again upgrades nothing and fails nothing
+
+
+def test_an_older_database_is_upgraded_with_its_data(db):
+    """A database made at revision 0001 (before jobs), holding a bug, upgraded by opening it."""
+    from alembic import command
+    from alembic.config import Config
+    from sqlalchemy import create_engine, text
+
+    from e2e.service.store import MIGRATIONS, database_url
+
+    engine = create_engine(database_url(db))
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+        connection.execute(text(
+            "INSERT INTO runs (id, key, kind, env_key, versions, configs, ingested_at, pairs, failing, counts) "
+            "VALUES (1, 'k', 'suite', 'e', '{}', '[]', 0, 0, 0, '{}')"
+        ))  # fmt: skip
+        connection.execute(text(
+            "INSERT INTO bugs (id, ident, config, key, guilty_op, kind, stage, signature, status, first_run_id, "
+            "last_run_id, first_seen, last_seen, hits) VALUES (1, 'i', 'tosa', 'k', '', 'crash or hang', 'lower', "
+            "'s', 'new', 1, 1, 0, 0, 1)"
+        ))  # fmt: skip
+    engine.dispose()
+    upgraded = Store(db)
+    assert upgraded.revision() == "0002"
+    bug = queries.bug(upgraded, 1)
+    assert (bug["config"], bug["status"], bug["runs_total"]) == ("tosa", "new", 0)
+    upgraded.close()
 
 
 def test_a_run_is_ingested_once(store, tmp_path):

@@ -125,6 +125,8 @@ bugs = Table(
     Column("fixed_run_id", Integer, ForeignKey("runs.id")),  # first passed in
     Column("last_failed_run_id", Integer, ForeignKey("runs.id")),  # when fixed: the last run it failed in
     Column("bundle_id", Integer, ForeignKey("bundles.id", use_alter=True, name="fk_bugs_bundle")),
+    Column("retest", Text),  # (0002) JSON: the last retest's verdict, versions and time
+    Column("release_range", Text),  # (0002) JSON: the releases tried and the range found
 )
 Index("ix_bugs_status", bugs.c.status, bugs.c.config)
 Index("ix_bugs_first_run", bugs.c.first_run_id)
@@ -185,3 +187,25 @@ flaky = Table(
     Column("outcomes", Text, nullable=False),  # JSON: outcome -> run ids
     Column("last_run_id", Integer, ForeignKey("runs.id"), nullable=False),
 )
+
+# Revision 0002: the service's jobs (campaign blocks, reductions, retests, release ranges,
+# suite shards), run on a Dask cluster; a job's result is ingested once (`run_id`).
+jobs = Table(
+    "jobs",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("kind", String(32), nullable=False),  # campaign | block | reduce | retest | release-range | suite | shard
+    Column("args", Text, nullable=False),  # JSON
+    Column("state", String(16), nullable=False),  # pending | running | done | failed
+    Column("attempts", Integer, nullable=False),
+    Column("worker", Text),
+    Column("log", Text),
+    Column("result", Text),  # JSON
+    Column("parent_id", Integer, ForeignKey("jobs.id")),
+    Column("run_id", Integer, ForeignKey("runs.id")),  # the run it ingested: at most once
+    Column("created_at", Float, nullable=False),
+    Column("started_at", Float),
+    Column("finished_at", Float),
+)
+Index("ix_jobs_state", jobs.c.state, jobs.c.id)
+Index("ix_jobs_parent", jobs.c.parent_id)
