@@ -103,6 +103,8 @@ class Service:
         self.log = log
         env = {**os.environ, "E2E_SERVICE_TOKEN": token}
         command = [sys.executable, "-m", "e2e.service", "serve", "--db", db, "--port", str(self.port), *options]
+        if "--scheduler" not in options:
+            command += ["--scheduler", "none"]  # no cluster unless a test asks for one
         self.process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
         try:
             wait_for_port(self.port, self.process)

@@ -77,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--host", default="127.0.0.1")
     run.add_argument("--port", type=int, default=8080)
     run.add_argument("--log-level", default="warning")
+    run.add_argument(
+        "--scheduler",
+        default="local:2",
+        help="where jobs run: local:N (a local Dask cluster of N worker processes, the default local:2), a "
+        "scheduler's address (tcp://HOST:8786), or none",
+    )
+    run.add_argument("--data-dir", default=None, help="the jobs' files (default: service-data beside the database)")
     run.add_argument("--max-upload-mib", type=int, default=256, help="refuse an upload past this size (default 256)")
     send = with_token(commands.add_parser("upload", help="send a run to a service"))
     send.add_argument("reports_dir")

@@ -21,7 +21,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Res
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
-from e2e.service import issue, plots, queries
+from e2e.service import issue, jobs, plots, queries
 from e2e.service.reports import MAX_ARCHIVE_BYTES, UploadError, read_reports, unpack
 from e2e.service.store import STATUSES, Store
 
@@ -30,9 +30,10 @@ TEMPLATES.env.filters["when"] = lambda at: time.strftime("%Y-%m-%d %H:%M", time.
 TEMPLATES.env.filters["percent"] = lambda rate: "-" if rate is None else f"{100 * rate:.1f}%"
 
 
-def create_app(store: Store, token: str | None, max_upload: int = MAX_ARCHIVE_BYTES) -> FastAPI:
+def create_app(store: Store, token: str | None, max_upload: int = MAX_ARCHIVE_BYTES, runner=None) -> FastAPI:
     """The app over `store`; writes need `token` (none: every write is refused); an upload
-    past `max_upload` bytes is refused (413)."""
+    past `max_upload` bytes is refused (413); `runner` (`e2e.service.jobs.JobRunner`) runs
+    the jobs submitted (none: jobs wait until a service with one starts)."""
     app = FastAPI(title="e2e reproducer service", version="1")
     app.state.store = store
 
@@ -194,6 +195,35 @@ def create_app(store: Store, token: str | None, max_upload: int = MAX_ARCHIVE_BY
         return page(
             request, "trends.html", points=points, bugs_svg=plots.bugs_plot(points), rates_svg=plots.rates_plot(points)
         )
+
+    # Jobs.
+
+    @app.get("/api/jobs")
+    def api_jobs(state: str | None = None, kind: str | None = None, limit: int = Query(500, le=5000)):
+        return {
+            "jobs": jobs.jobs(store, state, kind, limit),
+            "counts": jobs.counts(store),
+            "running": runner is not None,
+        }
+
+    @app.get("/api/jobs/{job_id}")
+    def api_job(job_id: int):
+        return found(jobs.job(store, job_id), f"job {job_id}")
+
+    @app.get("/jobs", response_class=HTMLResponse)
+    def jobs_page(request: Request, state: str | None = None, kind: str | None = None):
+        listed = jobs.jobs(store, state, kind, limit=300)
+        return page(request, "jobs.html", listed=listed, counts=jobs.counts(store), running=runner is not None)
+
+    @app.post("/api/jobs", status_code=201)
+    async def submit_job(request: Request):
+        check_token(request)
+        try:
+            body = await request.json()
+            job_id = jobs.submit(store, body["kind"], dict(body.get("args") or {}))
+        except (ValueError, KeyError, TypeError) as error:
+            raise HTTPException(400, f'a job is JSON {{"kind": ..., "args": {{...}}}}: {error}') from None
+        return jobs.job(store, job_id)
 
     @app.get("/api/xfails/{config}", response_class=PlainTextResponse)
     def api_xfails(config: str):

@@ -32,6 +32,8 @@ BUG_COLUMNS = (
     t.bugs.c.fixed_run_id,
     t.bugs.c.last_failed_run_id,
     t.bugs.c.bundle_id,
+    t.bugs.c.retest,
+    t.bugs.c.release_range,
 )
 
 
@@ -45,6 +47,8 @@ def title(bug: dict) -> str:
 def _bug(row) -> dict:
     bug = dict(row._mapping)
     bug["title"] = title(bug)
+    for name in ("retest", "release_range"):
+        bug[name] = json.loads(bug[name]) if bug.get(name) else None
     return bug
 
 

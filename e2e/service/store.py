@@ -123,16 +123,28 @@ class Store:
 
     # Ingest.
 
-    def ingest(self, report: RunReport, label: str | None = None) -> Ingested:
-        """Record `report` (see the module doc); a run already recorded changes nothing."""
+    def ingest(self, report: RunReport, label: str | None = None, job_id: int | None = None) -> Ingested:
+        """Record `report` (see the module doc); a run already recorded changes nothing. The
+        result of job `job_id`: recorded on the job in the same transaction (done, its run),
+        and never twice for one job."""
         start = time.monotonic()
         with self._lock, self.write_engine.begin() as connection:
             if not self.sqlite:
                 connection.execute(text("SELECT pg_advisory_xact_lock(7344)"))
+            if job_id is not None:
+                taken = connection.execute(select(t.jobs.c.run_id).where(t.jobs.c.id == job_id)).scalar()
+                if taken is not None:
+                    return Ingested(taken, False)
             found = connection.execute(select(t.runs.c.id).where(t.runs.c.key == report.key)).scalar()
             if found is not None:
                 return Ingested(found, False)
             done = _Ingest(connection, report, label).run()
+            if job_id is not None:
+                connection.execute(
+                    update(t.jobs)
+                    .where(t.jobs.c.id == job_id)
+                    .values(run_id=done.run_id, state="done", finished_at=time.time())
+                )
         done.seconds = round(time.monotonic() - start, 3)
         return done
 
@@ -155,6 +167,39 @@ class Store:
                 )
             )
             _event(connection, bug_id, None, "status", status, reason, actor)
+
+    def retested(self, verdicts: list[dict], versions: dict, job_id: int | None = None) -> tuple[list[int], list[int]]:
+        """A retest's verdicts (`e2e.service.tasks.retest`): an open bug whose bundle exits 0
+        is fixed on `versions`; a fixed one whose bundle exits 1 is reopened. (fixed, reopened)."""
+        fixed, reopened = [], []
+        now = time.time()
+        with self._lock, self.write_engine.begin() as connection:
+            for verdict in verdicts:
+                bug_id, status = verdict["bug"], verdict["exit"]
+                record = {"exit": status, "versions": versions, "at": now, "job": job_id}
+                current = connection.execute(select(t.bugs.c.status).where(t.bugs.c.id == bug_id)).scalar()
+                values: dict = {"retest": json.dumps(record)}
+                if status == 0 and current in OPEN:
+                    values["status"] = "fixed"
+                    reason = "its bundle no longer reproduces on " + ", ".join(
+                        f"{k} {v}" for k, v in sorted(versions.items())
+                    )
+                    _event(connection, bug_id, None, "fixed", "fixed", reason, f"retest job {job_id}")
+                    fixed.append(bug_id)
+                elif status == 1 and current == "fixed":
+                    values["status"] = "new"
+                    _event(
+                        connection,
+                        bug_id,
+                        None,
+                        "reopened",
+                        "new",
+                        "its bundle reproduces again",
+                        f"retest job {job_id}",
+                    )
+                    reopened.append(bug_id)
+                connection.execute(update(t.bugs).where(t.bugs.c.id == bug_id).values(**values))
+        return fixed, reopened
 
 
 def _event(connection: Connection, bug_id: int, run_id: int | None, kind: str, status: str, reason: str, actor: str):

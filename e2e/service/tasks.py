@@ -1,0 +1,100 @@
+"""What a Dask worker runs for the service's jobs (`e2e.service.jobs`): each function takes the
+job's arguments and returns what the service ingests. The suite's own runs go through
+`e2e.fuzz.cluster.run_block` (a pytest run in a scratch folder, its reports as an archive);
+a bundle is data until a retest runs its `repro.py` here, in a subprocess of its own, in a
+scratch folder, with time and memory limits."""
+
+from __future__ import annotations
+
+import io
+import os
+import resource
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+from e2e.fuzz.cluster import BlockOutcome, run_block
+
+BUNDLE_SECONDS = 300
+BUNDLE_MEMORY = 8 * 2**30  # address space a bundle's repro.py may take
+
+
+def _campaign(args: dict):
+    from e2e.fuzz import pair_budget
+    from e2e.fuzz.campaign import Campaign, Plan
+
+    configs = args["configs"]
+    return Campaign(
+        configs,
+        Plan(args["seed"], args["block"]),
+        Path("."),
+        workers=args.get("workers", 1),
+        pair_budget=pair_budget(configs),
+    )
+
+
+def block(args: dict) -> BlockOutcome:
+    """One block of a campaign: the same pytest run `python -m e2e.fuzz` makes of those seeds."""
+    command = _campaign(args).pytest_command(
+        args["first_seed"], args["count"], Path("{directory}"), cache=Path("{cache}")
+    )
+    return run_block(command, str(args["first_seed"]))
+
+
+def reduce(args: dict) -> BlockOutcome:
+    """A bug's first generated program alone on its config, every failure reduced at full length
+    (the MLIR reducer, the bundle re-verified in a fresh process)."""
+    from e2e.fuzz import pytest_command
+
+    command = pytest_command(
+        [args["config"]], Path("{directory}"), 1, "--generate", "1", "--generate-seed", str(args["seed"]),
+        "--reduce-timeout", str(args.get("reduce_seconds", 120)), cache_dir=Path("{cache}"),
+    )  # fmt: skip
+    return run_block(command, f"reduce-{args['seed']}")
+
+
+def shard(args: dict) -> BlockOutcome:
+    """Shard I/N of a suite run (`pytest e2e --shard I/N` with the job's options)."""
+    command = [
+        sys.executable, "-m", "pytest", *args.get("paths", ["e2e"]), "-q", "-p", "no:cacheprovider",
+        "--no-result-cache", "--shard", f"{args['index']}/{args['shards']}", "--reports-dir={directory}",
+        *args.get("options", []),
+    ]  # fmt: skip
+    return run_block(command, f"shard-{args['index']}")
+
+
+def _limits() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (BUNDLE_MEMORY, BUNDLE_MEMORY))
+    os.setpgrp()
+
+
+def run_bundle(archive: bytes, seconds: float = BUNDLE_SECONDS) -> tuple[int | str, str]:
+    """A bundle archive's `repro.py` run in a scratch folder: (its exit status, or `timeout`;
+    the tail of its output)."""
+    with tempfile.TemporaryDirectory(prefix="e2e-retest-") as scratch:
+        with tarfile.open(fileobj=io.BytesIO(archive)) as bundle:
+            bundle.extractall(scratch, filter="data")
+        [folder] = [p for p in Path(scratch).iterdir() if p.is_dir()]
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        try:
+            done = subprocess.run(
+                [sys.executable, "-I", "repro.py"], cwd=folder, env=env, capture_output=True, text=True,
+                timeout=seconds, preexec_fn=_limits,
+            )  # fmt: skip
+        except subprocess.TimeoutExpired:
+            return "timeout", f"repro.py ran past {seconds:g} s"
+        return done.returncode, (done.stdout + done.stderr)[-2000:]
+
+
+def retest(args: dict) -> dict:
+    """Each bundle run again on this worker's versions: 1 reproduces, 0 no longer does;
+    anything else (a crash of the harness, a timeout) cannot tell."""
+    from e2e.framework.provenance import versions
+
+    verdicts = []
+    for bundle in args["bundles"]:
+        status, output = run_bundle(bundle["archive"])
+        verdicts.append({"bug": bundle["bug"], "status": bundle["status"], "exit": status, "output": output[-500:]})
+    return {"verdicts": verdicts, "versions": versions(), "worker": os.uname().nodename}

