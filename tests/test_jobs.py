@@ -84,6 +84,7 @@ def wait_for(condition, seconds: float, what: str):
     raise AssertionError(f"{what} within {seconds:g} s")
 
 
+@pytest.mark.timeout(2400)
 def test_a_campaign_on_the_cluster_is_the_campaign_on_one_machine(cluster, tmp_path):
     local = fuzz(tmp_path / "local")
     on_cluster = fuzz(tmp_path / "cluster", "--scheduler", cluster.address)
@@ -122,5 +123,35 @@ def test_a_campaign_on_the_cluster_is_the_campaign_on_one_machine(cluster, tmp_p
         for run in block_runs:
             served |= verdicts(queries.rows_of(store, run["id"]))
         assert served == local
+    finally:
+        service.stop()
+
+
+@pytest.mark.timeout(1800)
+def test_a_service_killed_while_jobs_run_finishes_them_once_restarted(cluster, tmp_path):
+    db = str(tmp_path / "service.db")
+    options = ("--scheduler", cluster.address)
+    service = Service(db, TOKEN, tmp_path / "service-1.log", *options)
+    args = {"configs": ["linalg"], "seed": SEED + 1000, "block": 2, "programs": 6, "workers": 1}
+    answer = httpx.post(f"{service.url}/api/jobs", json={"kind": "campaign", "args": args},
+                        headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+    campaign = answer.json()["id"]
+
+    def blocks(url):
+        listed = httpx.get(f"{url}/api/jobs", params={"kind": "block"}).json()["jobs"]
+        return [j for j in listed if j["parent_id"] == campaign]
+
+    wait_for(lambda: any(j["state"] == "running" for j in blocks(service.url)), 120, "no block started")
+    service.process.kill()  # SIGKILL: no chance to tidy up
+    service.process.wait(30)
+    service = Service(db, TOKEN, tmp_path / "service-2.log", *options)
+    try:
+        done = wait_for(
+            lambda: (found := blocks(service.url)) and len(found) == 3 and all(j["state"] == "done" for j in found) and found,
+            1200, "the restarted service did not finish the campaign",
+        )  # fmt: skip
+        runs = httpx.get(f"{service.url}/api/runs").json()["runs"]
+        assert len(runs) == 3 and sorted(r["id"] for r in runs) == sorted(j["run_id"] for j in done)
+        assert sum(r["pairs"] for r in runs) == 6
     finally:
         service.stop()

@@ -40,10 +40,23 @@ def serve(args) -> int:
         token_file.touch(mode=0o600)
         token_file.write_text(token + "\n")
         print(f"e2e.service: a new token is in {token_file} (uploads and status changes need it)", flush=True)
+    runner = None
+    if args.scheduler != "none":
+        from e2e.fuzz.cluster import connect
+        from e2e.service.jobs import JobRunner
+
+        data_dir = Path(args.data_dir or Path(store.url.removeprefix("sqlite:///")).with_name("service-data"))
+        if not store.sqlite and args.data_dir is None:
+            data_dir = Path("reports/service-data")
+        runner = JobRunner(store, connect(args.scheduler), data_dir).start()
+        print(f"e2e.service: jobs on {args.scheduler}, their files in {data_dir}", flush=True)
     print(f"e2e.service: {store.url} at schema {store.revision()}; http://{args.host}:{args.port}/", flush=True)
-    uvicorn.run(
-        create_app(store, token, args.max_upload_mib * 2**20), host=args.host, port=args.port, log_level=args.log_level
-    )
+    app = create_app(store, token, args.max_upload_mib * 2**20, runner)
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    finally:
+        if runner is not None:
+            runner.stop()
     return 0
 
 
