@@ -8,9 +8,18 @@
 A library: it knows nothing of tests. The FX path is `compiler.fx_compile`, the JIT
 frontends' `compiler.jit_compile`, ONNX's `compiler.onnx_compile`; the stages they share
 after their import are `compiler.backend_compile`.
+
+The names below are imported when first used (PEP 562), so that a module of the package that
+needs neither torch nor MLIR (the replay runtime's signatures) imports neither.
 """
 
-from compiler.fx_compile import CompiledModule, compile_module
-from compiler.stages import Snapshots, StageError
+import importlib
 
-__all__ = ["CompiledModule", "Snapshots", "StageError", "compile_module"]
+_NAMES = {"CompiledModule": "fx_compile", "compile_module": "fx_compile", "Snapshots": "stages", "StageError": "stages"}
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str):
+    if name not in _NAMES:
+        raise AttributeError(f"module 'compiler' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"compiler.{_NAMES[name]}"), name)

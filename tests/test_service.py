@@ -134,6 +134,16 @@ def test_an_older_database_is_upgraded_with_its_data(db):
     upgraded.close()
 
 
+def test_the_service_imports_neither_torch_nor_mlir():
+    """The server parses no IR and runs no program: it starts without the compiler's imports."""
+    import subprocess
+    import sys
+
+    code = "import sys, e2e.service.app, e2e.service.jobs; print(sorted({'torch', 'torch_mlir'} & set(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
 def test_a_run_is_ingested_once(store, tmp_path):
     folder = write_run(tmp_path / "r", [row("A", "linalg"), row("B", "linalg", "fail", VALUES)], "run1")
     first = ingest(store, folder)

@@ -1,29 +1,27 @@
-"""The e2e framework: registry, seeded inputs, golden traces, comparison, results."""
+"""The e2e framework: registry, seeded inputs, golden traces, comparison, results.
 
-from e2e.framework.registry import (
-    GLOBAL_TEST_REGISTRY,
-    FunctionModule,
-    Test,
-    Tolerance,
-    annotate_args,
-    e2e_test,
-    export,
-    op_test,
-    op_tests,
-    register_test_case,
-)
-from e2e.framework.testutils import TestUtils
+The names below are imported when first used (PEP 562): a tool that reads results files
+(`e2e.framework.results_files`, the reproducer service) does not import torch for them."""
 
-__all__ = [
-    "GLOBAL_TEST_REGISTRY",
-    "FunctionModule",
-    "Test",
-    "TestUtils",
-    "Tolerance",
-    "annotate_args",
-    "e2e_test",
-    "export",
-    "op_test",
-    "op_tests",
-    "register_test_case",
-]
+import importlib
+
+_NAMES = {
+    "GLOBAL_TEST_REGISTRY": "registry",
+    "FunctionModule": "registry",
+    "Test": "registry",
+    "Tolerance": "registry",
+    "annotate_args": "registry",
+    "e2e_test": "registry",
+    "export": "registry",
+    "op_test": "registry",
+    "op_tests": "registry",
+    "register_test_case": "registry",
+    "TestUtils": "testutils",
+}
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str):
+    if name not in _NAMES:
+        raise AttributeError(f"module 'e2e.framework' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"e2e.framework.{_NAMES[name]}"), name)
