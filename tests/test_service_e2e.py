@@ -52,9 +52,9 @@ def fed(tmp_path_factory):
 
 def test_a_pytest_run_is_uploaded_when_it_ends(fed):
     server, _, output = fed
-    assert re.search(rf"reproducer service: {re.escape(server.url)}/runs/1: 6 pairs, 2 new bugs", output), output[
-        -3000:
-    ]
+    assert re.search(
+        rf"reproducer service: {re.escape(server.url)}/runs/1: 6 pairs, 2 bugs first seen \(2 new, 0 known\)", output
+    ), output[-3000:]
     [run] = httpx.get(f"{server.url}/api/runs").json()["runs"]
     assert run["label"] == "first" and run["configs"] == sorted([CONFIG, "tosa"]) and run["commit"]
     assert run["versions"]["torch"].startswith("2.13.0") and run["versions"]["torch-mlir"] == "20261001"

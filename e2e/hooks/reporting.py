@@ -134,7 +134,7 @@ class RunRecorder:
 
     def _upload(self, url: str) -> str:
         """`--e2e-service URL`: the finished run, its bugs and bundles, sent to the service."""
-        from e2e.service.client import UploadFailed, read_token, upload
+        from e2e.service.client import UploadFailed, first_seen, read_token, upload
         from e2e.service.reports import UploadError
 
         token = read_token(None, self.config.getoption("e2e_service_token_file"))
@@ -145,7 +145,7 @@ class RunRecorder:
         if not done["created"]:
             return f"{url}/runs/{done['run_id']}: this run was already there"
         return (
-            f"{url}/runs/{done['run_id']}: {done['pairs']} pairs, {len(done['new_bugs'])} new bugs, "
+            f"{url}/runs/{done['run_id']}: {done['pairs']} pairs, {first_seen(done)}, "
             f"{len(done['seen_bugs'])} seen before, {len(done['reopened'])} reopened, {len(done['fixed'])} fixed"
         )
 

@@ -21,7 +21,7 @@ import secrets
 import sys
 from pathlib import Path
 
-from e2e.service.client import DEFAULT_DB, UploadFailed, default_token_file, read_token, upload
+from e2e.service.client import DEFAULT_DB, UploadFailed, default_token_file, describe, read_token, upload
 from e2e.service.reports import UploadError, read_reports
 
 
@@ -58,17 +58,6 @@ def serve(args) -> int:
         if runner is not None:
             runner.stop()
     return 0
-
-
-def describe(done: dict, where: str) -> str:
-    """What an upload or ingest did, in a line."""
-    if not done["created"]:
-        return f"run {done['run_id']} of {where} was already there: nothing changed"
-    return (
-        f"run {done['run_id']} of {where}: {done['pairs']} pairs, {len(done['new_bugs'])} new bugs, "
-        f"{len(done['seen_bugs'])} seen before, {len(done['reopened'])} reopened, {len(done['fixed'])} fixed, "
-        f"{done['flaky']} pairs flaky ({done['seconds']:.2f} s)"
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -62,3 +62,20 @@ def upload(
             detail = answer.text[:500]
         raise UploadFailed(f"upload of {reports_dir} to {url} refused ({answer.status_code}): {detail}")
     return answer.json()
+
+
+def first_seen(done: dict) -> str:
+    """`3 bugs first seen (1 new, 2 known)`: known, an xfail entry (or a campaign's triage) carries it."""
+    known = done.get("known_new_bugs", 0)
+    return f"{len(done['new_bugs'])} bugs first seen ({len(done['new_bugs']) - known} new, {known} known)"
+
+
+def describe(done: dict, where: str) -> str:
+    """What an upload or ingest did, in a line."""
+    if not done["created"]:
+        return f"run {done['run_id']} of {where} was already there: nothing changed"
+    return (
+        f"run {done['run_id']} of {where}: {done['pairs']} pairs, {first_seen(done)}, "
+        f"{len(done['seen_bugs'])} seen before, {len(done['reopened'])} reopened, {len(done['fixed'])} fixed, "
+        f"{done['flaky']} pairs flaky ({done['seconds']:.2f} s)"
+    )

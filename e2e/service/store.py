@@ -57,7 +57,8 @@ class Ingested:
     run_id: int
     created: bool  # False: the run was already there
     pairs: int = 0
-    new_bugs: list[int] = field(default_factory=list)
+    new_bugs: list[int] = field(default_factory=list)  # first seen in this run
+    known_new_bugs: int = 0  # of those, how many an xfail entry (or the campaign's triage) knew
     seen_bugs: list[int] = field(default_factory=list)  # bugs known before, hit again
     reopened: list[int] = field(default_factory=list)
     fixed: list[int] = field(default_factory=list)
@@ -364,6 +365,7 @@ class _Ingest:
                 ).inserted_primary_key[0]
                 _event(self.c, bug_id, self.run_id, "opened", status, f"first seen in {record.tests[0]}", "ingest")
                 self.done.new_bugs.append(bug_id)
+                self.done.known_new_bugs += record.known
             else:
                 bug_id = row["id"]
                 values = {"last_run_id": self.run_id, "last_seen": self.now, "hits": row["hits"] + hits}
