@@ -346,3 +346,28 @@ def test_status_change_through_the_api_needs_the_token(service, tmp_path):
     )
     assert done.status_code == 200 and done.json()["status"] == "invalid"
     assert httpx.get(f"{service.url}/bugs/{bug_id}").text.count("undefined behaviour in the test") >= 1
+
+
+def test_a_retest_fixes_a_bug_whose_bundle_stopped_reproducing_and_reopens_one_that_did_not(store, tmp_path):
+    from e2e.service.tasks import retest
+
+    def run(name: str, test: str, exit_status: int):
+        bundle = write_bundle(tmp_path / name / "repro" / test / "linalg", 2)
+        (Path(bundle) / "repro.py").write_text(f"raise SystemExit({exit_status})\n")
+        return write_run(tmp_path / name, [row(test, "linalg", "fail", VALUES if test == "A" else LEGALIZE, repro_path=bundle)], name)  # fmt: skip
+
+    ingest(store, run("1", "A", 0))  # its bug is gone on these versions
+    ingest(store, run("2", "B", 1))  # this one is not
+    bundles = [
+        {"bug": b["id"], "status": b["status"], "archive": queries.bundle_archive(store, b["id"])[1]}
+        for b in queries.bugs(store)["bugs"]
+    ]
+    outcome = retest({"bundles": bundles})
+    assert {v["exit"] for v in outcome["verdicts"]} == {0, 1} and outcome["versions"]["torch"].startswith("2.13.0")
+    fixed, reopened = store.retested(outcome["verdicts"], outcome["versions"], job_id=None)
+    by_key = {b["key"]: b for b in queries.bugs(store)["bugs"]}
+    assert fixed == [by_key[VALUES]["id"]] and reopened == []
+    assert by_key[VALUES]["status"] == "fixed" and by_key[VALUES]["retest"]["exit"] == 0
+    again = [{**v, "exit": 1} for v in outcome["verdicts"]]
+    assert store.retested(again, outcome["versions"])[1] == [by_key[VALUES]["id"]]
+    assert queries.bug(store, by_key[VALUES]["id"])["status"] == "new"
