@@ -12,7 +12,6 @@ from tests.extras import missing_extra
 
 if reason := missing_extra("service"):
     pytest.skip(reason, allow_module_level=True)
-pytest.importorskip("distributed", reason='needs Dask (pip install -e ".[service]")')
 
 import os
 import signal
