@@ -93,7 +93,7 @@ def group_failures(rows: list[dict], reports_dir: Path, parse_ir: bool = True) -
     """A run's failing pairs grouped into bugs by the campaign's key (`e2e.fuzz.bugs`): for
     runs without a campaign's triage. A bug is known when an xfail entry expected each of its
     pairs. Its bundle: the smallest verified one of its pairs' (else the smallest)."""
-    from e2e.fuzz.bugs import BROKEN, Failure
+    from e2e.fuzz.bugs import BROKEN, Bug, Failure
 
     grouped: dict[tuple, list[tuple[dict, object]]] = {}
     for row in rows:
@@ -105,26 +105,10 @@ def group_failures(rows: list[dict], reports_dir: Path, parse_ir: bool = True) -
         grouped.setdefault(failure.key, []).append((row, failure))
     bugs = []
     for members in grouped.values():
-        row, first = members[0]
-        bundles = [b for b in (resolve_bundle(reports_dir, r.get("repro_path")) for r, _ in members) if b]
-        bundle = smallest_bundle(bundles)
-        record = bundle_record(bundle) if bundle else {}
-        bugs.append(
-            BugRecord(
-                config=first.config,
-                key=key_text(first.signature),
-                guilty_op=first.guilty_op or "",
-                kind=first.kind,
-                stage=first.signature.stage,
-                signature=first.signature.format(),
-                known=all(r.get("final") == "xfailed" for r, _ in members),
-                tests=tuple(sorted({r["test"] for r, _ in members})),
-                root=next((f.types_root for _, f in members if f.types_root), None),
-                bundle=_relative(bundle, reports_dir),
-                verified=record.get("verified"),
-            )
-        )
-    return sorted(bugs, key=lambda b: (b.config, b.key, b.guilty_op))
+        first = members[0][1]
+        known = all(row.get("final") == "xfailed" for row, _ in members)
+        bugs.append(Bug(first.config, first.signature, first.guilty_op, first.kind, known, [f for _, f in members]))
+    return sorted(campaign_bugs(bugs, reports_dir), key=lambda b: (b.config, b.key, b.guilty_op))
 
 
 def smallest_bundle(bundles: list[Path]) -> Path | None:
@@ -155,8 +139,8 @@ def write_bugs(directory: Path, bugs: list[BugRecord]) -> Path:
 
 
 def campaign_bugs(bugs, reports_dir: Path) -> list[BugRecord]:
-    """A campaign's triaged bugs (`e2e.fuzz.bugs.Bug`) as records; each one's bundle its
-    regression test's, else the smallest of its pairs'."""
+    """Bugs (`e2e.fuzz.bugs.Bug`: a campaign's triaged ones, or a run's grouped failures) as
+    records; each one's bundle its regression test's, else the smallest verified of its pairs'."""
     records = []
     for bug in bugs:
         given = [bug.regression_bundle] if bug.regression_bundle else [f.repro_path for f in bug.failures]
@@ -174,7 +158,7 @@ def campaign_bugs(bugs, reports_dir: Path) -> list[BugRecord]:
                 stage=bug.stage,
                 signature=bug.signature.format(),
                 known=bug.known,
-                tests=tuple(dict.fromkeys(f.test for f in bug.failures)),
+                tests=tuple(sorted(dict.fromkeys(f.test for f in bug.failures))),
                 root=bug.types_root,
                 bundle=_relative(bundle, reports_dir),
                 verified=verified,
