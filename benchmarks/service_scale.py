@@ -71,7 +71,9 @@ class History:
             row = {**row, "config": row["config"]}
             until, failure = self.broken.get(index, (-1, None))
             if failure is not None and k <= until:
-                row.update(outcome=failure["outcome"], stage=failure["stage"], signature=failure["signature"], final="failed")
+                row.update(
+                    outcome=failure["outcome"], stage=failure["stage"], signature=failure["signature"], final="failed"
+                )
             elif index in self.flaky and k % 2:
                 row.update(outcome="fail", stage="compare", signature="compare | values", final="failed")
             rows.append(row)
@@ -140,7 +142,12 @@ def measure(args, rows: list[dict]) -> dict:
         figures["bugs"] = bug_total
         store = Store(args.db)
         bug_ids = [b["id"] for b in queries.bugs(store, limit=5000)["bugs"]]
-        timings: dict[str, list[float]] = {"bug list page": [], "bug list API": [], "bug page": [], "pair history page": []}
+        timings: dict[str, list[float]] = {
+            "bug list page": [],
+            "bug list API": [],
+            "bug page": [],
+            "pair history page": [],
+        }
         for _ in range(args.requests):
             for name, url in (
                 ("bug list page", "/"),
@@ -188,7 +195,10 @@ def main() -> int:
     parser.add_argument("--measure-only", action="store_true")
     args = parser.parse_args()
     rows = source_rows(args.source, args.pairs)
-    print(f"{len(rows)} pairs from {', '.join(args.source)}: {sum(r['outcome'] != 'pass' for r in rows)} not passing", flush=True)
+    print(
+        f"{len(rows)} pairs from {', '.join(args.source)}: {sum(r['outcome'] != 'pass' for r in rows)} not passing",
+        flush=True,
+    )
     if not args.measure_only:
         build(args, rows)
     if not args.build_only:
