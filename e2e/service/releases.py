@@ -342,7 +342,11 @@ class ReleaseRange:
 
     def markdown(self) -> str:
         """One line for an issue's text."""
-        untold = [f"{s.release} ({s.verdict})" for s in self.tried if s.verdict not in (FAILS, PASSES)]
+        untold = [
+            f"{s.release} ({s.verdict if s.verdict == FLAKY else s.reason.split(':')[0]})"
+            for s in self.tried
+            if s.verdict not in (FAILS, PASSES)
+        ]
         line = f"**Release range ({self.component})**: {self.summary()}; {len(self.steps)} releases tried"
         return line + (f"; could not tell: {', '.join(untold)}" if untold else "") + "."
 
