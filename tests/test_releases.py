@@ -87,6 +87,22 @@ def test_the_newest_release_that_tells_gives_the_verdict():
     assert (found.newest_told, found.kind, found.after) == ("3.11.0", r.INTRODUCED, "3.2.0")
 
 
+def test_oldest_releases_that_cannot_tell_are_walked_past():
+    def outcome(release):  # the old releases refuse the IR; 3.10.0 passes, 3.11.0 on fail
+        minor = int(release.split(".")[1])
+        return r.CANNOT_TELL if minor < 10 else since("3.11.0", r.FAILS, r.PASSES)(release)
+
+    found, calls = search(outcome)
+    assert calls == ["3.13.0", "3.12.0", "3.11.0", "3.9.0", "3.5.0", "3.0.0", "3.10.0"]
+    assert (found.kind, found.before, found.after) == (r.INTRODUCED, "3.10.0", "3.11.0")
+
+    found, calls = search(since("3.11.0", r.FAILS, r.CANNOT_TELL))
+    assert calls[-1] == "3.10.0" and found.kind == r.FAILS_EVERYWHERE
+    assert found.summary() == (
+        "fails on every release tried (3.11.0 .. 3.13.0, 3 told; older: 3.0.0, 3.5.0, 3.9.0, 3.10.0 could not tell)"
+    )
+
+
 def test_no_release_tells():
     found, calls = search(lambda release: r.CANNOT_TELL)
     assert found.kind == r.UNTOLD and found.summary() == r.UNTOLD and len(calls) == len(IREE)

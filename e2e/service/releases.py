@@ -23,9 +23,11 @@ Exponential search back (1, 2, 4, ... releases) for a release with the other ver
 binary search between the two for the adjacent pair where the verdict changes: a bug that
 fails on the newest was introduced in the first failing release after the last passing one;
 one that passes on the newest was fixed in the first passing release after the last failing
-one. Each step runs the bundle `runs` times: runs that disagree make the step `flaky`, which
-is skipped as cannot-tell (a first run that cannot tell is not repeated). A history that
-changes more than once shows one of its changes.
+one. When the oldest releases probed cannot tell, the releases not yet tried just below the
+oldest that told are tried one by one, down to one that tells (ClusterFuzz moves past a bad
+oldest build). Each step runs the bundle `runs` times: runs that disagree make the step
+`flaky`, which is skipped as cannot-tell (a first run that cannot tell is not repeated). A
+history that changes more than once shows one of its changes.
 """
 
 from __future__ import annotations
@@ -338,7 +340,9 @@ class ReleaseRange:
         told = [s.release for s in self.tried if s.verdict in (FAILS, PASSES)]
         if self.kind == UNTOLD or not told:
             return UNTOLD
-        return f"{self.kind} ({told[0]} .. {told[-1]}, {len(told)} told)"
+        older = [s.release for s in self.tried if Version(s.release) < Version(told[0])]
+        untold = f"; older: {', '.join(older)} could not tell" if older else ""
+        return f"{self.kind} ({told[0]} .. {told[-1]}, {len(told)} told{untold})"
 
     def markdown(self) -> str:
         """One line for an issue's text."""
@@ -402,6 +406,18 @@ def bisect(releases: Sequence[str], probe: Callable[[str], Step]) -> Bisection:
         if j == 0:
             break
         distance *= 2
+    # The oldest probes could not tell: as ClusterFuzz moves past a bad oldest build, walk down
+    # from the oldest release that told through the releases not tried yet.
+    j = same - 1
+    while other is None and j >= 0:
+        tried_before, seen = j in steps, told(j)
+        if seen == verdict:
+            same = j
+        elif seen is not None:
+            other = j
+        elif tried_before:
+            break
+        j -= 1
     if other is None:
         return result(FAILS_EVERYWHERE if verdict == FAILS else PASSES_EVERYWHERE)
     low, high = other, same  # low has the other verdict, high this one
