@@ -185,10 +185,12 @@ try:
     runpy.run_path(script, run_name="__main__")
 except SystemExit as ended:
     code = ended.code if isinstance(ended.code, int) else (0 if ended.code is None else 1)
+    if isinstance(ended.code, str):
+        print(ended.code, file=sys.stderr)
 sys.stdout.flush()
 strays = sorted({{name.split(".")[0] for name, module in list(sys.modules.items())
     if name.split(".")[0] in tops and getattr(module, "__file__", None)
-    and not os.path.realpath(module.__file__).startswith(os.path.realpath(release))}})
+    and not os.path.realpath(module.__file__).startswith(os.path.join(os.path.realpath(release), ""))}})
 if strays:
     print("{MIXED}: " + ", ".join(strays) + " imported from outside " + release, file=sys.stderr)
     code = {MIXED_EXIT}
