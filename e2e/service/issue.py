@@ -40,6 +40,8 @@ def issue_markdown(bug: dict, base_url: str = "") -> str:
         f"- seen in {bug['runs_total']} run(s), {bug['hits']} failing pair(s); first in run {bug['first_run_id']}, "
         f"last in run {bug['last_run_id']}",
     ]
+    if bug.get("release_range"):
+        lines.append(f"- {bug['release_range']['markdown']}")
     for versions in bug["versions"][:3]:
         lines.append("- reproduces on: " + ", ".join(f"{k} {v}" for k, v in sorted(versions.items())))
     if bundle is not None:

@@ -7,6 +7,7 @@ pending or running, and each job's result is ingested once.
 | `campaign` | (nothing: a parent) | keeps its block jobs in flight, block after block of fresh seeds, until its programs are run (none given: until stopped) |
 | `block` | one block of a campaign (`e2e.fuzz.cluster.run_block`) | ingests it as a run; each new wrong result or crash gets a `reduce` job |
 | `reduce` | the bug's first program again, alone, with the MLIR reducer at full length | ingests it: its verified bundle is offered to the bug |
+| `release-range` | a bug's bundle run on a component's releases (`e2e.service.releases`) | keeps the range on the bug: its page and issue text show it |
 | `retest` | each open bug's bundle run again (a subprocess, time and memory limits) | a bundle that no longer reproduces marks its bug fixed with the worker's versions; a fixed bug's that does reopens it |
 | `suite` | (a parent) the suite's shards as `shard` jobs | merges the shards (`e2e.merge`) and ingests the merged run once |
 
@@ -31,7 +32,7 @@ from sqlalchemy import func, insert, select, update
 from e2e.service import schema as t
 from e2e.service.store import OPEN, Store
 
-KINDS = ("campaign", "block", "reduce", "retest", "suite", "shard")
+KINDS = ("campaign", "block", "reduce", "retest", "release-range", "suite", "shard")
 ACTIVE = ("pending", "running")
 RETRIES = 2  # Dask reruns a task whose worker died this many times
 
@@ -144,6 +145,18 @@ class JobRunner:
             return
         if kind == "retest":
             args = {**args, "bundles": self._open_bundles(args.get("bugs"))}
+        if kind == "release-range":
+            [bundle] = self._open_bundles([args["bug"]]) or [None]
+            if bundle is None:
+                _set(
+                    self.store,
+                    pending["id"],
+                    state="failed",
+                    log=f"bug {args['bug']} has no bundle",
+                    finished_at=time.time(),
+                )
+                return
+            args = {**args, "archive": bundle["archive"]}
         function = getattr(tasks, kind.replace("-", "_"))
         self.futures[pending["id"]] = self.client.submit(function, args, pure=False, retries=RETRIES)
         _set(self.store, pending["id"], **values)
@@ -200,7 +213,7 @@ class JobRunner:
             )
             return
         try:
-            getattr(self, f"_took_{finished['kind']}")(finished, outcome)
+            getattr(self, f"_took_{finished['kind'].replace('-', '_')}")(finished, outcome)
         except Exception as error:  # noqa: BLE001
             _set(
                 self.store, finished["id"], state="failed", log=traceback.format_exc()[-4000:], finished_at=time.time()
@@ -280,6 +293,13 @@ class JobRunner:
             self.store.ingest(read_reports(merged, parse_ir=False), suite["args"].get("label"), job_id=suite["id"])
         except Exception:  # noqa: BLE001 - the merge's refusal is the suite job's failure
             _set(self.store, suite["id"], state="failed", log=traceback.format_exc()[-4000:], finished_at=time.time())
+
+    def _took_release_range(self, finished: dict, outcome: dict) -> None:
+        self.store.set_release_range(finished["args"]["bug"], {**outcome["range"], "markdown": outcome["markdown"]})
+        summary = {"summary": outcome["range"]["summary"], "markdown": outcome["markdown"]}
+        _set(
+            self.store, finished["id"], state="done", result=summary, worker=outcome["worker"], finished_at=time.time()
+        )
 
     def _took_retest(self, finished: dict, outcome: dict) -> None:
         fixed, reopened = self.store.retested(outcome["verdicts"], outcome["versions"], finished["id"])

@@ -169,6 +169,13 @@ class Store:
             )
             _event(connection, bug_id, None, "status", status, reason, actor)
 
+    def set_release_range(self, bug_id: int, found: dict) -> None:
+        """A release-range job's result (`e2e.service.releases.ReleaseRange` as JSON), kept on the bug."""
+        with self._lock, self.write_engine.begin() as connection:
+            connection.execute(update(t.bugs).where(t.bugs.c.id == bug_id).values(release_range=json.dumps(found)))
+            status = connection.execute(select(t.bugs.c.status).where(t.bugs.c.id == bug_id)).scalar()
+            _event(connection, bug_id, None, "range", status, found.get("summary", ""), "release-range job")
+
     def retested(self, verdicts: list[dict], versions: dict, job_id: int | None = None) -> tuple[list[int], list[int]]:
         """A retest's verdicts (`e2e.service.tasks.retest`): an open bug whose bundle exits 0
         is fixed on `versions`; a fixed one whose bundle exits 1 is reopened. (fixed, reopened)."""

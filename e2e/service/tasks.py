@@ -7,6 +7,7 @@ scratch folder, with time and memory limits."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import resource
 import subprocess
@@ -98,3 +99,16 @@ def retest(args: dict) -> dict:
         status, output = run_bundle(bundle["archive"])
         verdicts.append({"bug": bundle["bug"], "status": bundle["status"], "exit": status, "output": output[-500:]})
     return {"verdicts": verdicts, "versions": versions(), "worker": os.uname().nodename}
+
+
+def release_range(args: dict) -> dict:
+    """A bug's bundle run on a component's releases (`e2e.service.releases`): its range."""
+    from e2e.service.releases import COMPONENTS
+    from e2e.service.releases import release_range as search
+
+    with tempfile.TemporaryDirectory(prefix="e2e-range-") as scratch:
+        with tarfile.open(fileobj=io.BytesIO(args["archive"])) as bundle:
+            bundle.extractall(scratch, filter="data")
+        [folder] = [p for p in Path(scratch).iterdir() if p.is_dir()]
+        found = search(folder, COMPONENTS[args["component"]], args.get("releases"), runs=args.get("runs", 3))
+    return {"range": json.loads(found.to_json()), "markdown": found.markdown(), "worker": os.uname().nodename}
