@@ -168,6 +168,13 @@ def test_a_bug_lives_across_runs_fixed_then_reopened_not_duplicated(store, tmp_p
     assert [e["kind"] for e in again["events"]] == ["opened", "fixed", "reopened"]
 
 
+def test_a_bug_hidden_behind_another_failure_stays_open(store, tmp_path):
+    ingest(store, write_run(tmp_path / "1", [row("A", "tosa", "fail", LEGALIZE)], "r1"))
+    later = ingest(store, write_run(tmp_path / "2", [row("A", "tosa", "crash", "crash | execute | Fatal Python error: Aborted")], "r2"))  # fmt: skip
+    assert later.fixed == [] and len(later.new_bugs) == 1
+    assert {b["status"] for b in queries.bugs(store)["bugs"]} == {"new"}
+
+
 def test_a_bug_not_rerun_stays_open(store, tmp_path):
     ingest(store, write_run(tmp_path / "1", [row("A", "tosa", "fail", LEGALIZE)], "r1"))
     other = ingest(store, write_run(tmp_path / "2", [row("C", "tosa"), row("A", "linalg")], "r2"))

@@ -452,12 +452,16 @@ class _Ingest:
         self.c.execute(update(t.bugs).where(t.bugs.c.id == bug_id).values(bundle_id=bundle_id))
 
     def _fixed(self, configs: list[str], pair_ids: dict, bug_ids: dict[str, int]) -> None:
-        """Open bugs of the run's configs that it did not hit, whose last pairs ran again
-        (with a verdict) and none failed with them: fixed in this run."""
+        """Open bugs of the run's configs that it did not hit, whose last pairs ran again and
+        passed, every one of them that ran: fixed in this run. A pair that now fails another
+        way may hide the bug behind the new failure: the bug stays open."""
         hit = set(bug_ids.values())
-        ran = {
-            pair_ids[(row["test"], row["config"])] for row in self.report.rows if row.get("outcome") not in NO_VERDICT
-        }
+        ran, passed = set(), set()
+        for row in self.report.rows:
+            if row.get("outcome") not in NO_VERDICT:
+                ran.add(pair_ids[(row["test"], row["config"])])
+                if row.get("outcome") == "pass":
+                    passed.add(pair_ids[(row["test"], row["config"])])
         last_pairs = (
             select(t.results.c.bug_id, t.results.c.pair_id, t.bugs.c.last_run_id)
             .select_from(
@@ -474,7 +478,7 @@ class _Ingest:
             pairs_of[bug_id].add(pair_id)
             last_run[bug_id] = last
         for bug_id, pairs in pairs_of.items():
-            if bug_id in hit or not pairs & ran:
+            if bug_id in hit or not pairs & ran or not pairs & ran <= passed:
                 continue
             self.c.execute(
                 update(t.bugs)
