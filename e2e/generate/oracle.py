@@ -522,7 +522,3 @@ class SpecRefusal:
                 f"program (the reference model refuses: {refusal.pattern.pattern})"
             ),
         )
-
-
-# What a generated test carries (`Test.explainers`), asked after its config's explainers.
-GENERATED_EXPLAINERS = (SpecRefusal(), Float64Oracle())
