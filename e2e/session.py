@@ -61,12 +61,15 @@ class E2EState:
         if self.generate is not None:
             if config.getoption("e2e_suite") or self.opinfo_slice:
                 raise pytest.UsageError("--generate chooses the suite itself: give it without --e2e-suite")
+            from e2e.generate.boundary import SHARE_ENV
             from e2e.generate.register import ENV as GENERATE_ENV
             from e2e.generate.register import PROGRAMS_FILE, save_programs, saved_programs
             from e2e.generate.register import SUITE_FILE as GENERATED_SUITE
 
             # Before any suite file loads: forked probes and hosts, and the reducer, inherit it.
             os.environ[GENERATE_ENV] = f"{self.generate.start}:{len(self.generate)}"
+            if config.getoption("generate_boundary_share") is not None:
+                os.environ[SHARE_ENV] = f"{config.getoption('generate_boundary_share'):g}"
             suites = [GENERATED_SUITE]
             saved = saved_programs()  # an xdist worker's: its controller saved them
             if saved is None or saved[0] != list(self.generate):

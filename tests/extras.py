@@ -33,7 +33,17 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "runtimes": ("iree.compiler", "iree.runtime", "jax", "jaxlib", "ml_dtypes"),
     "onnx": ("onnx", "onnxscript", "onnxruntime"),
     "models": ("transformers",),
-    "service": ("sqlalchemy", "alembic", "fastapi", "uvicorn", "jinja2", "httpx", "matplotlib", "psycopg", "distributed"),
+    "service": (
+        "sqlalchemy",
+        "alembic",
+        "fastapi",
+        "uvicorn",
+        "jinja2",
+        "httpx",
+        "matplotlib",
+        "psycopg",
+        "distributed",
+    ),
 }
 # The TOSA reference model's binaries: not a pip extra, kept out of the Python env.
 TOSA_REF = "tosa-ref"

@@ -12,6 +12,7 @@ seeds, costs) and the campaign report R/fuzz.md and R/fuzz.html (see docs/fuzz.m
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from e2e.framework.shards import ShardSpec
 from e2e.fuzz import BUILT_IN_PAIR_BUDGET, PAIR_BUDGET, pair_budget
 from e2e.fuzz.campaign import BLOCK_PAIRS, Campaign, Plan, default_block
 from e2e.fuzz.triage import analyse
+from e2e.generate.boundary import SHARE_ENV
 
 
 def parser() -> argparse.ArgumentParser:
@@ -34,6 +36,12 @@ def parser() -> argparse.ArgumentParser:
         help=f"programs per pytest run (default: {BLOCK_PAIRS} pairs' worth, 1,024 on six configs, 472 on thirteen)",
     )
     parser.add_argument("--config", default="linalg", help="comma-separated configs (default linalg)")
+    parser.add_argument(
+        "--boundary-share",
+        type=float,
+        default=None,
+        help="the share of programs drawn at the boundaries (default: the generator's, 0.5; 0: none)",
+    )
     parser.add_argument(
         "--timeout",
         type=float,
@@ -74,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.report_only and args.minutes is None and args.programs is None:
         command.error("give --minutes or --programs (or both)")
     configs = [c.strip() for c in args.config.split(",") if c.strip()]
+    if args.boundary_share is not None:
+        # The blocks' pytest runs and this process's triage (which grows what no block saved) inherit it.
+        os.environ[SHARE_ENV] = f"{args.boundary_share:g}"
     if not args.report_only:
         client = None
         if args.scheduler:

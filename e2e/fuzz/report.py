@@ -16,11 +16,19 @@ from e2e.framework.html_report import ReportTable
 from e2e.framework.run_record import WORKER_PARTS
 from e2e.fuzz.bugs import Bug, Classified
 from e2e.fuzz.programs import seed_of
-from e2e.generate.oracle import F64_DISTANCE, NARROW_ACCUMULATION, ORACLE_NOTE, ROUNDING_BAND, SPEC_REFUSAL
+from e2e.generate.oracle import (
+    F64_DISTANCE,
+    NARROW_ACCUMULATION,
+    ORACLE_NOTE,
+    ROUNDING_BAND,
+    SPEC_REFUSAL,
+    TIE_CONTRACT,
+)
 
 # Note fragments (`e2e.generate.oracle`) that mean a check turned a verdict away: the pair
 # was acquitted (torch's rounding) or re-attributed (a reference model's refusal).
 TURNED_AWAY = {
+    TIE_CONTRACT: f"{TIE_CONTRACT} acquits",
     F64_DISTANCE: f"{F64_DISTANCE} acquits",
     NARROW_ACCUMULATION: f"{NARROW_ACCUMULATION} acquits",
     ROUNDING_BAND: f"{ROUNDING_BAND} acquits",

@@ -43,6 +43,7 @@ import torch
 from e2e.framework.result import Result
 from e2e.framework.signature import Signature
 from e2e.framework.testutils import TestUtils, seed_for
+from e2e.generate.boundary import BOUNDARY, UNIFORM
 from e2e.generate.grow import invalid
 from e2e.generate.ops import CATALOGUE
 from e2e.generate.program import InputSpec, Program
@@ -84,7 +85,8 @@ def cut_nodes(
 
     def fresh_input(node) -> InputSpec:
         dims = tuple(d for d, size in enumerate(node.type.shape) if size > 1) if dynamic else ()
-        return InputSpec(f"{node.name}_in", node.type, (domains or {}).get(node.name, FREE), dims)
+        domain = (domains or {}).get(node.name, FREE)
+        return InputSpec(f"{node.name}_in", node.type, domain, dims, drawn_as(program))
 
     cut = {n.name: fresh_input(n) for n in program.nodes}
     cut = {name: fresh for name, fresh in cut.items() if name in set(names)}
@@ -94,6 +96,12 @@ def cut_nodes(
     shrunk = replace(program, inputs=(*program.inputs, *cut.values()), nodes=nodes, outputs=outputs)
     fresh = {i.name for i in cut.values()}
     return _used(shrunk, tuple(o for o in outputs if o not in fresh) or outputs)
+
+
+def drawn_as(program: Program) -> str:
+    """How a new input of a shrunk `program` draws its values: at the boundaries when the
+    program's inputs did (a tie the bug needs stays a tie), else uniformly."""
+    return BOUNDARY if any(i.values == BOUNDARY for i in program.inputs) else UNIFORM
 
 
 def bypass(program: Program, name: str, operand: str) -> Program:
@@ -118,7 +126,7 @@ def alone(program: Program, index: int) -> Program:
     types = {i.name: i for i in program.inputs}
     for n in program.nodes:
         dynamic = tuple(d for d, size in enumerate(n.type.shape) if size > 1) if program.dynamic else ()
-        types[n.name] = InputSpec(n.name, n.type, dynamic=dynamic)
+        types[n.name] = InputSpec(n.name, n.type, dynamic=dynamic, values=drawn_as(program))
     inputs = tuple(types[name] for name in dict.fromkeys(node.inputs))
     return replace(program, inputs=inputs, nodes=(node,), outputs=(node.name,))
 

@@ -22,15 +22,17 @@ included. If no op could be added, the next attempt (a new stream, same seed) st
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from random import Random
 
 import torch
 
 from compiler.replay_runtime.compare import TOLERANCES
 from e2e.framework.testutils import TestUtils, seed_for
+from e2e.generate import boundary
 from e2e.generate.ops import CATALOGUE, Draw, OpSpec
 from e2e.generate.program import NAMESPACE, Checks, InputSpec, Node, Program, attrs_of, program_name, widened_attrs
+from e2e.generate.ties import is_open
 from e2e.generate.types import (
     FLOAT_LIMIT,
     FREE,
@@ -87,10 +89,14 @@ class SpecError(AssertionError):
     """An op's spec disagrees with torch (its inferred type is not the result's)."""
 
 
-def generate(seed: int, *, max_ops: int = 20) -> Program:
-    """The program of `seed`: 1 to `max_ops` ops, valid on its inputs (see the module doc)."""
+def generate(seed: int, *, max_ops: int = 20, boundary_share: float | None = None) -> Program:
+    """The program of `seed`: 1 to `max_ops` ops, valid on its inputs (see the module doc);
+    its inputs drawn at the boundaries when the seed falls in `boundary_share` (default
+    `boundary.boundary_share()`: `$E2E_GENERATE_BOUNDARY_SHARE`, else `BOUNDARY_SHARE`)."""
+    share = boundary.boundary_share() if boundary_share is None else boundary_share
+    at_boundary = boundary.is_boundary(seed, share)
     for attempt in range(ATTEMPTS):
-        program = Grower(seed, Random(f"e2e.generate/{seed}/{attempt}"), max_ops).grow()
+        program = Grower(seed, Random(f"e2e.generate/{seed}/{attempt}"), max_ops, at_boundary).grow()
         if program is not None:
             return program
     raise GenerationError(f"seed {seed}: no valid program in {ATTEMPTS} attempts")
@@ -104,11 +110,14 @@ class Value:
     is_input: bool
     wide: torch.Tensor  # the value in the float64 program (`Program.widened`)
     precision: str | None  # the least precise float dtype it was computed through (None: none)
+    exact: bool = True  # equal to its mathematical value on every correct compiler (`boundary`)
+    readable: bool = True  # False: an index an open tie contract chose (`ties.is_open`): no op reads it
 
 
 class Grower:
-    def __init__(self, seed: int, rng: Random, max_ops: int):
+    def __init__(self, seed: int, rng: Random, max_ops: int, at_boundary: bool = False):
         self.seed, self.rng, self.max_ops = seed, rng, max_ops
+        self.values_drawn = boundary.BOUNDARY if at_boundary else boundary.UNIFORM
         self.tu = TestUtils(seed_for(program_name(seed)))
         self.values: list[Value] = []
         self.inputs: list[InputSpec] = []
@@ -152,7 +161,7 @@ class Grower:
         return TensorType(tuple(self.rng.randint(1, high) for _ in range(rank)), dtype)
 
     def new_input(self, kind: TensorType, domain: Domain) -> Value:
-        spec = InputSpec(f"x{len(self.inputs)}", kind, domain)
+        spec = InputSpec(f"x{len(self.inputs)}", kind, domain, values=self.values_drawn)
         self.inputs.append(spec)
         tensor = spec.draw(self.tu)
         wide = tensor.double() if tensor.is_floating_point() else tensor
@@ -162,7 +171,7 @@ class Grower:
 
     def operand(self, kind: TensorType, domain: Domain) -> Value:
         """An existing value of exactly `kind` inside `domain`, or a new input."""
-        fits = [v for v in self.values if v.type == kind and domain.holds(v.tensor)]
+        fits = [v for v in self.values if v.readable and v.type == kind and domain.holds(v.tensor)]
         if fits and self.rng.random() < 0.6:
             return self.rng.choice(fits)
         return self.new_input(kind, domain)
@@ -174,12 +183,12 @@ class Grower:
         out = []
         for spec in inputs:
             dims = tuple(d for d, size in enumerate(spec.type.shape) if size > 1 and self.rng.random() < 0.5)
-            out.append(InputSpec(spec.name, spec.type, spec.domain, dims))
+            out.append(replace(spec, dynamic=dims))
         if not any(s.dynamic for s in out):
             wide = [(i, d) for i, s in enumerate(out) for d, size in enumerate(s.type.shape) if size > 1]
             if wide:
                 i, d = wide[0]
-                out[i] = InputSpec(out[i].name, out[i].type, out[i].domain, (d,))
+                out[i] = replace(out[i], dynamic=(d,))
         return out
 
     # --- one step ---
@@ -197,7 +206,7 @@ class Grower:
     def add_op(self, spec: OpSpec) -> str | None:
         """Add one `spec` node; None, or why not (the check that failed, or `applies`)."""
         takes = lambda t: t.dtype in spec.dtypes and spec.ranks[0] <= t.rank <= spec.ranks[1]  # noqa: E731
-        candidates = [v for v in self.values if takes(v.type)]
+        candidates = [v for v in self.values if v.readable and takes(v.type)]
         fresh = not candidates or self.rng.random() < 0.05
         if fresh:
             first = self.random_type(spec.dtypes, spec.ranks)
@@ -256,7 +265,8 @@ class Grower:
         actual = TensorType(tuple(result.shape), str(result.dtype).removeprefix("torch."))
         if actual != kind:
             raise SpecError(f"{spec.name}: inferred {kind}, torch gives {actual} for {expression} on {operands}")
-        failed = self.check(spec, expression, names, tensors, attrs, result)
+        exact = all(v.exact for v in operands)
+        failed = self.check(spec, expression, names, tensors, attrs, result, exact)
         if failed is not None:
             return failed
         precision = loosest([v.precision for v in operands] + [kind.dtype if is_float(kind.dtype) else None])
@@ -266,10 +276,11 @@ class Grower:
             return "conditioned"
         node = Node(name or f"v{len(self.nodes)}", spec.name, tuple(names), attrs_of(attrs), kind)
         self.nodes.append(node)
-        self.values.append(Value(node.name, kind, result, False, wide, precision))
+        exact = exact and exact_result(spec, names, operands, attrs, result, wide)
+        self.values.append(Value(node.name, kind, result, False, wide, precision, exact, not is_open(spec.name)))
         return None
 
-    def check(self, spec, expression, names, tensors, attrs, result: torch.Tensor) -> str | None:
+    def check(self, spec, expression, names, tensors, attrs, result: torch.Tensor, exact: bool) -> str | None:
         if result.is_floating_point():
             limit = FLOAT_LIMIT[str(result.dtype).removeprefix("torch.")]
             if not bool(torch.isfinite(result).all()) or (result.numel() and result.abs().max().item() > limit):
@@ -280,7 +291,9 @@ class Grower:
             if not torch.equal(result.double(), exact.double()):
                 return "no_overflow"
         if spec.check is not None:
-            return spec.check(tensors, attrs, result)
+            failed = spec.check(tensors, attrs, result)
+            # On exact operands a discontinuity is met exactly, on every compiler: a tie, not a rounding.
+            return None if failed == "stable" and exact else failed
         return None
 
 
@@ -321,7 +334,7 @@ class GrowDraw(Draw):
     """An op's further operands: existing values when one fits, else new inputs."""
 
     def __init__(self, grower: Grower, x: TensorType):
-        super().__init__(grower.rng, x)
+        super().__init__(grower.rng, x, grower.values_drawn == boundary.BOUNDARY)
         self.grower = grower
         self.values: list[Value] = []
 
@@ -329,6 +342,27 @@ class GrowDraw(Draw):
         kind = TensorType(tuple(shape), dtype)
         self.values.append(self.grower.operand(kind, domain))
         return kind
+
+
+def exact_result(spec: OpSpec, names, operands: list[Value], attrs: dict, result, wide) -> bool:
+    """Whether `spec`'s result on exact `operands` is exact too (`boundary`): an integer or
+    bool always (the checks kept it away from any rounding); a float as the op's `exact` rule says."""
+    if not result.is_floating_point():
+        return True
+    if spec.exact == boundary.MOVES:
+        return True
+    if spec.exact not in (boundary.ROUNDS_ONCE, boundary.ACCUMULATES):
+        return False
+    if not torch.equal(result.double(), wide):
+        return False  # rounded: its value is not the float64 program's
+    if spec.exact == boundary.ROUNDS_ONCE:
+        return True
+    magnitudes = eval(  # noqa: S307 - our own template, on |operands| in float64: the sum of |terms|
+        spec.render(names, widened_attrs(attrs)),
+        NAMESPACE,
+        {v.name: v.wide.abs().double() if v.wide.is_floating_point() else v.wide.abs() for v in operands},
+    )
+    return boundary.representable_sums([v.tensor for v in operands], magnitudes, result.dtype)
 
 
 def loosest(dtypes: list[str | None]) -> str | None:

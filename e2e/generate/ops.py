@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import torch
 
+from e2e.generate.boundary import ACCUMULATES, MOVES, ROUNDS_ONCE
 from e2e.generate.types import ALL, FLOATS, FREE, INTS, NUMERIC, Domain, TensorType, is_float, is_int
 
 Attrs = dict[str, Any]
@@ -32,9 +33,10 @@ class Draw:
     ask for more operands. This base makes every further operand a new input (the grower's
     subclass may reuse a value)."""
 
-    def __init__(self, rng: Random, x: TensorType):
+    def __init__(self, rng: Random, x: TensorType, boundary: bool = False):
         self.rng = rng
         self.x = x
+        self.boundary = boundary  # a boundary program's: attributes on the values its inputs hold
         self.operands: list[tuple[TensorType, Domain]] = []
 
     def operand(self, shape: tuple[int, ...], dtype: str, domain: Domain = FREE) -> TensorType:
@@ -56,6 +58,9 @@ class OpSpec:
     check: Callable[[list[torch.Tensor], Attrs, torch.Tensor], str | None] | None = None
     # Integer results equal the same template over float64 operands unless something overflowed.
     exact_in_f64: bool = False
+    # How a float result stays exact when its operands are (`e2e.generate.boundary`: MOVES,
+    # ROUNDS_ONCE, ACCUMULATES; None: never), so that a tie on it is a tie on every compiler.
+    exact: str | None = None
     family: str = ""
     tags: tuple[str, ...] = field(default=())
 
@@ -179,6 +184,35 @@ def stable_extremum(operands, attrs, out):
     return "stable" if bool((torch.minimum(gap, low) < _tol(x) * (1 + top.abs().amax())).any()) else None
 
 
+def stable_order(operands, attrs, out):
+    """sort, topk, max/min/median/kthvalue along a dim of floats: no two values of a row
+    within a rounding error of each other (which would order them either way)."""
+    x, dim = operands[0], attrs["dim"]
+    if not x.is_floating_point() or x.dim() == 0 or x.shape[dim] < 2:
+        return None
+    s = x.double().sort(dim=dim).values
+    n = x.shape[dim]
+    gaps = s.narrow(dim, 1, n - 1) - s.narrow(dim, 0, n - 1)
+    return "stable" if bool((gaps < _tol(x) * (1 + s.abs().amax())).any()) else None
+
+
+def defined_division(operands, attrs, out):
+    """remainder and fmod of integers: INT_MIN by -1 is undefined in LLVM's srem (x86's idiv traps)."""
+    a, b = operands[0], operands[1]
+    if a.is_floating_point() or a.dtype == torch.bool:
+        return None
+    info = torch.iinfo(a.dtype)
+    a, b = torch.broadcast_tensors(a, b)
+    return "no_overflow" if bool(((a == info.min) & (b == -1)).any()) else None
+
+
+def both(*checks):
+    def check(operands, attrs, out):
+        return next((f for f in (c(operands, attrs, out) for c in checks) if f is not None), None)
+
+    return check
+
+
 def cast_check(operands, attrs, out):
     """A float to int cast: in range of the target (else undefined: fptosi poison) and
     away from the truncation's jumps; a narrowing int cast: in range (no wrap-around);
@@ -275,6 +309,9 @@ def dim_draw(d: Draw) -> Attrs | None:
 
 
 def clamp_draw(d: Draw) -> Attrs:
+    if d.boundary and not is_int(d.x.dtype):  # bounds its inputs' halves hit exactly
+        low = d.rng.choice((-1.5, -1.0, -0.5, 0.0, 0.5))
+        return {"min": low, "max": low + d.rng.choice((0.5, 1.0, 1.5, 2.0))}
     if is_int(d.x.dtype):
         low = d.rng.randint(-5, 2)
         return {"min": low, "max": low + d.rng.randint(1, 8)}
@@ -346,19 +383,35 @@ for _name, _fn, _domain in [
     _unary(_name, _fn + "({0})", domain=_domain)
 
 _unary("leaky_relu", "F.leaky_relu({0}, {slope})", draw=lambda d: {"slope": d.rng.choice((0.01, 0.1, 0.2))})
-_unary("hardtanh", "F.hardtanh({0}, {min}, {max})", draw=clamp_draw)
+_unary("hardtanh", "F.hardtanh({0}, {min}, {max})", draw=clamp_draw, exact=MOVES)
 for _name, _offset in [("floor", 0.0), ("ceil", 0.0), ("trunc", 0.0), ("frac", 0.0), ("round", 0.5)]:
-    _unary(_name, f"torch.{_name}({{0}})", check=stable_rounding(_offset))
-_unary("sign", "torch.sign({0})", NUMERIC, check=stable_sign)
-_unary("abs", "torch.abs({0})", NUMERIC, exact_in_f64=True)
-_unary("neg", "torch.neg({0})", NUMERIC, exact_in_f64=True)
-_unary("square", "torch.square({0})", NUMERIC, exact_in_f64=True)
-_unary("relu", "torch.relu({0})", NUMERIC)
-_unary("clamp", "torch.clamp({0}, min={min}, max={max})", NUMERIC, draw=clamp_draw)
+    _unary(
+        _name, f"torch.{_name}({{0}})", check=stable_rounding(_offset), exact=ROUNDS_ONCE if _name == "frac" else MOVES
+    )
+_unary("sign", "torch.sign({0})", NUMERIC, check=stable_sign, exact=MOVES)
+_unary("abs", "torch.abs({0})", NUMERIC, exact_in_f64=True, exact=MOVES)
+_unary("neg", "torch.neg({0})", NUMERIC, exact_in_f64=True, exact=MOVES)
+_unary("square", "torch.square({0})", NUMERIC, exact_in_f64=True, exact=ROUNDS_ONCE)
+_unary("relu", "torch.relu({0})", NUMERIC, exact=MOVES)
+_unary("clamp", "torch.clamp({0}, min={min}, max={max})", NUMERIC, draw=clamp_draw, exact=MOVES)
 _unary("bitwise_not", "torch.bitwise_not({0})", INTS + ("bool",))
 _unary("logical_not", "torch.logical_not({0})", ALL, infer=as_dtype("bool"), check=truthiness)
-_unary("add_scalar", "torch.add({0}, {c})", NUMERIC, draw=scalar_draw((0.5, -1.0, 2.0), (1, -3, 7)), exact_in_f64=True)
-_unary("mul_scalar", "torch.mul({0}, {c})", NUMERIC, draw=scalar_draw((0.5, -2.0, 3.0), (2, -1, 3)), exact_in_f64=True)
+_unary(
+    "add_scalar",
+    "torch.add({0}, {c})",
+    NUMERIC,
+    draw=scalar_draw((0.5, -1.0, 2.0), (1, -3, 7)),
+    exact_in_f64=True,
+    exact=ROUNDS_ONCE,
+)
+_unary(
+    "mul_scalar",
+    "torch.mul({0}, {c})",
+    NUMERIC,
+    draw=scalar_draw((0.5, -2.0, 3.0), (2, -1, 3)),
+    exact_in_f64=True,
+    exact=ROUNDS_ONCE,
+)
 _unary(  # a non-integer or negative exponent wants a positive base
     "pow_scalar",
     "torch.pow({0}, {c})",
@@ -374,14 +427,20 @@ def _binary(name: str, template: str, dtypes=NUMERIC, infer=broadcast, draw=None
     _add(OpSpec(name, template, dtypes, infer, draw=draw, domain=domain_rule(domain), family="binary", **kwargs))
 
 
-_binary("add", "torch.add({0}, {1})", exact_in_f64=True)
-_binary("sub", "torch.sub({0}, {1})", exact_in_f64=True)
-_binary("mul", "torch.mul({0}, {1})", exact_in_f64=True)
-_binary("maximum", "torch.maximum({0}, {1})")
-_binary("minimum", "torch.minimum({0}, {1})")
+_binary("add", "torch.add({0}, {1})", exact_in_f64=True, exact=ROUNDS_ONCE)
+_binary("sub", "torch.sub({0}, {1})", exact_in_f64=True, exact=ROUNDS_ONCE)
+_binary("mul", "torch.mul({0}, {1})", exact_in_f64=True, exact=ROUNDS_ONCE)
+_binary("maximum", "torch.maximum({0}, {1})", exact=MOVES)
+_binary("minimum", "torch.minimum({0}, {1})", exact=MOVES)
 _binary("div", "torch.div({0}, {1})", infer=broadcast_float, draw=divisor_draw)
-_binary("remainder", "torch.remainder({0}, {1})", draw=divisor_draw, check=stable_quotient, exact_in_f64=True)
-_binary("fmod", "torch.fmod({0}, {1})", draw=divisor_draw, check=stable_quotient, exact_in_f64=True)
+for _name in ("remainder", "fmod"):
+    _binary(
+        _name,
+        f"torch.{_name}({{0}}, {{1}})",
+        draw=divisor_draw,
+        check=both(defined_division, stable_quotient),
+        exact_in_f64=True,
+    )
 _binary(  # INT_MIN // -1 overflows: checked against float64
     "floor_divide", "torch.floor_divide({0}, {1})", draw=divisor_draw, check=stable_quotient, exact_in_f64=True
 )
@@ -402,7 +461,7 @@ def where_draw(d: Draw) -> Attrs:
     return {}
 
 
-_add(OpSpec("where", "torch.where({0}, {1}, {2})", ("bool",), broadcast, draw=where_draw, family="select"))
+_add(OpSpec("where", "torch.where({0}, {1}, {2})", ("bool",), broadcast, draw=where_draw, exact=MOVES, family="select"))
 
 
 def cast_draw(d: Draw) -> Attrs:
@@ -417,6 +476,7 @@ _add(
         lambda types, attrs: TensorType(types[0].shape, attrs["dtype"]),
         draw=cast_draw,
         check=cast_check,
+        exact=ROUNDS_ONCE,
         family="cast",
     )
 )
@@ -433,10 +493,10 @@ def _widening(types: list[TensorType], attrs: Attrs) -> TensorType:
     return reduced(types, attrs, widened(types[0].dtype))
 
 
-_reduction("sum", "torch.sum({0}, dim={dim}, keepdim={keepdim})", ALL, _widening, exact_in_f64=True)
+_reduction("sum", "torch.sum({0}, dim={dim}, keepdim={keepdim})", ALL, _widening, exact_in_f64=True, exact=ACCUMULATES)
 _reduction("mean", "torch.mean({0}, dim={dim}, keepdim={keepdim})", FLOATS)
-_reduction("amax", "torch.amax({0}, dim={dim}, keepdim={keepdim})", NUMERIC)
-_reduction("amin", "torch.amin({0}, dim={dim}, keepdim={keepdim})", NUMERIC)
+_reduction("amax", "torch.amax({0}, dim={dim}, keepdim={keepdim})", NUMERIC, exact=MOVES)
+_reduction("amin", "torch.amin({0}, dim={dim}, keepdim={keepdim})", NUMERIC, exact=MOVES)
 _reduction(
     "prod",
     "torch.prod({0}, dim={dim}, keepdim={keepdim})",
@@ -477,9 +537,83 @@ def cumulative(types: list[TensorType], attrs: Attrs) -> TensorType:
     return TensorType(types[0].shape, widened(types[0].dtype))
 
 
-_reduction("cumsum", "torch.cumsum({0}, dim={dim})", NUMERIC, cumulative, dim_draw, exact_in_f64=True)
+_reduction(
+    "cumsum", "torch.cumsum({0}, dim={dim})", NUMERIC, cumulative, dim_draw, exact_in_f64=True, exact=ACCUMULATES
+)
 _reduction(
     "cumprod", "torch.cumprod({0}, dim={dim})", NUMERIC, cumulative, dim_draw, Domain(-2.0, 2.0), exact_in_f64=True
+)
+
+# Indices along a dim: which of equal values each op returns is its tie contract
+# (`e2e.generate.ties`): the first (max, min, a stable sort), or any (sort, topk, median,
+# kthvalue). An op whose contract leaves it open is read by no later op.
+
+
+def order_draw(d: Draw) -> Attrs | None:
+    return None if d.x.rank == 0 else {"dim": some_dim(d), "descending": d.rng.random() < 0.5}
+
+
+def k_draw(keepdim: bool):
+    def draw(d: Draw) -> Attrs | None:
+        if d.x.rank == 0:
+            return None
+        dim = some_dim(d)
+        attrs = {"dim": dim, "k": d.rng.randint(1, d.x.shape[dim])}
+        return {**attrs, "keepdim": d.rng.random() < 0.5} if keepdim else {**attrs, "largest": d.rng.random() < 0.5}
+
+    return draw
+
+
+def topk_infer(types: list[TensorType], attrs: Attrs) -> TensorType:
+    shape = list(types[0].shape)
+    shape[attrs["dim"]] = attrs["k"]
+    return TensorType(tuple(shape), "int64")
+
+
+INDEXED = ("float32", "int64", "int32")
+for _name, _fn in (("max_dim_indices", "max"), ("min_dim_indices", "min"), ("median_indices", "median")):
+    _reduction(
+        _name,
+        f"torch.{_fn}({{0}}, dim={{dim}}, keepdim={{keepdim}}).indices",
+        INDEXED,
+        lambda t, a: reduced(t, a, "int64"),
+        reduce_draw(multi=False),
+        check=stable_order,
+    )
+_reduction(
+    "kthvalue_indices",
+    "torch.kthvalue({0}, {k}, dim={dim}, keepdim={keepdim}).indices",
+    INDEXED,
+    lambda t, a: reduced(t, a, "int64"),
+    k_draw(keepdim=True),
+    check=stable_order,
+)
+_reduction(
+    "sort_values", "torch.sort({0}, dim={dim}, descending={descending}).values", INDEXED, same, order_draw, exact=MOVES
+)
+_reduction(
+    "sort_indices",
+    "torch.sort({0}, dim={dim}, descending={descending}).indices",
+    INDEXED,
+    as_dtype("int64"),
+    order_draw,
+    check=stable_order,
+)
+_reduction(
+    "sort_stable_indices",
+    "torch.sort({0}, dim={dim}, descending={descending}, stable=True).indices",
+    INDEXED,
+    as_dtype("int64"),
+    order_draw,
+    check=stable_order,
+)
+_reduction(
+    "topk_indices",
+    "torch.topk({0}, {k}, dim={dim}, largest={largest}).indices",
+    INDEXED,
+    topk_infer,
+    k_draw(keepdim=False),
+    check=stable_order,
 )
 
 # --- softmax, norms ---------------------------------------------------------------------------
@@ -570,7 +704,18 @@ def linear_draw(d: Draw) -> Attrs:
     return {}
 
 
-_add(OpSpec("matmul", "torch.matmul({0}, {1})", FLOATS, matmul_infer, (1, 4), matmul_draw, family="linalg"))
+_add(
+    OpSpec(
+        "matmul",
+        "torch.matmul({0}, {1})",
+        FLOATS,
+        matmul_infer,
+        (1, 4),
+        matmul_draw,
+        exact=ACCUMULATES,
+        family="linalg",
+    )
+)
 _add(
     OpSpec(
         "mm",
@@ -580,10 +725,11 @@ _add(
         (2, 2),
         mm_draw,
         exact_in_f64=True,
+        exact=ACCUMULATES,
         family="linalg",
     )
 )
-_add(OpSpec("bmm", "torch.bmm({0}, {1})", FLOATS, matmul_infer, (3, 3), mm_draw, family="linalg"))
+_add(OpSpec("bmm", "torch.bmm({0}, {1})", FLOATS, matmul_infer, (3, 3), mm_draw, exact=ACCUMULATES, family="linalg"))
 _add(
     OpSpec(
         "linear",
@@ -592,6 +738,7 @@ _add(
         lambda t, a: TensorType(t[0].shape[:-1] + (t[1].shape[0],), t[0].dtype),
         (1, 3),
         linear_draw,
+        exact=ACCUMULATES,
         family="linalg",
     )
 )
@@ -634,6 +781,7 @@ for _n in (1, 2):
             conv_infer,
             (_n + 2, _n + 2),
             conv_draw(_n),
+            exact=ACCUMULATES,
             family="linalg",
         )
     )
@@ -671,6 +819,7 @@ for _n in (1, 2):
             pool_infer(_n),
             (_n + 1, _n + 2),
             pool_draw(_n, False),
+            exact=MOVES,
             family="linalg",
         )
     )
@@ -888,7 +1037,7 @@ def index_select_infer(types: list[TensorType], attrs: Attrs) -> TensorType:
 
 
 def _movement(name, template, infer, ranks=(1, 4), draw=lambda d: {}, dtypes=ALL) -> None:
-    _add(OpSpec(name, template, dtypes, infer, ranks, draw, family="movement"))
+    _add(OpSpec(name, template, dtypes, infer, ranks, draw, exact=MOVES, family="movement"))
 
 
 _movement("reshape", "torch.reshape({0}, {shape})", reshape_infer, (0, 4), reshape_draw)

@@ -47,15 +47,17 @@ import torch
 import torch.utils._pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from e2e.framework.compare import compare_values, tolerance_for
+from e2e.framework.compare import compare_traces, compare_values, tolerance_for
 from e2e.framework.judge import Explanation, Outcome
 from e2e.framework.trace import Trace, TraceItem, clone_tree
+from e2e.generate.ties import Settlement, TieJudge
 
 ORACLE_NOTE = "oracle:"
 # The checks a verdict passes, in the order they are made (the campaign's counters).
 TOLERANCE, F64_DISTANCE, SPEC_REFUSAL = "tolerance", "float64 distance", "spec refusal"
 NARROW_ACCUMULATION, ROUNDING_BAND = "narrow accumulation", "rounding band"
-ORACLE_CHECKS = (TOLERANCE, F64_DISTANCE, NARROW_ACCUMULATION, ROUNDING_BAND, SPEC_REFUSAL)
+TIE_CONTRACT = "tie contract"
+ORACLE_CHECKS = (TOLERANCE, TIE_CONTRACT, F64_DISTANCE, NARROW_ACCUMULATION, ROUNDING_BAND, SPEC_REFUSAL)
 NARROW_FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 HALF_FLOATS = (torch.float16, torch.bfloat16)
 
@@ -348,15 +350,49 @@ def judge_outputs(golden: Any, compiled: Any, exact: Any, where: str, tolerance)
 
 @dataclass(frozen=True)
 class Float64Oracle:
-    """The explainer (`e2e.framework.judge`) of a generated program's wrong float results."""
+    """The explainer (`e2e.framework.judge`) of a generated program's wrong results: first
+    its index outputs by their tie contracts (`ties`, `e2e.generate.ties`), then its float
+    results by their distance from float64."""
+
+    ties: TieJudge | None = None
+
+    def settle(self, golden: Trace, trace: Trace) -> Settlement:
+        """`trace` with every index answer a tie contract allows taken as torch's (`ties.Settles`)."""
+        return self.ties.settle(golden, trace) if self.ties is not None else Settlement(trace)
 
     def explain(self, prepared, outcome: Outcome) -> Explanation | None:
         if outcome.mismatch is None or outcome.mismatch.kind not in ("values", "nan") or outcome.trace is None:
             return None
         tolerance = prepared.test.tolerance
+        settlement = self.settle(prepared.golden, outcome.trace)
+        if settlement.forbidden:
+            return Explanation(
+                [
+                    f"{ORACLE_NOTE} {TOLERANCE} failed; {TIE_CONTRACT} failed: an index the contract does not "
+                    f"allow, a wrong result ({'; '.join(settlement.forbidden)})"
+                ]
+            )
+        if settlement.allowed:
+            shown = "; ".join(settlement.allowed)
+            if compare_traces(prepared.golden, settlement.trace, tolerance) is None:
+                return Explanation(
+                    [
+                        f"{ORACLE_NOTE} {TOLERANCE} failed; {TIE_CONTRACT} acquits: another index of equal values ({shown})"
+                    ],
+                    acquit=True,
+                )
+            explanation = self._judge_floats(prepared, settlement.trace, tolerance)
+            explanation.notes = [
+                note.replace(f"{TOLERANCE} failed;", f"{TOLERANCE} failed; {TIE_CONTRACT} allows {shown};", 1)
+                for note in explanation.notes
+            ]
+            return explanation
+        return self._judge_floats(prepared, outcome.trace, tolerance)
+
+    def _judge_floats(self, prepared, trace: Trace, tolerance) -> Explanation:
         found: list[Judgement] = []
         exacts: dict[int, Any] = {}  # trace item -> its float64 outputs
-        for number, (expected, actual) in enumerate(zip(prepared.golden, outcome.trace)):
+        for number, (expected, actual) in enumerate(zip(prepared.golden, trace)):
             where = _output_spot(number, expected)
             if compare_values(expected.outputs, actual.outputs, where, tolerance) is None:
                 continue
@@ -486,7 +522,3 @@ class SpecRefusal:
                 f"program (the reference model refuses: {refusal.pattern.pattern})"
             ),
         )
-
-
-# What a generated test carries (`Test.explainers`), asked after its config's explainers.
-GENERATED_EXPLAINERS = (SpecRefusal(), Float64Oracle())

@@ -19,6 +19,7 @@ import torch
 
 from compiler.replay_runtime.compare import TOLERANCES, Tolerance
 from e2e.framework.testutils import TestUtils
+from e2e.generate import boundary
 from e2e.generate.ops import spec
 from e2e.generate.types import Domain, TensorType, is_float, torch_dtype
 
@@ -40,10 +41,13 @@ class InputSpec:
     type: TensorType
     domain: Domain = Domain()
     dynamic: tuple[int, ...] = ()  # dims declared dynamic (-1 in the test's annotation)
+    values: str = boundary.UNIFORM  # how its values are drawn: uniformly, or `boundary.BOUNDARY`
 
     def draw(self, tu: TestUtils) -> torch.Tensor:
         """This input's values from `tu`, inside its domain."""
         shape, dtype, d = self.type.shape, self.type.dtype, self.domain
+        if self.values == boundary.BOUNDARY:
+            return boundary.draw(tu, shape, dtype, d)
         if dtype == "bool":
             return tu.bools(*shape)
         if is_float(dtype):
@@ -135,7 +139,8 @@ class Program:
             d = i.domain
             bounds = "" if d == Domain() else f" in {_domain_text(d)}"
             dynamic = f", dynamic dims {list(i.dynamic)}" if i.dynamic else ""
-            lines.append(f"        # {i.name}: {i.type}{bounds}{dynamic}")
+            drawn = ", boundary values" if i.values == boundary.BOUNDARY else ""
+            lines.append(f"        # {i.name}: {i.type}{bounds}{dynamic}{drawn}")
         for node in self.nodes:
             lines.append(f"        {node.name} = {node.expression()}  # {node.type}")
         lines.append(f"        return {', '.join(self.outputs)}")
@@ -189,6 +194,8 @@ class Program:
                         "dtype": i.type.dtype,
                         "domain": i.domain.to_json(),
                         "dynamic": list(i.dynamic),
+                        # Only when not the default: a uniform program's JSON is as it was.
+                        **({"values": i.values} if i.values != boundary.UNIFORM else {}),
                     }
                     for i in self.inputs
                 ],
@@ -221,7 +228,11 @@ class Program:
             seed=data["seed"],
             inputs=tuple(
                 InputSpec(
-                    i["name"], TensorType(tuple(i["shape"]), i["dtype"]), Domain(*i["domain"]), tuple(i["dynamic"])
+                    i["name"],
+                    TensorType(tuple(i["shape"]), i["dtype"]),
+                    Domain(*i["domain"]),
+                    tuple(i["dynamic"]),
+                    i.get("values", boundary.UNIFORM),
                 )
                 for i in data["inputs"]
             ),

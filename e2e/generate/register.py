@@ -12,8 +12,9 @@ from e2e.framework.registry import Test, annotate_args, register
 from e2e.framework.run_record import write_json_atomic
 from e2e.framework.testutils import TestUtils, seed_for
 from e2e.generate.grow import generate
-from e2e.generate.oracle import GENERATED_EXPLAINERS
+from e2e.generate.oracle import Float64Oracle, SpecRefusal
 from e2e.generate.program import Program
+from e2e.generate.ties import TieJudge
 from e2e.generate.types import torch_dtype
 
 # `pytest --generate N --generate-seed S` sets this to "S:N" before any suite file is
@@ -31,7 +32,7 @@ def program_test(program: Program, name: str | None = None) -> Test:
     """`program` as a suite test named `name` (default its own), not registered: its module
     class, its dynamic dims as `-1` annotations, its inputs drawn as the generator drew them
     (a `TestUtils` seeded by the program's own name, whatever the test is called), and the
-    generated programs' oracle: the float64 distance and spec-refusal checks (docs/fuzz.md)."""
+    generated programs' oracle: the spec-refusal, tie-contract and float64 distance checks (docs/fuzz.md)."""
     module_class = program.module_class(name)
     annotations = program.annotations()
     if annotations:
@@ -49,7 +50,7 @@ def program_test(program: Program, name: str | None = None) -> Test:
         program.tolerance,
         source=f"{SUITE_FILE}:1",
         defined_in=str(SUITE_FILE),
-        explainers=GENERATED_EXPLAINERS,
+        explainers=(SpecRefusal(), Float64Oracle(TieJudge(program))),
         test_utils=lambda _seed: TestUtils(seed_for(program.name)),
     )
 

@@ -58,6 +58,14 @@ def pytest_addoption(parser):
         "--generate-seed", type=int, default=0, metavar="S", help="the first seed of --generate (default 0)"
     )
     group.addoption(
+        "--generate-boundary-share",
+        type=float,
+        default=None,
+        metavar="F",
+        help="the share of generated programs whose inputs are drawn at the boundaries (ties, zeros, halves, "
+        "domain edges); default 0.5 (e2e/generate/boundary.py); 0: none",
+    )
+    group.addoption(
         "--import-timeout",
         type=float,
         default=IMPORT_BUDGET,
