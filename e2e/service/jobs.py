@@ -8,7 +8,7 @@ pending or running, and each job's result is ingested once.
 | `block` | one block of a campaign (`e2e.fuzz.cluster.run_block`) | ingests it as a run; each new wrong result or crash gets a `reduce` job |
 | `reduce` | the bug's first program again, alone, with the MLIR reducer at full length | ingests it: its verified bundle is offered to the bug |
 | `release-range` | a bug's bundle run on a component's releases (`e2e.service.releases`) | keeps the range on the bug: its page and issue text show it |
-| `retest` | each open bug's bundle run again (a subprocess, time and memory limits) | a bundle that no longer reproduces marks its bug fixed with the worker's versions; a fixed bug's that does reopens it |
+| `retest` | each open or fixed bug's bundle run again (a subprocess, time and memory limits) | a bundle that no longer reproduces marks its bug fixed with the worker's versions; a fixed bug's that does reopens it |
 | `suite` | (a parent) the suite's shards as `shard` jobs | merges the shards (`e2e.merge`) and ingests the merged run once |
 
 A job's state: pending, running (submitted to the cluster), done, failed (its log says why).
@@ -185,7 +185,8 @@ class JobRunner:
             return [_job(row) for row in rows]
 
     def _open_bundles(self, bug_ids: list[int] | None) -> list[dict]:
-        """The kept bundles of the open bugs (or of `bug_ids`, fixed ones included), as bytes."""
+        """The kept bundles of the open and the fixed bugs (a fixed one that fails again is
+        reopened), or of `bug_ids`, as bytes."""
         query = (
             select(t.bugs.c.id, t.bugs.c.status, t.blobs.c.data)
             .select_from(
@@ -193,7 +194,7 @@ class JobRunner:
                     t.blobs, t.blobs.c.sha256 == t.bundles.c.blob
                 )
             )
-            .where(t.bugs.c.id.in_(bug_ids) if bug_ids else t.bugs.c.status.in_(OPEN))
+            .where(t.bugs.c.id.in_(bug_ids) if bug_ids else t.bugs.c.status.in_((*OPEN, "fixed")))
         )
         with self.store.engine.connect() as connection:
             return [{"bug": bug, "status": status, "archive": data} for bug, status, data in connection.execute(query)]
