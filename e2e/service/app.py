@@ -25,6 +25,7 @@ from e2e.service import issue, jobs, plots, queries
 from e2e.service.reports import MAX_ARCHIVE_BYTES, UploadError, read_reports, unpack
 from e2e.service.store import STATUSES, Store
 
+PAGE = 200  # bugs a list page shows; the rest a page further (`offset`), or all of them from /api/bugs
 TEMPLATES = Jinja2Templates(directory=str(Path(__file__).with_name("templates")))
 TEMPLATES.env.filters["when"] = lambda at: time.strftime("%Y-%m-%d %H:%M", time.gmtime(at)) if at else ""
 TEMPLATES.env.filters["percent"] = lambda rate: "-" if rate is None else f"{100 * rate:.1f}%"
@@ -77,10 +78,11 @@ def create_app(store: Store, token: str | None, max_upload: int = MAX_ARCHIVE_BY
         kind: str | None = None,
         since_run: int | None = None,
         root: str | None = None,
+        offset: int = 0,
     ):
         chosen = {"config": config, "stage": stage, "status": status, "kind": kind, "since_run": since_run}
-        listed = queries.bugs(store, config, stage, status, kind, since_run, root, limit=1000)
-        return page(request, "bugs.html", listed=listed, chosen=chosen, statuses=STATUSES)
+        listed = queries.bugs(store, config, stage, status, kind, since_run, root, limit=PAGE, offset=offset)
+        return page(request, "bugs.html", listed=listed, chosen=chosen, statuses=STATUSES, offset=offset, size=PAGE)
 
     @app.get("/api/bugs/{bug_id}")
     def api_bug(bug_id: int, request: Request):
