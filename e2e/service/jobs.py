@@ -8,7 +8,7 @@ pending or running, and each job's result is ingested once.
 | `block` | one block of a campaign (`e2e.fuzz.cluster.run_block`) | ingests it as a run; each new wrong result or crash gets a `reduce` job |
 | `reduce` | the bug's first program again, alone, with the MLIR reducer at full length | ingests it: its verified bundle is offered to the bug |
 | `release-range` | a bug's bundle run on a component's releases (`e2e.service.releases`) | keeps the range on the bug: its page and issue text show it |
-| `retest` | each open or fixed bug's bundle run again (a subprocess, time and memory limits) | a bundle that no longer reproduces marks its bug fixed with the worker's versions; a fixed bug's that does reopens it |
+| `retest` | each open or fixed bug's bundle run again (a subprocess, time and memory limits); submitted by itself when the service starts on workers whose versions differ from the last retest's | a bundle that no longer reproduces marks its bug fixed with the worker's versions; a fixed bug's that does reopens it |
 | `suite` | (a parent) the suite's shards as `shard` jobs | merges the shards (`e2e.merge`) and ingests the merged run once |
 
 A job's state: pending, running (submitted to the cluster), done, failed (its log says why).
@@ -95,11 +95,15 @@ class JobRunner:
         self.futures: dict[int, object] = {}  # job id -> its Dask future
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._versions = None  # the workers' versions, asked once at start (a retest when they changed)
 
     def start(self) -> JobRunner:
         """Requeue what a previous service left running, then run jobs until `stop`."""
         with self.store.write_engine.begin() as connection:
             connection.execute(update(t.jobs).where(t.jobs.c.state == "running").values(state="pending"))
+        from e2e.service import tasks
+
+        self._versions = self.client.submit(tasks.worker_versions, pure=False)
         self._thread = threading.Thread(target=self._loop, name="e2e-jobs", daemon=True)
         self._thread.start()
         return self
@@ -119,6 +123,9 @@ class JobRunner:
 
     def step(self) -> None:
         """Feed campaigns, submit pending jobs, take finished ones."""
+        if self._versions is not None and self._versions.done():
+            self._retest_if_versions_changed(self._versions.result())
+            self._versions = None
         for campaign in jobs(self.store, state="running", kind="campaign"):
             self._feed(campaign)
         for suite in jobs(self.store, state="running", kind="suite"):
@@ -129,6 +136,15 @@ class JobRunner:
             if future.done():
                 del self.futures[job_id]
                 self._finish(job(self.store, job_id), future)
+
+    def _retest_if_versions_changed(self, versions: dict) -> None:
+        """The workers' versions differ from those of the last retest: every bug's bundle again."""
+        last = jobs(self.store, state="done", kind="retest", limit=1)
+        if last and last[0]["result"] and last[0]["result"].get("versions") != versions:
+            before = last[0]["result"]["versions"]
+            changed = sorted(k for k in set(before) | set(versions) if before.get(k) != versions.get(k))
+            why = ", ".join(f"{k} {before.get(k, '-')} -> {versions.get(k, '-')}" for k in changed)
+            submit(self.store, "retest", {"why": f"the workers' versions changed: {why}"})
 
     # Submitting.
 

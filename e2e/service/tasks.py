@@ -112,3 +112,10 @@ def release_range(args: dict) -> dict:
         [folder] = [p for p in Path(scratch).iterdir() if p.is_dir()]
         found = search(folder, COMPONENTS[args["component"]], args.get("releases"), runs=args.get("runs", 3))
     return {"range": json.loads(found.to_json()), "markdown": found.markdown(), "worker": os.uname().nodename}
+
+
+def worker_versions() -> dict:
+    """The versions a worker runs bundles with (`e2e.framework.provenance`)."""
+    from e2e.framework.provenance import versions
+
+    return versions()
