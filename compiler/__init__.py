@@ -14,6 +14,11 @@ needs neither torch nor MLIR (the replay runtime's signatures) imports neither.
 """
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the names are, for readers and tools that read imports
+    from compiler.fx_compile import CompiledModule, compile_module  # noqa: F401
+    from compiler.stages import Snapshots, StageError  # noqa: F401
 
 _NAMES = {"CompiledModule": "fx_compile", "compile_module": "fx_compile", "Snapshots": "stages", "StageError": "stages"}
 __all__ = sorted(_NAMES)
