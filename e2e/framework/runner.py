@@ -253,7 +253,9 @@ def run_pair(
             forked.close()
     else:
         outcome = attempt_pair(prepared, config, reports_dir)
-    if isinstance(outcome, tuple):
+    if isinstance(outcome, tuple) and len(outcome) == 2 and isinstance(outcome[1], isolation.Raised):
+        outcome = outcome[1]  # the child's reply did not pickle (`Channel.send`): a framework error, its traceback kept
+    elif isinstance(outcome, tuple):
         outcome, new_shared = outcome
         prepared.shared.update(new_shared)
     return finish_pair(
