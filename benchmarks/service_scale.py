@@ -80,7 +80,7 @@ class History:
         self.broken: dict[int, tuple[int, dict]] = {}  # pair index -> (last run it fails in, the failure)
         self.flaky = set(self.random.sample(self.passing, len(rows) // 200))
 
-    def run(self, k: int) -> RunReport:
+    def run(self, k: int, run_id: str | None = None) -> RunReport:
         for index in self.random.sample(self.passing, max(1, len(self.rows) // 500)):
             failure = self.random.choice(self.failing_rows)
             self.broken[index] = (k + self.random.randint(1, 200), failure)
@@ -96,16 +96,14 @@ class History:
                 row.update(outcome="fail", stage="compare", signature="compare | values", final="failed")
             rows.append(row)
         run = {
-            "run_id": f"bench{k}",
+            "run_id": run_id or f"bench{k}",
             "commit": f"{k // 3:040x}",
             "branch": "main",
             "jit_target": "x86-64-v2",
             "versions": {"torch": "2.13.0+cpu", "torch-mlir": "20261001"},
             "configs": sorted({r["config"] for r in rows}),
         }
-        report = RunReport(Path("/nonexistent"), run, rows, group_failures(rows, Path("/nonexistent"), parse_ir=False))
-        report.bug_of = {(test, bug.config): bug.ident for bug in report.bugs for test in bug.tests}
-        return report
+        return RunReport(Path("/nonexistent"), run, rows, group_failures(rows, Path("/nonexistent"), parse_ir=False))
 
 
 def build(args, rows: list[dict]) -> None:
@@ -182,8 +180,7 @@ def measure(args, rows: list[dict]) -> dict:
                 timings[name].append(time.perf_counter() - begun)
                 assert answer.status_code == 200, (url, answer.status_code, answer.text[:300])
         figures["requests"] = {name: percentiles(values) for name, values in timings.items()}
-        report = History(rows, seed=99).run(total + 1)
-        report.run["run_id"] = f"measure-{time.time()}"
+        report = History(rows, seed=99).run(total + 1, run_id=f"measure-{time.time()}")
         data = pack(report)
         begun = time.perf_counter()
         answer = client.post("/api/runs", content=data, headers={"Authorization": "Bearer bench-token"})
@@ -191,8 +188,7 @@ def measure(args, rows: list[dict]) -> dict:
         assert answer.status_code == 201, answer.text
         figures["ingest_server_s"] = answer.json()["seconds"]
         figures["upload_bytes"] = len(data)
-        report = History(rows, seed=98).run(total + 2)
-        report.run["run_id"] = f"measure-store-{time.time()}"
+        report = History(rows, seed=98).run(total + 2, run_id=f"measure-store-{time.time()}")
         begun = time.perf_counter()
         store.ingest(report)
         figures["ingest_store_s"] = round(time.perf_counter() - begun, 3)

@@ -13,8 +13,6 @@ from tests.extras import missing_extra
 if reason := missing_extra("service"):
     pytest.skip(reason, allow_module_level=True)
 
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -48,6 +46,24 @@ class Cluster:
         command = [sys.executable, "-m", "distributed.cli.dask_worker", self.address, "--nthreads", "1",
                    "--name", name, "--dashboard-address", ":0", "--no-nanny"]  # fmt: skip
         return subprocess.Popen(command, cwd=ROOT, stdout=open(folder / f"{name}.log", "w"), stderr=subprocess.STDOUT)
+
+    def kill_a_busy_worker(self) -> str:
+        """SIGKILL the worker that is running a task, once one is (its name)."""
+        from distributed import Client
+
+        names = dict(zip(("w1", "w2"), self.workers))
+        with Client(self.address, timeout=60) as client:
+
+            def busy():
+                workers = client.scheduler_info()["workers"]
+                return next(
+                    (workers[a]["name"] for a, keys in client.processing().items() if keys and a in workers), None
+                )
+
+            name = wait_for(busy, 300, "no worker took a task")
+        names[name].kill()
+        names[name].wait(30)
+        return name
 
     def stop(self) -> None:
         for process in (*self.workers, self.scheduler):
@@ -102,10 +118,7 @@ def test_a_campaign_on_the_cluster_is_the_campaign_on_one_machine(cluster, tmp_p
             return [j for j in listed if j["parent_id"] == campaign]
 
         # A worker killed while it runs a block: its task runs again on the other worker.
-        wait_for(lambda: any(j["state"] == "running" for j in block_jobs()), 120, "no block started")
-        time.sleep(5)
-        os.kill(cluster.workers[0].pid, signal.SIGKILL)
-        cluster.workers[0].wait(30)
+        cluster.kill_a_busy_worker()
         done = wait_for(
             lambda: (blocks := block_jobs()) and len(blocks) == PROGRAMS // BLOCK and all(j["state"] == "done" for j in blocks) and blocks,
             1500, "the campaign's blocks did not all finish",

@@ -300,6 +300,7 @@ def test_bad_uploads_are_refused_and_change_nothing(service, tmp_path):
         "a symbolic link": archive([member("results.json", kind=tarfile.SYMTYPE, target="/etc/passwd")]),
         "a hard link": archive([member("run.json", b"{}"), member("results.json", kind=tarfile.LNKTYPE, target="run.json")]),
         "rows that are not results": archive([member("results.json", b'[{"x": 1}]')]),
+        "an outcome no pair has": archive([member("results.json", b'[{"test": "A", "config": "linalg", "outcome": "exploded"}]')]),
     }  # fmt: skip
     for what, data in bad.items():
         answer = post(service.url, data)
@@ -360,7 +361,8 @@ def test_a_retest_fixes_a_bug_whose_bundle_stopped_reproducing_and_reopens_one_t
 
     def run(name: str, test: str, exit_status: int):
         bundle = write_bundle(tmp_path / name / "repro" / test / "linalg", 2)
-        (Path(bundle) / "repro.py").write_text(f"raise SystemExit({exit_status})\n")
+        shows = "print('REPRODUCED: compare | values')\n" if exit_status == 1 else ""  # what a real repro.py prints
+        (Path(bundle) / "repro.py").write_text(f"{shows}raise SystemExit({exit_status})\n")
         return write_run(tmp_path / name, [row(test, "linalg", "fail", VALUES if test == "A" else LEGALIZE, repro_path=bundle)], name)  # fmt: skip
 
     ingest(store, run("1", "A", 0))  # its bug is gone on these versions
@@ -370,11 +372,12 @@ def test_a_retest_fixes_a_bug_whose_bundle_stopped_reproducing_and_reopens_one_t
         for b in queries.bugs(store)["bugs"]
     ]
     outcome = retest({"bundles": bundles})
-    assert {v["exit"] for v in outcome["verdicts"]} == {0, 1} and outcome["versions"]["torch"].startswith("2.13.0")
+    assert {(v["exit"], v["outcome"]) for v in outcome["verdicts"]} == {(0, "passes"), (1, "fails")}
+    assert outcome["versions"]["torch"].startswith("2.13.0")
     fixed, reopened = store.retested(outcome["verdicts"], outcome["versions"], job_id=None)
     by_key = {b["key"]: b for b in queries.bugs(store)["bugs"]}
     assert fixed == [by_key[VALUES]["id"]] and reopened == []
-    assert by_key[VALUES]["status"] == "fixed" and by_key[VALUES]["retest"]["exit"] == 0
-    again = [{**v, "exit": 1} for v in outcome["verdicts"]]
+    assert by_key[VALUES]["status"] == "fixed" and by_key[VALUES]["retest"]["outcome"] == "passes"
+    again = [{**v, "exit": 1, "outcome": "fails"} for v in outcome["verdicts"]]
     assert store.retested(again, outcome["versions"])[1] == [by_key[VALUES]["id"]]
     assert queries.bug(store, by_key[VALUES]["id"])["status"] == "new"

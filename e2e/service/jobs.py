@@ -39,19 +39,19 @@ RETRIES = 2  # Dask reruns a task whose worker died this many times
 
 def submit(store: Store, kind: str, args: dict, parent_id: int | None = None) -> int:
     """A new pending job; its id."""
+    with store.write_engine.begin() as connection:
+        return _insert(connection, kind, args, parent_id)
+
+
+def _insert(connection, kind: str, args: dict, parent_id: int | None = None) -> int:
+    """A new pending job, in the caller's transaction."""
     if kind not in KINDS:
         raise ValueError(f"job kind {kind!r}: one of {', '.join(KINDS)}")
-    with store.write_engine.begin() as connection:
-        return connection.execute(
-            insert(t.jobs).values(
-                kind=kind,
-                args=json.dumps(args),
-                state="pending",
-                attempts=0,
-                parent_id=parent_id,
-                created_at=time.time(),
-            )
-        ).inserted_primary_key[0]
+    return connection.execute(
+        insert(t.jobs).values(
+            kind=kind, args=json.dumps(args), state="pending", attempts=0, parent_id=parent_id, created_at=time.time()
+        )
+    ).inserted_primary_key[0]
 
 
 def jobs(store: Store, state: str | None = None, kind: str | None = None, limit: int = 500) -> list[dict]:
@@ -154,10 +154,12 @@ class JobRunner:
         kind, args = pending["kind"], pending["args"]
         values = {"state": "running", "attempts": pending["attempts"] + 1, "started_at": time.time()}
         if kind in ("campaign", "suite"):
-            _set(self.store, pending["id"], **values)
-            if kind == "suite":
-                for index in range(1, args["shards"] + 1):
-                    submit(self.store, "shard", {**args, "index": index}, parent_id=pending["id"])
+            with self.store.write_engine.begin() as connection:
+                connection.execute(update(t.jobs).where(t.jobs.c.id == pending["id"]).values(**values))
+                # A suite's shards, made once, with it: a restarted service finds them there.
+                if kind == "suite" and not self._children(pending["id"]):
+                    for index in range(1, args["shards"] + 1):
+                        _insert(connection, "shard", {**args, "index": index}, parent_id=pending["id"])
             return
         if kind == "retest":
             args = {**args, "bundles": self._open_bundles(args.get("bugs"))}
@@ -184,13 +186,18 @@ class JobRunner:
         flying = sum(1 for c in children if c["state"] in ACTIVE)
         width = len(self.client.scheduler_info()["workers"]) + 1
         wanted = args.get("programs")
-        while flying < width and (wanted is None or result["programs"] < wanted):
+        blocks = []
+        while flying + len(blocks) < width and (wanted is None or result["programs"] < wanted):
             count = args["block"] if wanted is None else min(args["block"], wanted - result["programs"])
-            first_seed = args["seed"] + result["next_block"] * args["block"]
-            submit(self.store, "block", {**args, "first_seed": first_seed, "count": count}, parent_id=campaign["id"])
+            blocks.append({**args, "first_seed": args["seed"] + result["next_block"] * args["block"], "count": count})
             result = {"next_block": result["next_block"] + 1, "programs": result["programs"] + count}
-            flying += 1
-        _set(self.store, campaign["id"], result=result)
+        if blocks:  # the blocks and the campaign's progress in one transaction: no seeds run twice or skipped
+            with self.store.write_engine.begin() as connection:
+                for block in blocks:
+                    _insert(connection, "block", block, parent_id=campaign["id"])
+                connection.execute(
+                    update(t.jobs).where(t.jobs.c.id == campaign["id"]).values(result=json.dumps(result))
+                )
         if wanted is not None and result["programs"] >= wanted and not any(c["state"] in ACTIVE for c in children):
             if children and len(children) == result["next_block"]:
                 _set(self.store, campaign["id"], state="done", finished_at=time.time())
@@ -312,23 +319,11 @@ class JobRunner:
             _set(self.store, suite["id"], state="failed", log=traceback.format_exc()[-4000:], finished_at=time.time())
 
     def _took_release_range(self, finished: dict, outcome: dict) -> None:
-        self.store.set_release_range(finished["args"]["bug"], {**outcome["range"], "markdown": outcome["markdown"]})
-        summary = {"summary": outcome["range"]["summary"], "markdown": outcome["markdown"]}
-        _set(
-            self.store, finished["id"], state="done", result=summary, worker=outcome["worker"], finished_at=time.time()
-        )
+        found = {**outcome["range"], "markdown": outcome["markdown"]}
+        self.store.set_release_range(finished["args"]["bug"], found, finished["id"], outcome["worker"])
 
     def _took_retest(self, finished: dict, outcome: dict) -> None:
-        fixed, reopened = self.store.retested(outcome["verdicts"], outcome["versions"], finished["id"])
-        summary = {**outcome, "fixed": fixed, "reopened": reopened}
-        _set(
-            self.store,
-            finished["id"],
-            state="done",
-            result=summary,
-            worker=outcome.get("worker"),
-            finished_at=time.time(),
-        )
+        self.store.retested(outcome["verdicts"], outcome["versions"], finished["id"], outcome.get("worker"))
 
 
 def counts(store: Store) -> dict[str, int]:

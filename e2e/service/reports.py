@@ -13,6 +13,7 @@ is read (no path outside its folder, no link, nothing past the size limit).
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
@@ -20,14 +21,16 @@ import json
 import re
 import tarfile
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from e2e.framework.result import CRASH, ERROR, FAIL, MEMORY, PASS, SKIP, TIMEOUT
 from e2e.framework.results_files import ResultsError, load_rows
 from e2e.fuzz.records import BUGS_FILE, BUGS_FORMAT, BugRecord, group_failures, is_bundle
 
 # Past these an upload is refused (HTTP 413): a run of 10,000 pairs with its bundles is a
 # few MB; the limits keep a runaway upload from filling the server's disk or memory.
+OUTCOMES = (PASS, FAIL, CRASH, TIMEOUT, MEMORY, ERROR, SKIP)  # how a pair can end (`e2e.framework.result`)
 MAX_ARCHIVE_BYTES = 256 * 2**20
 MAX_UNPACKED_BYTES = 1024 * 2**20
 MAX_MEMBERS = 200_000
@@ -50,7 +53,11 @@ class RunReport:
     rows: list[dict]
     bugs: list[BugRecord]
     campaign: dict | None = None
-    bug_of: dict[tuple[str, str], str] = field(default_factory=dict)  # (test, config) -> bug ident
+
+    @functools.cached_property
+    def bug_of(self) -> dict[tuple[str, str], str]:
+        """(test, config) -> the ident of the bug that pair hit."""
+        return {(test, bug.config): bug.ident for bug in self.bugs for test in bug.tests}
 
     @property
     def kind(self) -> str:
@@ -58,7 +65,7 @@ class RunReport:
             return "campaign"
         return "merged" if self.run.get("merged_from") else "suite"
 
-    @property
+    @functools.cached_property
     def key(self) -> str:
         """The run's identity: its run id and every pair's outcome and signature (a second
         upload of one run is the same run; two runs are never one)."""
@@ -88,6 +95,11 @@ def read_reports(directory: Path | str, parse_ir: bool = True) -> RunReport:
         raise UploadError(f"not a reports directory: {error}") from None
     if not rows:
         raise UploadError(f"{directory}: the run has no results")
+    strange = next((row for row in rows if row.get("outcome") not in OUTCOMES), None)
+    if strange is not None:
+        raise UploadError(
+            f"{strange['test']} on {strange['config']}: outcome {strange.get('outcome')!r} is not one of {', '.join(OUTCOMES)}"
+        )
     campaign = _json_file(directory / "campaign.json")
     bugs_file = _json_file(directory / BUGS_FILE)
     if bugs_file is not None:
@@ -99,9 +111,7 @@ def read_reports(directory: Path | str, parse_ir: bool = True) -> RunReport:
             raise UploadError(f"{BUGS_FILE}: {error}") from None
     else:
         bugs = group_failures(rows, directory, parse_ir)
-    report = RunReport(directory, run if isinstance(run, dict) else {}, rows, bugs, campaign)
-    report.bug_of = {(test, bug.config): bug.ident for bug in bugs for test in bug.tests}
-    return report
+    return RunReport(directory, run if isinstance(run, dict) else {}, rows, bugs, campaign)
 
 
 def _json_file(path: Path):

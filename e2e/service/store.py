@@ -32,6 +32,7 @@ from sqlalchemy import Engine, bindparam, create_engine, event, insert, select, 
 from sqlalchemy.engine import Connection
 
 from e2e.service import schema as t
+from e2e.service.releases import FAILS, PASSES
 from e2e.service.reports import RunReport, bundle_archive, bundle_folder
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -169,32 +170,39 @@ class Store:
             )
             _event(connection, bug_id, None, "status", status, reason, actor)
 
-    def set_release_range(self, bug_id: int, found: dict) -> None:
-        """A release-range job's result (`e2e.service.releases.ReleaseRange` as JSON), kept on the bug."""
+    def set_release_range(self, bug_id: int, found: dict, job_id: int | None = None, worker: str | None = None) -> None:
+        """A release-range job's result (`e2e.service.releases.ReleaseRange` as JSON), kept on
+        the bug; the job marked done in the same transaction."""
         with self._lock, self.write_engine.begin() as connection:
             connection.execute(update(t.bugs).where(t.bugs.c.id == bug_id).values(release_range=json.dumps(found)))
             status = connection.execute(select(t.bugs.c.status).where(t.bugs.c.id == bug_id)).scalar()
-            _event(connection, bug_id, None, "range", status, found.get("summary", ""), "release-range job")
+            _event(connection, bug_id, None, "range", status, found.get("summary", ""), f"release-range job {job_id}")
+            summary = {"summary": found.get("summary"), "markdown": found.get("markdown")}
+            _job_done(connection, job_id, summary, worker)
 
-    def retested(self, verdicts: list[dict], versions: dict, job_id: int | None = None) -> tuple[list[int], list[int]]:
-        """A retest's verdicts (`e2e.service.tasks.retest`): an open bug whose bundle exits 0
-        is fixed on `versions`; a fixed one whose bundle exits 1 is reopened. (fixed, reopened)."""
+    def retested(
+        self, verdicts: list[dict], versions: dict, job_id: int | None = None, worker: str | None = None
+    ) -> tuple[list[int], list[int]]:
+        """A retest's verdicts (`e2e.service.tasks.retest`): an open bug whose bundle passes is
+        fixed on `versions`; a fixed one whose bundle fails is reopened; the job marked
+        done in the same transaction (a service killed in between retests again, never half).
+        (fixed, reopened)."""
         fixed, reopened = [], []
         now = time.time()
         with self._lock, self.write_engine.begin() as connection:
             for verdict in verdicts:
-                bug_id, status = verdict["bug"], verdict["exit"]
-                record = {"exit": status, "versions": versions, "at": now, "job": job_id}
+                bug_id, outcome = verdict["bug"], verdict["outcome"]
+                record = {"outcome": outcome, "exit": verdict["exit"], "versions": versions, "at": now, "job": job_id}
                 current = connection.execute(select(t.bugs.c.status).where(t.bugs.c.id == bug_id)).scalar()
                 values: dict = {"retest": json.dumps(record)}
-                if status == 0 and current in OPEN:
+                if outcome == PASSES and current in OPEN:
                     values["status"] = "fixed"
                     reason = "its bundle no longer reproduces on " + ", ".join(
                         f"{k} {v}" for k, v in sorted(versions.items())
                     )
                     _event(connection, bug_id, None, "fixed", "fixed", reason, f"retest job {job_id}")
                     fixed.append(bug_id)
-                elif status == 1 and current == "fixed":
+                elif outcome == FAILS and current == "fixed":
                     values["status"] = "new"
                     _event(
                         connection,
@@ -207,7 +215,18 @@ class Store:
                     )
                     reopened.append(bug_id)
                 connection.execute(update(t.bugs).where(t.bugs.c.id == bug_id).values(**values))
+            summary = {"verdicts": verdicts, "versions": versions, "fixed": fixed, "reopened": reopened}
+            _job_done(connection, job_id, summary, worker)
         return fixed, reopened
+
+
+def _job_done(connection: Connection, job_id: int | None, result: dict, worker: str | None) -> None:
+    if job_id is not None:
+        connection.execute(
+            update(t.jobs)
+            .where(t.jobs.c.id == job_id)
+            .values(state="done", result=json.dumps(result), worker=worker, finished_at=time.time())
+        )
 
 
 def _event(connection: Connection, bug_id: int, run_id: int | None, kind: str, status: str, reason: str, actor: str):
@@ -254,6 +273,7 @@ class _Ingest:
         self.report = report
         self.label = label
         self.now = time.time()
+        self.env_key = env_key(report.run)
         self.done: Ingested | None = None
 
     def run(self) -> Ingested:
@@ -271,7 +291,7 @@ class _Ingest:
                 kind=report.kind,
                 branch=run.get("branch"),
                 commit=run.get("commit"),
-                env_key=env_key(run),
+                env_key=self.env_key,
                 versions=json.dumps(versions_of(run), sort_keys=True),
                 jit_target=run.get("jit_target"),
                 machine=run.get("machine") or run.get("cpu"),
@@ -294,7 +314,7 @@ class _Ingest:
                 {
                     "run_id": self.run_id,
                     "pair_id": pair_ids[(row["test"], row["config"])],
-                    "outcome": str(row.get("outcome"))[:8],
+                    "outcome": row["outcome"],
                     "expected": final_of(row) in ("xfailed", "xpassed"),
                     "signature_id": signature_ids.get(row.get("signature")),
                     "bug_id": bug_ids.get(report.bug_of.get((row["test"], row["config"]))),
@@ -304,7 +324,7 @@ class _Ingest:
             ],
         )
         self._fixed(configs, pair_ids, bug_ids)
-        self._flaky(run, pair_ids)
+        self._flaky(pair_ids)
         return self.done
 
     def _pair_ids(self, keys: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -488,9 +508,9 @@ class _Ingest:
             _event(self.c, bug_id, self.run_id, "fixed", "fixed", f"its pairs pass since run {self.run_id}", "ingest")
             self.done.fixed.append(bug_id)
 
-    def _flaky(self, run: dict, pair_ids: dict) -> None:
+    def _flaky(self, pair_ids: dict) -> None:
         """Pairs whose outcome differs from the last runs' on the same commit and versions."""
-        key = env_key(run)
+        key = self.env_key
         earlier = list(
             self.c.execute(
                 select(t.runs.c.id)

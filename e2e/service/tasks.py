@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from pathlib import Path
 
 from e2e.fuzz.cluster import BlockOutcome, run_block
@@ -71,33 +72,46 @@ def _limits() -> None:
     os.setpgrp()
 
 
-def run_bundle(archive: bytes, seconds: float = BUNDLE_SECONDS) -> tuple[int | str, str]:
-    """A bundle archive's `repro.py` run in a scratch folder: (its exit status, or `timeout`;
-    the tail of its output)."""
+def run_bundle(archive: bytes, seconds: float = BUNDLE_SECONDS):
+    """A bundle archive's `repro.py` run in a scratch folder, judged by the release ranges'
+    rule (`e2e.service.releases.judge_run`: exit 1 with REPRODUCED fails, exit 0 passes, anything
+    else cannot tell); the run and the tail of its output."""
+    from e2e.service.releases import CANNOT_TELL, Run, judge_run
+
     with tempfile.TemporaryDirectory(prefix="e2e-retest-") as scratch:
         with tarfile.open(fileobj=io.BytesIO(archive)) as bundle:
             bundle.extractall(scratch, filter="data")
         [folder] = [p for p in Path(scratch).iterdir() if p.is_dir()]
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+        begun = time.monotonic()
         try:
             done = subprocess.run(
                 [sys.executable, "-I", "repro.py"], cwd=folder, env=env, capture_output=True, text=True,
                 timeout=seconds, preexec_fn=_limits,
             )  # fmt: skip
         except subprocess.TimeoutExpired:
-            return "timeout", f"repro.py ran past {seconds:g} s"
-        return done.returncode, (done.stdout + done.stderr)[-2000:]
+            return Run(CANNOT_TELL, None, seconds, f"timeout after {seconds:g} s"), ""
+        run = judge_run(done.returncode, done.stdout, done.stderr, round(time.monotonic() - begun, 1))
+        return run, (done.stdout + done.stderr)[-2000:]
 
 
 def retest(args: dict) -> dict:
-    """Each bundle run again on this worker's versions: 1 reproduces, 0 no longer does;
-    anything else (a crash of the harness, a timeout) cannot tell."""
+    """Each bundle run again on this worker's versions: it fails (the bug is there), passes (it
+    is gone) or cannot tell (`run_bundle`)."""
     from e2e.framework.provenance import versions
 
     verdicts = []
     for bundle in args["bundles"]:
-        status, output = run_bundle(bundle["archive"])
-        verdicts.append({"bug": bundle["bug"], "status": bundle["status"], "exit": status, "output": output[-500:]})
+        run, output = run_bundle(bundle["archive"])
+        verdicts.append(
+            {
+                "bug": bundle["bug"],
+                "status": bundle["status"],
+                "outcome": run.outcome,
+                "exit": run.exit_code,
+                "output": output[-500:],
+            }
+        )
     return {"verdicts": verdicts, "versions": versions(), "worker": os.uname().nodename}
 
 
