@@ -214,6 +214,10 @@ def main(bundle_dir: Path) -> int:
     case = Case.from_json((bundle_dir / "case.json").read_text())
     if case.kind == CRASH and not os.environ.get(CRASH_CHILD):
         return _main_crash(bundle_dir, case)
+    if case.kind == CRASH:
+        from .crash import report_native_crashes
+
+        report_native_crashes()  # as the suite's processes: the crash state in its signature
     if case.kind == HANG and case.hang_seconds:
         import math
         import signal

@@ -144,8 +144,28 @@ def process_ending(status: int) -> str:
 
 
 def crash_signature(stage: str, stderr: str, reason: str) -> Signature:
-    """As the runner writes it for a pair whose process died in `stage`."""
-    return Signature("crash", stage, normalize(first_native_error(stderr) or reason))
+    """As the runner writes it for a pair whose process died in `stage`: how it died (the
+    first native error line, else the process's ending) and which crash it was (the crash
+    state, `crash_state`), so that two aborts for different reasons are two signatures."""
+    return Signature("crash", stage, normalize(crash_state(stderr, reason)))
+
+
+def crash_state(stderr: str, reason: str) -> str:
+    """`<first native error> [: <last words>] [in <frame> < <frame> < <frame>]`: an abort's
+    last words (a failed `cf.assert`'s message: `crash.last_words`) when no error line says
+    why, and the innermost named frames of the process's own native stack
+    (`crash.report_native_crashes`), innermost first. As ClusterFuzz's crash state: the
+    crash's type and its top frames."""
+    from .crash import last_words, native_frames
+
+    ending = first_native_error(stderr) or reason
+    state = ending
+    if ("Aborted" in ending or "SIGABRT" in ending) and (words := last_words(stderr)):
+        state += f": {words}"
+    frames = native_frames(stderr)
+    if frames:
+        state += " in " + " < ".join(frames)
+    return state
 
 
 # Where a diagnostic's own text names its op.

@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from compiler.replay_runtime.crash import report_native_crashes
 from e2e.framework import hang_stack
 from e2e.framework.deadlock import DeadlockWatch
 from e2e.framework.hang_stack import HangStack
@@ -109,7 +110,7 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _tail(fd: int, limit: int = 16000) -> str:
+def _tail(fd: int, limit: int = 64000) -> str:
     """The last `limit` bytes written to a file, read through its descriptor."""
     try:
         size = os.fstat(fd).st_size
@@ -372,6 +373,7 @@ class Child:
                 # of a crash go to fd 2, whose tail the parent keeps in the result.
                 sys.stderr = open(2, "w", closefd=False, buffering=1)
                 faulthandler.enable(file=sys.stderr)
+                report_native_crashes()  # a crash's native stack and an assert's message, in that stderr
                 for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
                     signal.signal(number, signal.SIG_DFL)  # never the parent's handlers
                 serve(Channel(to_child_r, from_child_w))

@@ -127,9 +127,32 @@ def behavioural_ops(text: str) -> list[str]:
     return inner or sorted(kinds)
 
 
+# Literals: never a unit of their own. Removing a used one would make it a function argument
+# (`!torch.int`, `!torch.list<int>`), which changes the code path a lowering takes (a `max.dim`
+# whose `dim` is an argument is another program); an unused one goes with its last user.
+LITERAL_OPS = frozenset(
+    {
+        "arith.constant",
+        "torch.constant.int",
+        "torch.constant.float",
+        "torch.constant.bool",
+        "torch.constant.none",
+        "torch.constant.str",
+        "torch.constant.device",
+        "torch.constant.number",
+        "torch.vtensor.literal",
+        "tosa.const",
+        "tosa.const_shape",
+        "stablehlo.constant",
+    }
+)
+
+
 def _nested_units(operations, whole: Collection[str]) -> Iterable:
     ops = list(operations)
     for op in ops[:-1] if ops else ():  # a block's last op is its terminator
+        if op.operation.name in LITERAL_OPS:
+            continue
         yield op
         if op.operation.name in whole:
             continue
@@ -176,8 +199,35 @@ def _bypass(op, result):
     Keeping the data flow connected keeps the ops upstream of the removed one alive.
     """
     same = [v for v in op.operands if v.type == result.type]
+    same = [v for v in same if not _literal(v)] or same  # a computed value over a literal
     defined = [v for v in same if isinstance(v.owner, ir.Operation) or hasattr(v.owner, "name")]
     return (defined or same or [None])[-1]
+
+
+def _torch_scalar(type_) -> bool:
+    """A torch-dialect value that is not a tensor: `!torch.int`, `!torch.list<int>`,
+    `!torch.bool`, `!torch.none`, ... A size, a dim, a flag: what a lowering branches on."""
+    text = str(type_)
+    return text.startswith("!torch.") and not text.startswith(("!torch.vtensor", "!torch.tensor"))
+
+
+def _literal(value) -> bool:
+    owner = value.owner
+    return isinstance(owner, ir.Operation) and owner.name in LITERAL_OPS or (
+        hasattr(owner, "operation") and owner.operation.name in LITERAL_OPS
+    )
+
+
+def _keeps_meaning(result, stand_in) -> bool:
+    """Whether `stand_in` may take the place of a removed op's `result` without the program
+    meaning another thing than the bug's: a torch scalar or list (a size, a dim, a flag)
+    never stands in for another (`size(%x, 2)` is not its `%int2`), nor becomes an argument;
+    a builtin scalar is not replaced by a literal (a size check's operand by the constant it
+    is compared with)."""
+    if _torch_scalar(result.type):
+        return False
+    is_tensor = str(result.type).startswith(("tensor<", "memref<", "!torch.vtensor", "!torch.tensor"))
+    return is_tensor or stand_in is None or not _literal(stand_in)
 
 
 def _bounds_arguments(function) -> bool:
@@ -243,6 +293,8 @@ def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -
             for result in op.results:
                 if list(result.uses):
                     stand_in = _bypass(op, result) if _stands_in(function, result.type, result.type) else None
+                    if not _keeps_meaning(result, stand_in):
+                        return None  # a value made a literal or an argument: another program
                     if stand_in is None and (_fixed_arguments(function) or _never_an_argument(result.type)):
                         stand_in = next((a for a in entry.arguments if _stands_in(function, a.type, result.type)), None)
                         if stand_in is None:
