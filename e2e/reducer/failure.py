@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Any, Collection, Sequence
+from typing import Any, Callable, Collection, Sequence
 
+from compiler.replay_runtime.mlir import new_context, parse_module
 from compiler.replay_runtime.passes import RECORD
 from e2e.framework.signature import Signature, guilty_op
 from e2e.reducer.bundle import BundleInfo, child_seconds
@@ -27,6 +28,7 @@ from e2e.reducer.finish import (
     write_outcome,
 )
 from e2e.reducer.graph import TIME_BOX, GraphSearch, localize_group
+from e2e.reducer.guilty import asserting_op, op_in_frames
 from e2e.reducer.localize import (
     Localized,
     localize_crash,
@@ -44,9 +46,16 @@ HANG_LOCALIZE_SECONDS = 30.0
 
 
 def _name_guilty_op(case: Case, text: str) -> str | None:
+    """The op the reduced program's failure is about: the one its diagnostic names, the one
+    a crash's native frames name, the one whose lowering wrote the assert that failed; else
+    the program's behavioural ops."""
     if case.kind == ERROR:
         _, diagnostics = compile_signature(text, case.stage, case.pipeline, case.pipeline[-1])
         named = guilty_op(diagnostics)
+        if named:
+            return named
+    if case.kind == CRASH and case.signature.message:
+        named = op_in_frames(case.signature.message, text) or asserting_op(case.signature.message, text, case.pipeline)
         if named:
             return named
     left = behavioural_ops(text)
@@ -81,7 +90,11 @@ def reduce_localized(
         return ReduceOutcome(note=f"the localized failure does not recur: {case.signature}", stopped=NO_LOCALIZATION)
     query_timeout = max(3.0, 5 * (time.monotonic() - began))
 
+    accepted_by_torch = shape_functions_accept(localized.ir)
+
     def keeps(candidate: str) -> bool:
+        if not accepted_by_torch(candidate):
+            return False  # a program torch itself would refuse: another program than the bug's
         return observe(case, candidate, timeout=query_timeout) == case.signature
 
     reduction = reduce_ops(localized.ir, keeps, deadline=start + time_box, whole=whole)
@@ -106,6 +119,25 @@ def reduce_localized(
         verify=verify,
         time_box=time_box,
     )
+
+
+def shape_functions_accept(text: str) -> Callable[[str], bool]:
+    """For torch-dialect IR whose ops' declared types agree with what torch computes from
+    their operands (`compiler.replay_runtime.type_check`): whether a candidate's still do.
+    A reduction that bypasses an op with an operand of the same type can hand the next op a
+    value of another size than it declares; torch's shape functions refuse that program,
+    and a failure on it is not the bug's. Any candidate, for other IR or IR that disagrees."""
+    from compiler.replay_runtime.type_check import first_disagreement
+
+    def agrees(candidate: str) -> bool:
+        try:
+            return first_disagreement(parse_module(candidate, new_context())) is None
+        except Exception:  # noqa: BLE001 - a check that cannot run refuses nothing
+            return True
+
+    if "torch.aten." not in text or not agrees(text):
+        return lambda candidate: True
+    return agrees
 
 
 def reduce_mlir(

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Collection, Iterable, Sequence
 
 from torch_mlir import ir
+from torch_mlir.dialects import func as func_dialect
 
 from compiler.replay_runtime.passes import SIGNATURE_ATTR
 from compiler.replay_runtime.type_check import vtensor_parts
@@ -342,6 +343,71 @@ def drop_unused_arguments(text: str) -> str | None:
         return module_text(module)
 
 
+def _main_function(module: ir.Module):
+    return next((f for f in _functions(module) if ir.StringAttr(f.attributes["sym_name"]).value == "main"), None)
+
+
+def result_count(text: str) -> int:
+    """How many results `@main` returns (0 without a `@main`)."""
+    main = _main_function(parse_module(text, new_context()))
+    return 0 if main is None else len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results)
+
+
+def drop_result(text: str, index: int) -> str | None:
+    """`text` with `@main`'s result `index` no longer returned (and the ops that only made it
+    gone), its recorded signature (`SIGNATURE_ATTR`) too; None when it cannot be.
+
+    A pass-through result (an argument returned as it is) or one the bug does not need is
+    noise in a bundle: a maintainer reads every value the function returns."""
+    context = new_context()
+    module = parse_module(text, context)
+    main = _main_function(module)
+    if main is None:
+        return None
+    with context, ir.Location.unknown():
+        block = main.regions[0].blocks[0]
+        terminator = list(block.operations)[-1]
+        if terminator.operation.name != "func.return" or index >= len(terminator.operands):
+            return None
+        kept = [v for i, v in enumerate(terminator.operands) if i != index]
+        function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        results = [t for i, t in enumerate(function_type.results) if i != index]
+        with ir.InsertionPoint(terminator):
+            func_dialect.ReturnOp(kept)
+        terminator.operation.erase()
+        main.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(list(function_type.inputs), results))
+        if "res_attrs" in main.attributes:
+            attrs = [a for i, a in enumerate(ir.ArrayAttr(main.attributes["res_attrs"])) if i != index]
+            main.attributes["res_attrs"] = ir.ArrayAttr.get(attrs)
+        if SIGNATURE_ATTR in module.operation.attributes:
+            recorded = ir.StringAttr(module.operation.attributes[SIGNATURE_ATTR]).value
+            inputs, _, outputs = recorded.partition("->")
+            outputs = _split_types(outputs.strip().removeprefix("(").removesuffix(")"))
+            if index < len(outputs):
+                del outputs[index]
+            module.operation.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(f"{inputs.strip()} -> ({', '.join(outputs)})")
+        _erase_dead(main)
+        try:
+            if not module.operation.verify():
+                return None
+        except ir.MLIRError:
+            return None
+        return module_text(module)
+
+
+def _split_types(text: str) -> list[str]:
+    """`tensor<2x3xf32>, tensor<?xi1>` -> its types (commas inside `<>` kept)."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += {"<": 1, ">": -1}.get(char, 0)
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    return [p for p in [*parts, current.strip()] if p]
+
+
 def _dims_and_element(type_) -> tuple[list[int | None], str] | None:
     """A ranked tensor's dims (None: dynamic) and element type, as a builtin `tensor<...>`
     or a torch value tensor `!torch.vtensor<[...],dtype>` declares them; None for another type."""
@@ -403,7 +469,7 @@ class Reduction:
     text: str
     queries: int = 0
     seconds: float = 0.0
-    minimal: bool = False  # no single removal keeps the signature
+    minimal: bool = False  # no single removal (of an op, a result, an argument) keeps the signature
     ops_before: int = 0
     ops_after: int = 0
     log: list[str] = field(default_factory=list)
@@ -437,6 +503,27 @@ def reduce_ops(
         if on_progress:
             on_progress(candidate)
 
+    while True:
+        before = reduction.text
+        _ddmin(reduction, query, accept, deadline, whole)
+        if time.monotonic() >= deadline:
+            reduction.minimal = False
+            break
+        for index in reversed(range(result_count(reduction.text))):
+            if result_count(reduction.text) > 1 and query(candidate := drop_result(reduction.text, index)):
+                accept(candidate)
+        candidate = drop_unused_arguments(reduction.text)
+        if query(candidate):
+            accept(candidate)
+        if reduction.text == before or time.monotonic() >= deadline:
+            break
+        reduction.minimal = False  # smaller again: its ops are searched again
+    reduction.seconds = time.monotonic() - start
+    reduction.ops_after = op_count(reduction.text)
+    return reduction
+
+
+def _ddmin(reduction, query, accept, deadline, whole) -> None:
     granularity = 2
     while time.monotonic() < deadline:
         count = len(_units(parse_module(reduction.text, new_context()), whole))
@@ -464,10 +551,3 @@ def reduce_ops(
                 reduction.minimal = True
                 break
             granularity = min(2 * granularity, count)
-    if time.monotonic() < deadline:
-        candidate = drop_unused_arguments(reduction.text)
-        if query(candidate):
-            accept(candidate)
-    reduction.seconds = time.monotonic() - start
-    reduction.ops_after = op_count(reduction.text)
-    return reduction

@@ -1,0 +1,96 @@
+"""Which op of a reduced program a crash is about: the op its native frames name, or the op
+whose lowering emitted the runtime check that failed.
+
+A reduced crash keeps the op that crashes and the ops that make its operands, so the op
+list names the symptom badly (`minimum, pow, to.dtype, where` for an `aten.view` lowering's
+wrong check). The crash state says more (`e2e.framework.signature.crash_state`): a pass
+that segfaults in `AtenAnyDimsOp::fold` is about `torch.aten.any.dims`; an abort on a failed
+`cf.assert` is about the op whose lowering wrote that assert, which the lowered IR's
+locations tell when each torch op is given a name first.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Sequence
+
+from torch_mlir import ir
+
+from compiler.replay_runtime.mlir import new_context, parse_module
+from compiler.replay_runtime.pipeline import PYTHON_PASS, run_entries
+from e2e.reducer.reduce import op_kinds
+
+# `mlir::torch::Torch::AtenAnyDimsOp::fold`, `mlir::tosa::TransposeOp::verify`: an op's C++ class.
+_OP_CLASS = re.compile(r"(?:(\w+)::)?(\w+)Op(?:Generic)?(?:Adaptor)?\b")
+
+
+def _squashed(name: str) -> str:
+    return re.sub(r"[._]", "", name).lower()
+
+
+def op_in_frames(crash_state: str, text: str) -> str | None:
+    """The op of `text` whose C++ class the crash state's frames name, innermost first:
+    `AtenAnyDimsOp` is `torch.aten.any.dims` (its name without dialect prefix and dots)."""
+    _, _, frames = crash_state.partition(" in ")
+    kinds = [k for k in op_kinds(text) if "." in k]
+    for match in _OP_CLASS.finditer(frames):
+        namespace, cls = (match[1] or "").lower(), _squashed(match[2])
+        for kind in kinds:
+            dialect, _, rest = kind.partition(".")
+            if dialect == "torch" and _squashed(rest) == cls:
+                return kind
+            if dialect != "torch" and _squashed(rest) == cls and namespace in ("", dialect, "torch"):
+                return kind
+    return None
+
+
+# How a failed `cf.assert`'s message shows in a crash state: `Fatal Python error: Aborted: <message>`.
+_ABORT_WORDS = re.compile(r"Aborted: (.*?)(?: in \S+::|$)")
+
+
+def asserting_op(crash_state: str, text: str, pipeline: Sequence[str]) -> str | None:
+    """The torch op of `text` whose lowering wrote the `cf.assert` whose message the crash
+    state quotes: each op named by a location first, the pipeline run entry by entry until
+    such an assert appears, its location read. None when none does."""
+    match = _ABORT_WORDS.search(crash_state)
+    if not match:
+        return None
+    message = match[1].strip()
+    context = new_context()
+    try:
+        module = parse_module(text, context)
+    except ir.MLIRError:
+        return None
+    names: dict[str, str] = {}
+    with context:
+
+        def tag(op):
+            if op.name.startswith("torch.aten.") or op.name.startswith(("tosa.", "stablehlo.")):
+                label = f"e2e_op_{len(names)}"
+                names[label] = op.name
+                op.location = ir.Location.name(label)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(tag)
+    for entry in pipeline:
+        if entry.startswith(PYTHON_PASS) or "llvm" in entry:
+            break
+        try:
+            run_entries(module, [entry])
+        except Exception:  # noqa: BLE001 - a pass that fails here tells nothing of the assert
+            return None
+        printed = module.operation.get_asm(enable_debug_info=True)
+        if "cf.assert" not in printed:
+            continue
+        aliases = dict(re.findall(r"^(#loc\d*) = loc\((.*)\)$", printed, re.M))
+        for line in printed.splitlines():
+            if "cf.assert" in line and f'"{message}"' in line:
+                loc = re.search(r"loc\((#loc\d*|\"[^\"]*\")\)\s*$", line)
+                where = loc[1] if loc else ""
+                where = aliases.get(where, where)
+                label = re.search(r"e2e_op_\d+", where)
+                if label:
+                    return names[label[0]]
+        return None
+    return None
+
