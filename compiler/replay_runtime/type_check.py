@@ -313,9 +313,10 @@ def first_disagreement(module: ir.Module) -> Disagreement | None:
     return first_with_op(module)[1]
 
 
-def first_with_op(module: ir.Module) -> tuple[Any, Disagreement | None]:
-    """`first_disagreement`, with the op (None, None: none disagrees)."""
-    values: dict = {}
+def first_with_op(module: ir.Module, values: dict | None = None) -> tuple[Any, Disagreement | None]:
+    """`first_disagreement`, with the op (None, None: none disagrees); `values` gets what
+    is known of each value (a constant, a list, a `_Meta` tensor) up to there."""
+    values = {} if values is None else values
     for function in functions(module):
         bounds = _type_bounds(function)
         for index, argument in enumerate(function.regions[0].blocks[0].arguments):
@@ -438,3 +439,61 @@ def types_agree(module: ir.Module) -> None:
     found = first_disagreement(module)
     if found is not None:
         raise TypesDisagree(found.describe())
+
+
+# On a module whose @main must return what torch returns: torch's result types, one
+# `!torch.vtensor<[6,2],f16>` per result, `;`-separated (`e2e.reducer.declared`).
+TORCH_RESULTS_ATTR = "e2e.torch_results"
+
+
+def declared_results(module: ir.Module) -> list[str]:
+    """@main's declared result types, as written."""
+    main = next(f for f in functions(module) if ir.StringAttr(f.attributes["sym_name"]).value == "main")
+    return [str(t) for t in ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results]
+
+
+def results_disagree(declared: str, torch_type: str) -> bool:
+    """Whether a declared result type contradicts torch's: another rank, another static dim,
+    another dtype once both are known. A type without sizes (`!torch.vtensor`, `!torch.tensor`)
+    says nothing."""
+    ours, theirs = vtensor_parts(declared), vtensor_parts(torch_type)
+    if ours is None or theirs is None:
+        return False
+    (dims, element), (torch_dims, torch_element) = ours, theirs
+    if len(dims) != len(torch_dims) or any(d is not None and d != t for d, t in zip(dims, torch_dims)):
+        return True
+    return element != _UNKNOWN_DTYPE and element != torch_element
+
+
+def record_torch_results(module: ir.Module) -> None:
+    """A Python pass: record on the module what torch returns from @main, as its ops compute
+    it from the arguments' declared types (`TORCH_RESULTS_ATTR`), for `results_as_torch`
+    after the step under test. Computed from the program itself, so that a reduced program
+    is checked against what torch returns for it, not for the program it was reduced from.
+    A result torch's shape functions cannot tell is recorded as `!torch.vtensor` (not judged)."""
+    values: dict = {}
+    _, found = first_with_op(module, values)
+    if found is not None:
+        raise TypesDisagree(f"before the step: {found.describe()}")
+    main = next(f for f in functions(module) if ir.StringAttr(f.attributes["sym_name"]).value == "main")
+    *_, terminator = main.regions[0].blocks[0].operations
+    recorded = []
+    for operand in terminator.operation.operands:
+        known = values.get(operand)
+        recorded.append(_format(known.dims, known.dtype) if isinstance(known, _Meta) else "!torch.vtensor")
+    module.operation.attributes[TORCH_RESULTS_ATTR] = ir.StringAttr.get(";".join(recorded))
+
+
+def results_as_torch(module: ir.Module) -> None:
+    """A Python pass: raises TypesDisagree when @main declares a result of another shape or
+    dtype than torch returns (`TORCH_RESULTS_ATTR`): a fold that replaced a value by one of
+    another shape leaves IR that verifies and says so in its own types."""
+    expected = ir.StringAttr(module.operation.attributes[TORCH_RESULTS_ATTR]).value.split(";")
+    for declared, torch_type in zip(declared_results(module), expected):
+        if results_disagree(declared, torch_type):
+            raise TypesDisagree(f"@main declares {declared} for a result torch returns as {torch_type}")
+
+
+def torch_type(tensor: torch.Tensor) -> str:
+    """The value tensor type torch-mlir gives `tensor`: `!torch.vtensor<[6,2],f16>`."""
+    return _format(list(tensor.shape), tensor.dtype)

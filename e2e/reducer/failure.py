@@ -73,10 +73,12 @@ def reduce_localized(
     verify: bool = True,
     within: str = "",
     whole: Collection[str] = (),
+    name_guilty: Callable[[str], str | None] | None = None,
 ) -> ReduceOutcome:
     """Reduce a localized compile failure or crash and write (or join) its bundle (`within`
     a subdirectory of the pair's bundle directory, see `claim_bundle`); ops named in `whole`
-    are removed or kept whole (`reduce_ops`)."""
+    are removed or kept whole (`reduce_ops`); `name_guilty(reduced)` names the guilty op
+    where the search knows better than the diagnostics."""
     start = time.monotonic()
     case = localized.case
     target, shared = claim_bundle(reports_dir, test, config, case, within, ir=localized.ir)
@@ -98,7 +100,7 @@ def reduce_localized(
         return observe(case, candidate, timeout=query_timeout) == case.signature
 
     reduction = reduce_ops(localized.ir, keeps, deadline=start + time_box, whole=whole)
-    case.guilty_op = _name_guilty_op(case, reduction.text)
+    case.guilty_op = (name_guilty and name_guilty(reduction.text)) or _name_guilty_op(case, reduction.text)
     info = BundleInfo(
         test,
         config,

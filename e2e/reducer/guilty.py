@@ -93,4 +93,3 @@ def asserting_op(crash_state: str, text: str, pipeline: Sequence[str]) -> str | 
                     return names[label[0]]
         return None
     return None
-

@@ -22,7 +22,7 @@ from torch_mlir import ir
 from torch_mlir.dialects import func as func_dialect
 
 from compiler.replay_runtime.passes import SIGNATURE_ATTR
-from compiler.replay_runtime.type_check import vtensor_parts
+from compiler.replay_runtime.type_check import TORCH_RESULTS_ATTR, vtensor_parts
 from compiler.stages import module_text, new_context, parse_module
 
 # Ops that carry no behaviour of their own: a repro "about" them is about something else,
@@ -214,8 +214,10 @@ def _torch_scalar(type_) -> bool:
 
 def _literal(value) -> bool:
     owner = value.owner
-    return isinstance(owner, ir.Operation) and owner.name in LITERAL_OPS or (
-        hasattr(owner, "operation") and owner.operation.name in LITERAL_OPS
+    return (
+        isinstance(owner, ir.Operation)
+        and owner.name in LITERAL_OPS
+        or (hasattr(owner, "operation") and owner.operation.name in LITERAL_OPS)
     )
 
 
@@ -379,13 +381,19 @@ def drop_result(text: str, index: int) -> str | None:
         if "res_attrs" in main.attributes:
             attrs = [a for i, a in enumerate(ir.ArrayAttr(main.attributes["res_attrs"])) if i != index]
             main.attributes["res_attrs"] = ir.ArrayAttr.get(attrs)
+        if TORCH_RESULTS_ATTR in module.operation.attributes:
+            expected = ir.StringAttr(module.operation.attributes[TORCH_RESULTS_ATTR]).value.split(";")
+            del expected[index : index + 1]
+            module.operation.attributes[TORCH_RESULTS_ATTR] = ir.StringAttr.get(";".join(expected))
         if SIGNATURE_ATTR in module.operation.attributes:
             recorded = ir.StringAttr(module.operation.attributes[SIGNATURE_ATTR]).value
             inputs, _, outputs = recorded.partition("->")
             outputs = _split_types(outputs.strip().removeprefix("(").removesuffix(")"))
             if index < len(outputs):
                 del outputs[index]
-            module.operation.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(f"{inputs.strip()} -> ({', '.join(outputs)})")
+            module.operation.attributes[SIGNATURE_ATTR] = ir.StringAttr.get(
+                f"{inputs.strip()} -> ({', '.join(outputs)})"
+            )
         _erase_dead(main)
         try:
             if not module.operation.verify():

@@ -16,6 +16,7 @@ from compiler.toolchain import TORCH_INPUT
 from compiler.type_check import TypesBroke, where_types_broke
 from e2e.reducer.bundle import add_to_readme
 from e2e.reducer.case import ERROR, Case, compile_signature, single_threaded
+from e2e.reducer.declared import DeclaredTooEarly
 from e2e.reducer.failure import ExecuteCrash, FxMismatch, Hang, PassError, StageCrash, reduce_localized
 from e2e.reducer.frontend_graph import FrontendFailure
 from e2e.reducer.jit_graph import JitGraphMismatch
@@ -27,6 +28,7 @@ from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair, Strategy
 STRATEGIES: tuple[Strategy, ...] = (
     Hang(),  # outcome timeout, in whichever stage
     OnnxMismatch(),  # wrong results of an onnx config
+    DeclaredTooEarly(),  # a shape or dtype mismatch its backend input already declares
     FxMismatch(),  # wrong results of the other configs
     JitGraphMismatch(),  # ... and of torchscript, in its graph, when the FX graph search found nothing
     OwnOnnxModel(),  # capture and import failures of a test that is an ONNX model
@@ -48,7 +50,9 @@ def candidates(pair: FailingPair) -> list[Strategy]:
     """The strategies a pair is given to, in order: the first that applies, then those that follow."""
     taken: list[Strategy] = []
     for strategy in STRATEGIES:
-        if (not taken or strategy.follows) and strategy.applies(pair):
+        # One that `gives_way` is tried first and does not count as the first that applies.
+        leading = [s for s in taken if not getattr(s, "gives_way", False)]
+        if (not leading or strategy.follows) and strategy.applies(pair):
             taken.append(strategy)
     return taken
 
