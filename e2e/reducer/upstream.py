@@ -367,7 +367,7 @@ def run_step(step: UpstreamStep, case: Case, bundle_dir: Path, timeout: float = 
         hang = case.kind == HANG and step.judged_by is None
         return UpstreamRun(None, True if hang else None, f"no answer in {min(timeout, TOOL_SECONDS):.0f} s")
     stderr = done.stderr.replace(binary, step.tool)
-    killed = _signal(done.returncode)
+    killed = signal_name(done.returncode)
     frames = crash_frames(stderr) if killed else ()
     lines = [line for line in stderr.splitlines() if line.strip() and not _STACK_LINE.match(line)]
     if killed:
@@ -384,7 +384,8 @@ def run_step(step: UpstreamStep, case: Case, bundle_dir: Path, timeout: float = 
     return UpstreamRun(done.returncode, fails, output, frames)
 
 
-def _signal(status: int) -> str | None:
+def signal_name(status: int) -> str | None:
+    """`SIGSEGV` for a status that says death by that signal (negative, or a shell's 128 + N), else None."""
     number = -status if status < 0 else status - 128 if status > 128 else None
     if number is None:
         return None
