@@ -4,7 +4,9 @@ A bundle holds `repro.mlir` (reduced, weights as resources, MLIR's `mlir_reprodu
 resource naming the pipeline), `repro.py` (exits 1 while the bug is there) and the
 replay runtime it calls (`replay_runtime/`, see `e2e.reducer.standalone`), `case.json`, `inputs.npz` / `expected.npz` for mismatches (and `model.onnx`, the
 reduced ONNX model, for the onnx config's), `original.mlir`,
-`tests.txt` (every test that hit it) and an issue-ready `README.md`. Writes are atomic
+`tests.txt` (every test that hit it), the failing step's one upstream command and its input
+(`upstream.mlir`, see `e2e.reducer.upstream`), `bundle.json` (the verification and that
+command's run, as fields) and an issue-ready `README.md`. Writes are atomic
 and names are unique per process, so `pytest -n 2` workers never collide; the first
 worker to claim a signature (an O_EXCL file) writes the bundle, the others add their
 test to it.
