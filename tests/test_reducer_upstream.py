@@ -152,6 +152,26 @@ def test_a_crash_bundle_runs_the_tool_in_a_process_of_its_own_and_keeps_its_fram
     assert "localized from original.mlir" in readme
 
 
+def test_a_tool_that_dies_another_death_does_not_show_the_crash(tmp_path):
+    # The same module, a case whose process aborted: a segfault in the tool is another bug.
+    aborted = Signature("crash", "torch-backend", "Fatal Python error: Aborted")
+    case = Case(CRASH, "torch-backend", ["torch-adjust-calling-conventions"], aborted, guilty_op="torch.aten.any.dims")
+    found = upstream(case, ANY_DIMS, tmp_path, run=True)
+    assert found.run.exit < 0 and found.run.fails is False
+
+
+def test_an_execute_crash_is_titled_by_its_lowering_and_its_ops_and_left_to_repro_py(tmp_path):
+    pipeline = [*TORCH_BACKEND_TO_LINALG, "python:compiler.replay_runtime.passes:invoke_main"]
+    aborted = Signature("crash", "execute", "Fatal Python error: Aborted")
+    case = Case(CRASH, "execute", pipeline, aborted, guilty_op="torch.aten.sub.Tensor, torch.aten.view")
+    found = upstream(case, SUB, tmp_path, run=True)
+    assert found.step.entries == TORCH_BACKEND_TO_LINALG and found.run.fails is None
+    assert issue_of(case, found).title == (
+        "[torch-mlir] torch-backend-to-linalg-on-tensors-backend-pipeline: the compiled torch.aten.sub.Tensor "
+        "and 1 more op crashes when run (Aborted)"
+    )
+
+
 def test_a_wrong_result_gives_the_lowering_command_and_leaves_the_verdict_to_repro_py(tmp_path):
     pipeline = [
         BROKEN + "aten_sub_to_add",

@@ -38,7 +38,7 @@ from e2e.reducer.issue import issue_of
 from e2e.reducer.native import NATIVE_DIR, NativeRepro, write_native_repro
 from e2e.reducer.outcome import BUNDLE_RECORD
 from e2e.reducer.standalone import LOADER, RUNTIME_COPY, NotStandalone, write_runtime
-from e2e.reducer.upstream import UPSTREAM_IR, NoStep, Upstream, upstream
+from e2e.reducer.upstream import UPSTREAM_IR, NoStep, Upstream, signal_name, upstream
 
 INDEX_DIR = "_signatures"
 # Where failures claim their bundles when not in the run's own `repro/` (`index_root`): a
@@ -384,7 +384,8 @@ def _upstream_section(upstream: Upstream | None) -> list[str]:
     if run is None:
         return lines + ["Not run (the bundle was not verified).", ""]
     shows = {True: "it shows the failure", False: "it does NOT show the failure", None: "the check is not the tool's"}
-    ended = "no answer" if run.exit is None else f"exit status {run.exit}"
+    killed = signal_name(run.exit) if run.exit is not None else None
+    ended = "no answer" if run.exit is None else f"killed by {killed}" if killed else f"exit status {run.exit}"
     lines += [f"Run here: {ended}; {shows[run.fails]}.", ""]
     return lines + (["```", run.output, "```", ""] if run.output else [])
 

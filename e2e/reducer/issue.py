@@ -51,9 +51,11 @@ def issue_of(
     program's when the reducer kept them, else `replay_report` (what repro.py printed) says it."""
     step = upstream.step
     failing = step.failing_pass if isinstance(step, UpstreamStep) else pass_name(case.pipeline[-1])
-    op = (case.guilty_op or "").split(",")[0].strip() or "its module"
+    op = _ops(case.guilty_op)
     run = upstream.run
-    how = (signal_name(run.exit) if run and run.exit is not None else None) or _message(case)
+    how = (signal_name(run.exit) if run and run.exit is not None else None) or _message(case).removeprefix(
+        "Fatal Python error: "
+    )
     if miscompiles(case) and case.kind == MISMATCH:
         words = MISMATCH_WORDS.get(case.signature.where or "", f"a wrong result ({case.signature.where})")
         title = f"{failing}: {op} lowered to {words}"
@@ -80,6 +82,14 @@ def issue_of(
     if len(title) > TITLE_CHARS:
         title = title[: TITLE_CHARS - 3] + "..."
     return Issue(title, upstream.component, failing, torch, compiled)
+
+
+def _ops(guilty_op: str | None) -> str:
+    """`torch.aten.view`; `torch.aten.view and 3 more ops` (a crash's bundle may name several)."""
+    ops = [op.strip() for op in (guilty_op or "").split(",") if op.strip()]
+    if not ops:
+        return "its module"
+    return ops[0] if len(ops) == 1 else f"{ops[0]} and {len(ops) - 1} more op{'s' if len(ops) > 2 else ''}"
 
 
 def _message(case: Case) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from compiler.pipelines import as_text
-from compiler.replay_runtime.replay import HANG, MISMATCH, RUNTIME_PASS, Case
+from compiler.replay_runtime.replay import CRASH, HANG, MISMATCH, RUNTIME_PASS, Case
 from compiler.type_check import TYPES_AGREE
 from e2e.framework import isolation
 from e2e.framework.signature import normalize, pass_name
@@ -361,11 +361,12 @@ def run_step(step: UpstreamStep, case: Case, bundle_dir: Path, timeout: float = 
     binary = TOOLS[step.tool].find()
     if binary is None:
         return UpstreamRun(None, None, f"not run: {step.needs}")
+    limit = min(timeout, TOOL_SECONDS, case.hang_seconds or TOOL_SECONDS)
     try:
-        done = isolation.run_command([binary, *step.arguments], timeout=min(timeout, TOOL_SECONDS), cwd=bundle_dir)
+        done = isolation.run_command([binary, *step.arguments], timeout=limit, cwd=bundle_dir)
     except subprocess.TimeoutExpired:
         hang = case.kind == HANG and step.judged_by is None
-        return UpstreamRun(None, True if hang else None, f"no answer in {min(timeout, TOOL_SECONDS):.0f} s")
+        return UpstreamRun(None, True if hang else None, f"no answer in {limit:.0f} s")
     stderr = done.stderr.replace(binary, step.tool)
     killed = signal_name(done.returncode)
     frames = crash_frames(stderr) if killed else ()
@@ -375,8 +376,8 @@ def run_step(step: UpstreamStep, case: Case, bundle_dir: Path, timeout: float = 
     output = "\n".join(line[:LINE_CHARS] for line in lines[:OUTPUT_LINES])
     if step.judged_by is not None:
         fails = None
-    elif case.kind == "crash":
-        fails = killed is not None
+    elif case.kind == CRASH:
+        fails = killed is not None and _same_crash(stderr, killed, case)
     elif case.kind == HANG:
         fails = False
     else:
@@ -400,6 +401,29 @@ def _same_error(stderr: str, case: Case) -> bool:
     first = next((line for line in stderr.splitlines() if "error:" in line), "")
     message = normalize(first.partition("error:")[2])
     return bool(message) and message in (case.signature.message or "")
+
+
+# How a crash signature (Python's faulthandler) words the signal a tool dies of.
+SIGNAL_WORDS = {
+    "Segmentation fault": "SIGSEGV",
+    "Aborted": "SIGABRT",
+    "Bus error": "SIGBUS",
+    "Floating point exception": "SIGFPE",
+    "Illegal instruction": "SIGILL",
+}
+CRASH_MESSAGES = ("Assertion", "LLVM ERROR")  # a crash that says why: the same words, or another crash
+
+
+def _same_crash(stderr: str, killed: str, case: Case) -> bool:
+    """The tool died the case's death: its assertion or fatal error's words where the case has
+    them (two aborts for two reasons are two bugs), else the signal the case names."""
+    message = case.signature.message or ""
+    for marker in CRASH_MESSAGES:
+        if marker in message:
+            told = normalize(next((line for line in stderr.splitlines() if marker in line), ""))
+            return message[message.index(marker) :][:100] in told
+    named = next((name for words, name in SIGNAL_WORDS.items() if words in message), None)
+    return named is None or named == killed
 
 
 # LLVM's stack dump: "Stack dump:", "0.\tProgram arguments: ...", " #3 0x... name (binary+0x..)"
