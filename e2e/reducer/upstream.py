@@ -248,7 +248,11 @@ def step_of(case: Case, repro_ir: str, bundle_dir: Path | None = None, timeout: 
     if not pipeline:
         return NoStep("the case has no pipeline")
     if miscompiles(case):
-        judged = "repro.py (it runs the compiled program and compares it with torch's values)"
+        judged = (
+            "repro.py (it runs the compiled program on inputs.npz and compares with expected.npz)"
+            if case.kind == MISMATCH
+            else "repro.py (it runs the compiled program, which dies)"
+        )
         start = len(pipeline) - 1 if pipeline[-1].startswith(RUNTIME_PASS) else _first_mlir(pipeline)
         if start is None:
             return NoStep("every entry of the pipeline is this project's own Python pass")
