@@ -167,8 +167,8 @@ def test_an_execute_crash_is_titled_by_its_lowering_and_its_ops_and_left_to_repr
     found = upstream(case, SUB, tmp_path, run=True)
     assert found.step.entries == TORCH_BACKEND_TO_LINALG and found.run.fails is None
     assert issue_of(case, found).title == (
-        "[torch-mlir] torch-backend-to-linalg-on-tensors-backend-pipeline: the compiled torch.aten.sub.Tensor "
-        "and 1 more op crashes when run (Aborted)"
+        "[torch-mlir] torch-backend-to-linalg-on-tensors-backend-pipeline: the compiled program "
+        "(torch.aten.sub.Tensor and 1 more op) crashes when run (Aborted)"
     )
 
 

@@ -281,7 +281,9 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         "says which after it)"
         if breaks_types
         else f"the pass `{case.pipeline[-1]}` fails on the module below",
-        "crash": f"the process crashes in the pass `{case.pipeline[-1]}`",
+        "crash": "the compiled program crashes the process when run"
+        if case.stage == "execute"
+        else f"the process crashes in the pass `{case.pipeline[-1]}`",
         "hang": f"the pass `{case.pipeline[-1]}` gives no result in {case.hang_seconds or 0:.0f} s on the module below",
         "mismatch": f"`{case.guilty_op}` computes wrong results ({case.signature.where} mismatch)",
     }[case.kind]

@@ -62,7 +62,7 @@ def issue_of(
         compiled = _arrays(actual) if actual is not None else _first_line(replay_report) or str(case.signature)
         torch = _arrays(expected) if expected is not None else "the values in expected.npz"
     elif miscompiles(case):
-        title = f"{failing}: the compiled {op} crashes when run ({how})"
+        title = f"{failing}: the compiled program ({op}) crashes when run ({how})"
         torch, compiled = RUNS, f"the compiled program dies when run: {how}"
     elif case.kind == CRASH:
         frame = _op_frame(run.frames) if run else None
