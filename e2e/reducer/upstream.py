@@ -484,6 +484,7 @@ class Upstream:
             "upstream_exit": self.run.exit if self.run else None,
             "upstream_fails": self.run.fails if self.run else None,
             "upstream_output": self.run.output if self.run else (None if step else self.step.why),
+            "upstream_frames": list(self.run.frames) if self.run else [],
             "upstream_component": self.component.name,
         }
 
