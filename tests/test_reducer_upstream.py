@@ -147,6 +147,7 @@ def test_a_crash_bundle_runs_the_tool_in_a_process_of_its_own_and_keeps_its_fram
         "```sh\ntorch-mlir-opt --pass-pipeline='builtin.module(torch-adjust-calling-conventions)' upstream.mlir\n```"
         in rest
     )
+    assert "It needs torch-mlir-opt from the torch-mlir wheel, and reads `upstream.mlir`" in rest
     assert rest.index("## Upstream command") < rest.index("## Reproduce")
     assert str(tmp_path) not in readme and not re.search(r"(?<![\w.])/work/", readme)
     assert "localized from original.mlir" in readme
@@ -195,11 +196,11 @@ def test_a_pass_torch_mlir_opt_lacks_needs_mlir_opt_and_is_not_run_without_it(tm
     monkeypatch.setitem(
         upstream_module.TOOLS,
         "mlir-opt",
-        upstream_module.Tool("mlir-opt", lambda: None, upstream_module.NEEDS_MLIR_OPT),
+        upstream_module.Tool("mlir-opt", lambda: None, upstream_module.MLIR_OPT_SOURCE),
     )
     case = Case(ERROR, "lower", ["func.func(tosa-to-linalg)"], Signature("lower", "tosa-to-linalg", "x"))
     found = upstream(case, SUB, tmp_path, run=True)
-    assert found.step.tool == "mlir-opt" and found.step.needs == upstream_module.NEEDS_MLIR_OPT
+    assert found.step.needs == "needs mlir-opt from an LLVM build at torch-mlir's LLVM commit"
     assert found.run.exit is None and found.run.fails is None and "LLVM commit" in found.run.output
 
 

@@ -374,7 +374,7 @@ def _upstream_section(upstream: Upstream | None) -> list[str]:
         else "repro.mlir's module without the `mlir_reproducer` resource and this project's `e2e.*` attributes"
     )
     lines += [
-        f"Needs `{step.tool}`{f' ({step.needs})' if step.needs else ''}; it reads `{UPSTREAM_IR}`, {source}:",
+        f"It {step.needs}{'' if step.installed else ' (not installed here)'}, and reads `{UPSTREAM_IR}`, {source}:",
         "",
         "```sh",
         step.command,

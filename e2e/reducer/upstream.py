@@ -37,7 +37,7 @@ from e2e.framework.signature import normalize, pass_name
 
 UPSTREAM_IR = "upstream.mlir"
 PYTHON_PASS = "python:"
-NEEDS_MLIR_OPT = "needs mlir-opt from an LLVM build at torch-mlir's LLVM commit"
+MLIR_OPT_SOURCE = "an LLVM build at torch-mlir's LLVM commit"
 # The project's checks: Python passes that judge the module and change nothing (a failing
 # check blames the step before it, which upstream tools run without the check).
 CHECKS = {TYPES_AGREE: "the bundle's type check (`types_agree`, in repro.py)"}
@@ -145,14 +145,14 @@ def _wheel_binary(package: str, relative: str) -> str | None:
 class Tool:
     name: str
     find: Callable[[], str | None]  # the binary, None when not installed
-    needs: str  # what to install when it is not
+    source: str  # where it comes from ("the torch-mlir wheel")
     runs_passes: bool = True  # an opt tool (`--pass-pipeline`), else a compiler (its flags, `-o`)
 
 
 TOOLS = {
-    "torch-mlir-opt": Tool("torch-mlir-opt", torch_mlir_opt, "needs torch-mlir-opt (the torch-mlir wheel)"),
-    "mlir-opt": Tool("mlir-opt", lambda: shutil.which("mlir-opt"), NEEDS_MLIR_OPT),
-    "iree-compile": Tool("iree-compile", iree_compile, "needs iree-compile (`pip install iree-base-compiler`)", False),
+    "torch-mlir-opt": Tool("torch-mlir-opt", torch_mlir_opt, "the torch-mlir wheel"),
+    "mlir-opt": Tool("mlir-opt", lambda: shutil.which("mlir-opt"), MLIR_OPT_SOURCE),
+    "iree-compile": Tool("iree-compile", iree_compile, "the iree-base-compiler wheel", runs_passes=False),
 }
 OPT_TOOLS = ("torch-mlir-opt", "mlir-opt")  # for MLIR pass entries, the first that takes the entry
 
@@ -218,9 +218,13 @@ class UpstreamStep:
         return " ".join([self.tool, *(_quoted(a) for a in self.arguments)])
 
     @property
-    def needs(self) -> str | None:
-        """What to install when this machine has no such tool (None: it has)."""
-        return None if TOOLS[self.tool].find() else TOOLS[self.tool].needs
+    def needs(self) -> str:
+        """Which tool, from where: `needs mlir-opt from an LLVM build at torch-mlir's LLVM commit`."""
+        return f"needs {self.tool} from {TOOLS[self.tool].source}"
+
+    @property
+    def installed(self) -> bool:
+        return TOOLS[self.tool].find() is not None
 
 
 def _quoted(argument: str) -> str:
@@ -364,7 +368,7 @@ def run_step(step: UpstreamStep, case: Case, bundle_dir: Path, timeout: float = 
     """Run the command from the bundle's directory (it reads UPSTREAM_IR there)."""
     binary = TOOLS[step.tool].find()
     if binary is None:
-        return UpstreamRun(None, None, f"not run: {step.needs}")
+        return UpstreamRun(None, None, f"not run: it {step.needs}, not installed here")
     limit = min(timeout, TOOL_SECONDS, case.hang_seconds or TOOL_SECONDS)
     try:
         done = isolation.run_command([binary, *step.arguments], timeout=limit, cwd=bundle_dir)
