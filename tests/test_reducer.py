@@ -801,7 +801,7 @@ def test_a_bf16_miscompile_gets_a_bundle_that_keeps_bf16_as_its_bit_pattern(tmp_
 
 
 def test_a_bundle_is_checked_with_the_wheels_torch_mlir_opt_binary_not_its_python_launcher():
-    from e2e.reducer.upstream import torch_mlir_opt
+    from e2e.reducer.upstream_tools import torch_mlir_opt
 
     opt = Path(torch_mlir_opt())
     assert opt.read_bytes()[:4] == b"\x7fELF", opt  # the console script on PATH starts Python first

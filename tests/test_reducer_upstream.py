@@ -14,7 +14,7 @@ from compiler.pipelines import TORCH_BACKEND_TO_LINALG
 from compiler.replay_runtime.replay import CRASH, ERROR, MISMATCH, Case, compile_signature
 from compiler.replay_runtime.signature import Signature
 from compiler.type_check import TYPES_AGREE
-from e2e.reducer import upstream as upstream_module
+from e2e.reducer import upstream_tools
 from e2e.reducer.bundle import BundleInfo, write_bundle
 from e2e.reducer.issue import issue_of
 from e2e.reducer.upstream import (
@@ -30,7 +30,7 @@ from e2e.reducer.upstream import (
     upstream,
 )
 
-pytestmark = pytest.mark.skipif(upstream_module.torch_mlir_opt() is None, reason="needs torch-mlir-opt")
+pytestmark = pytest.mark.skipif(upstream_tools.torch_mlir_opt() is None, reason="needs torch-mlir-opt")
 
 BROKEN = "python:tests.broken_compilers:"
 MATCH_QUANTIZED = "func.func(torch-match-quantized-custom-ops)"
@@ -194,9 +194,9 @@ def test_a_wrong_result_gives_the_lowering_command_and_leaves_the_verdict_to_rep
 
 def test_a_pass_torch_mlir_opt_lacks_needs_mlir_opt_and_is_not_run_without_it(tmp_path, monkeypatch):
     monkeypatch.setitem(
-        upstream_module.TOOLS,
+        upstream_tools.TOOLS,
         "mlir-opt",
-        upstream_module.Tool("mlir-opt", lambda: None, upstream_module.MLIR_OPT_SOURCE),
+        upstream_tools.Tool("mlir-opt", lambda: None, upstream_tools.MLIR_OPT_SOURCE),
     )
     case = Case(ERROR, "lower", ["func.func(tosa-to-linalg)"], Signature("lower", "tosa-to-linalg", "x"))
     found = upstream(case, SUB, tmp_path, run=True)

@@ -17,27 +17,22 @@ runs, the lowering of the torch ops, or the runtime's compile; then the check is
 
 from __future__ import annotations
 
-import functools
-import importlib.util
 import os
-import re
 import shlex
-import shutil
-import signal
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from compiler.pipelines import as_text
 from compiler.replay_runtime.replay import CRASH, HANG, MISMATCH, RUNTIME_PASS, Case
 from compiler.type_check import TYPES_AGREE
 from e2e.framework import isolation
 from e2e.framework.signature import normalize, pass_name
+from e2e.reducer.upstream_tools import TOOLS, crash_frames, opt_tool, signal_name, stderr_lines
 
 UPSTREAM_IR = "upstream.mlir"
 PYTHON_PASS = "python:"
-MLIR_OPT_SOURCE = "an LLVM build at torch-mlir's LLVM commit"
 # The project's checks: Python passes that judge the module and change nothing (a failing
 # check blames the step before it, which upstream tools run without the check).
 CHECKS = {TYPES_AGREE: "the bundle's type check (`types_agree`, in repro.py)"}
@@ -45,7 +40,6 @@ CHECKS = {TYPES_AGREE: "the bundle's type check (`types_agree`, in repro.py)"}
 # `e2e.main_signature`, `e2e.pinned_inputs`): left out of what a maintainer pastes.
 PROJECT_ATTRIBUTES = "e2e."
 TOOL_SECONDS = 60.0  # the upstream command's run, at most (and not past the verification's limit)
-FRAMES = 5  # a crash's innermost frames kept
 OUTPUT_LINES, LINE_CHARS = 8, 300  # the first lines of the tool's stderr kept, each cut to this
 
 
@@ -114,76 +108,6 @@ def _runtime(entry: str) -> tuple[str, str, bool] | None:
     from compiler.executors import replay
 
     return replay.parse(entry)
-
-
-# --- the tools ------------------------------------------------------------------------------
-
-
-def torch_mlir_opt() -> str | None:
-    """The torch-mlir wheel's `torch-mlir-opt` binary, else the one on PATH. The console
-    script on PATH starts Python to start that binary (0.2 s of its 0.4)."""
-    return _wheel_binary("torch_mlir", "_mlir_libs/torch-mlir-opt") or shutil.which("torch-mlir-opt")
-
-
-def iree_compile() -> str | None:
-    return _wheel_binary("iree.compiler", "_mlir_libs/iree-compile") or shutil.which("iree-compile")
-
-
-def _wheel_binary(package: str, relative: str) -> str | None:
-    try:
-        spec = importlib.util.find_spec(package)
-    except ImportError:
-        return None
-    for root in (spec.submodule_search_locations or ()) if spec is not None else ():
-        binary = Path(root) / relative
-        if os.access(binary, os.X_OK):
-            return str(binary)
-    return None
-
-
-@dataclass(frozen=True)
-class Tool:
-    name: str
-    find: Callable[[], str | None]  # the binary, None when not installed
-    source: str  # where it comes from ("the torch-mlir wheel")
-    runs_passes: bool = True  # an opt tool (`--pass-pipeline`), else a compiler (its flags, `-o`)
-
-
-TOOLS = {
-    "torch-mlir-opt": Tool("torch-mlir-opt", torch_mlir_opt, "the torch-mlir wheel"),
-    "mlir-opt": Tool("mlir-opt", lambda: shutil.which("mlir-opt"), MLIR_OPT_SOURCE),
-    "iree-compile": Tool("iree-compile", iree_compile, "the iree-base-compiler wheel", runs_passes=False),
-}
-OPT_TOOLS = ("torch-mlir-opt", "mlir-opt")  # for MLIR pass entries, the first that takes the entry
-
-
-@functools.cache
-def takes(tool: str, entry: str) -> bool:
-    """Whether `tool` takes the pipeline entry (registers its passes and options). An
-    upstream MLIR tool that is not installed is taken to: it is the last resort."""
-    binary = TOOLS[tool].find()
-    if binary is None:
-        return tool == OPT_TOOLS[-1]
-    try:
-        done = subprocess.run(
-            [binary, f"--pass-pipeline={as_text([entry])}", "-o", os.devnull, "-"],
-            input="module {}\n",
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
-    except subprocess.TimeoutExpired:
-        return False
-    # Not whether it passes on an empty module (a backend contract's check may fail on one):
-    # whether its pipeline parser took the entry.
-    return not any(marker in done.stderr for marker in _REFUSED)
-
-
-_REFUSED = ("PassPipeline Parser", "Pass-Options-Parser", "failed to add")
-
-
-def opt_tool(entry: str) -> str:
-    return next((tool for tool in OPT_TOOLS if takes(tool, entry)), OPT_TOOLS[-1])
 
 
 # --- the step -------------------------------------------------------------------------------
@@ -378,7 +302,7 @@ def run_step(step: UpstreamStep, case: Case, bundle_dir: Path, timeout: float = 
     stderr = done.stderr.replace(binary, step.tool)
     killed = signal_name(done.returncode)
     frames = crash_frames(stderr) if killed else ()
-    lines = [line for line in stderr.splitlines() if line.strip() and not _STACK_LINE.match(line)]
+    lines = stderr_lines(stderr)
     if killed:
         lines = [f"killed by {killed}", *lines[:4], *(f"  in {frame}" for frame in frames)]
     output = "\n".join(line[:LINE_CHARS] for line in lines[:OUTPUT_LINES])
@@ -391,17 +315,6 @@ def run_step(step: UpstreamStep, case: Case, bundle_dir: Path, timeout: float = 
     else:
         fails = done.returncode != 0 and killed is None and _same_error(stderr, case)
     return UpstreamRun(done.returncode, fails, output, frames)
-
-
-def signal_name(status: int) -> str | None:
-    """`SIGSEGV` for a status that says death by that signal (negative, or a shell's 128 + N), else None."""
-    number = -status if status < 0 else status - 128 if status > 128 else None
-    if number is None:
-        return None
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
 
 
 def _same_error(stderr: str, case: Case) -> bool:
@@ -432,37 +345,6 @@ def _same_crash(stderr: str, killed: str, case: Case) -> bool:
             return message[message.index(marker) :][:100] in told
     named = next((name for words, name in SIGNAL_WORDS.items() if words in message), None)
     return named is None or named == killed
-
-
-# LLVM's stack dump: "Stack dump:", "0.\tProgram arguments: ...", " #3 0x... name (binary+0x..)"
-_STACK_LINE = re.compile(r"^(Stack dump:|\d+\.\t|\s*#\d+ 0x|PLEASE submit a bug report)")
-_FRAME = re.compile(r"^\s*#\d+ 0x[0-9a-f]+ (.+?)(?: \([^()]*\+0x[0-9a-f]+\)| \S+:\d+:\d+)?$")
-_NOT_OURS = ("llvm::sys::", "SignalHandler", "__libc_", "_start", "(")
-
-
-def crash_frames(stderr: str, count: int = FRAMES) -> tuple[str, ...]:
-    """The innermost frames of a symbolized LLVM stack dump, as function names (the signal
-    handler's and libc's left out; argument lists dropped)."""
-    frames = []
-    for line in stderr.splitlines():
-        match = _FRAME.match(line)
-        if match is None or match[1].startswith(_NOT_OURS) or match[1].startswith("0x"):
-            continue
-        frames.append(_function(match[1]))
-        if len(frames) == count:
-            break
-    return tuple(frames)
-
-
-def _function(symbol: str) -> str:
-    """`ns::Op::fold(Adaptor<...>) const` -> `ns::Op::fold`."""
-    depth, out = 0, []
-    for i, char in enumerate(symbol):
-        if char == "(" and depth == 0 and not symbol.startswith("anonymous namespace)", i + 1):
-            break
-        depth += {"<": 1, ">": -1}.get(char, 0)
-        out.append(char)
-    return "".join(out).strip()
 
 
 # --- together -------------------------------------------------------------------------------
