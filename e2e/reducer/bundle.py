@@ -4,7 +4,9 @@ A bundle holds `repro.mlir` (reduced, weights as resources, MLIR's `mlir_reprodu
 resource naming the pipeline), `repro.py` (exits 1 while the bug is there) and the
 replay runtime it calls (`replay_runtime/`, see `e2e.reducer.standalone`), `case.json`, `inputs.npz` / `expected.npz` for mismatches (and `model.onnx`, the
 reduced ONNX model, for the onnx config's), `original.mlir`,
-`tests.txt` (every test that hit it) and an issue-ready `README.md`. Writes are atomic
+`tests.txt` (every test that hit it), the failing step's one upstream command and its input
+(`upstream.mlir`, see `e2e.reducer.upstream`), `bundle.json` (the verification and that
+command's run, as fields) and an issue-ready `README.md`. Writes are atomic
 and names are unique per process, so `pytest -n 2` workers never collide; the first
 worker to claim a signature (an O_EXCL file) writes the bundle, the others add their
 test to it.
@@ -16,7 +18,7 @@ import fcntl
 import hashlib
 import json
 import os
-import shutil
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -31,11 +33,12 @@ from compiler.replay_runtime.replay import REPRODUCED, RUNTIME_PASS
 from compiler.stages import write_atomic
 from compiler.type_check import TYPES_AGREE
 from e2e.framework import isolation
-from e2e.framework.signature import normalize, pass_name
-from e2e.reducer.case import CRASH, HANG, MISMATCH, Case
+from e2e.reducer.case import HANG, MISMATCH, Case
+from e2e.reducer.issue import issue_of
 from e2e.reducer.native import NATIVE_DIR, NativeRepro, write_native_repro
 from e2e.reducer.outcome import BUNDLE_RECORD
 from e2e.reducer.standalone import LOADER, RUNTIME_COPY, NotStandalone, write_runtime
+from e2e.reducer.upstream import UPSTREAM_IR, NoStep, Upstream, signal_name, upstream
 
 INDEX_DIR = "_signatures"
 # Where failures claim their bundles when not in the run's own `repro/` (`index_root`): a
@@ -67,6 +70,9 @@ class BundleInfo:
     notes: list[str] = field(default_factory=list)
     expected_from: str = "native PyTorch"  # what computed expected.npz (a mismatch)
     files: dict[str, bytes] = field(default_factory=dict)  # more files for the bundle (the onnx config: model.onnx)
+    # A mismatch: what the compiled program returned for `inputs` (the README's "compiled
+    # gives"; without it, the replay's comparison says it). For the searches to fill.
+    actual: list[np.ndarray] | None = None
 
 
 def with_reproducer_resource(text: str, pipeline: list[str]) -> str:
@@ -196,9 +202,9 @@ class Verification:
     ok: bool
     detail: str  # "exit status 1"
     output: str = ""  # what repro.py printed (the README's "actual")
-    opt_command: str | None = None  # a torch-mlir-opt command that shows it too
     # a runtime's crash: the reduced program run with the runtime's own tools (`native/`), or why not
     native: NativeRepro | str | None = None
+    upstream: Upstream | None = None  # the failing step's one upstream command, and what it did here
 
 
 def _fresh_env() -> dict[str, str]:
@@ -226,7 +232,6 @@ def child_seconds(time_box: float) -> float:
 
 def verify(bundle_dir: Path, case: Case, timeout: float = CHILD_MAX_SECONDS) -> Verification:
     """Run repro.py with `python -I` from the bundle's directory: does it still show the bug?
-    (`timeout` also bounds the torch-mlir-opt command tried after it.)
 
     Isolated mode ignores PYTHONPATH, the user's site and the script's neighbours on
     sys.path, so a bundle that passes here runs wherever torch and torch-mlir are installed.
@@ -248,7 +253,7 @@ def verify(bundle_dir: Path, case: Case, timeout: float = CHILD_MAX_SECONDS) -> 
         # Exit 1 and the replay's own word: an uncaught exception in the replay exits 1 too.
         ok = done.returncode == 1 and REPRODUCED in done.stdout
     detail = f"exit status {done.returncode}" + ("" if ok else f": {output[-300:]}")
-    return Verification(ok, detail, output[-3000:], _opt_command(bundle_dir, case, timeout) if ok else None)
+    return Verification(ok, detail, output[-3000:])
 
 
 def _signal_name(number: int) -> str:
@@ -258,45 +263,6 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-OPT_SECONDS = 60.0  # torch-mlir-opt's check of a bundle, at most (and not past the verification's limit)
-
-
-def _opt_command(bundle_dir: Path, case: Case, limit: float = OPT_SECONDS) -> str | None:
-    """`torch-mlir-opt --run-reproducer repro.mlir` when the wheel's tool shows the failure too."""
-    timeout = min(OPT_SECONDS, limit)
-    opt = _torch_mlir_opt()
-    if opt is None or case.kind in (MISMATCH, HANG) or any(e.startswith("python:") for e in case.pipeline):
-        return None
-    try:
-        done = isolation.run_command([opt, "--run-reproducer", "repro.mlir"], timeout=timeout, cwd=bundle_dir)
-    except subprocess.TimeoutExpired:
-        return None
-    if case.kind == CRASH:
-        return "torch-mlir-opt --run-reproducer repro.mlir" if done.returncode < 0 else None
-    # The tool fails too, and for the same reason (not an unknown pass or option).
-    first = next((line for line in done.stderr.splitlines() if "error:" in line), "")
-    same = (
-        case.guilty_op is None
-        or case.guilty_op in done.stderr
-        or normalize(first.partition("error:")[2]) in case.signature.format()
-    )
-    return "torch-mlir-opt --run-reproducer repro.mlir" if done.returncode != 0 and same else None
-
-
-def _torch_mlir_opt() -> str | None:
-    """The torch-mlir wheel's `torch-mlir-opt` binary, else the one on PATH. The console
-    script on PATH starts Python to start that binary (0.2 s of its 0.4)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("torch_mlir")
-    roots = (spec.submodule_search_locations or ()) if spec is not None else ()
-    for root in roots:
-        binary = Path(root) / "_mlir_libs" / "torch-mlir-opt"
-        if os.access(binary, os.X_OK):
-            return str(binary)
-    return shutil.which("torch-mlir-opt")
 
 
 def _body(text: str, limit: int = 60) -> str | None:
@@ -315,7 +281,9 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         "says which after it)"
         if breaks_types
         else f"the pass `{case.pipeline[-1]}` fails on the module below",
-        "crash": f"the process crashes in the pass `{case.pipeline[-1]}`",
+        "crash": "the compiled program crashes the process when run"
+        if case.stage == "execute"
+        else f"the process crashes in the pass `{case.pipeline[-1]}`",
         "hang": f"the pass `{case.pipeline[-1]}` gives no result in {case.hang_seconds or 0:.0f} s on the module below",
         "mismatch": f"`{case.guilty_op}` computes wrong results ({case.signature.where} mismatch)",
     }[case.kind]
@@ -334,12 +302,19 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
             else " (the suite's default tolerance)."
         ),
     }[case.kind]
-    title = f"{case.guilty_op or pass_name(case.pipeline[-2 if breaks_types else -1])}: {case.signature}"
+    issue = issue_of(
+        case, verification.upstream or Upstream(NoStep("not made")), info.expected, info.actual, verification.output
+    )
     lines = [
-        f"# {title}",
+        f"# {issue.title}",
+        "",
+        f"- component: {issue.component.name} (`{issue.failing_pass}`)",
+        f"- torch gives: {issue.torch_gives}",
+        f"- the compiled program gives: {issue.compiled_gives}",
         "",
         f"With torch {v['torch']} and torch-mlir {v['torch-mlir']} (Python {sys.version.split()[0]}), {what}.",
         "",
+        *_upstream_section(verification.upstream),
         "## Reproduce",
         "",
         _needs(case),
@@ -348,8 +323,6 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
         "python repro.py          # exits 1 while the bug is there, 0 once fixed"
         + (" (a hang: ends by SIGALRM)" if case.kind == HANG else ""),
     ]
-    if verification.opt_command:
-        lines.append(f"{verification.opt_command}   # the same with the wheel's tool")
     lines += [
         "```",
         "",
@@ -386,7 +359,57 @@ def readme(info: BundleInfo, bundle_dir: Path, tests: list[str], verification: V
     ]
     lines += [f"- {n}" for n in info.notes]
     lines += ["", "## Tests that hit it", ""] + [f"- {t}" for t in tests]
-    return "\n".join(lines) + "\n"
+    return relative_paths("\n".join(lines) + "\n", bundle_dir)
+
+
+def _upstream_section(upstream: Upstream | None) -> list[str]:
+    """The one upstream command of the failing step and what it did here."""
+    lines = ["## Upstream command", ""]
+    if upstream is None or isinstance(upstream.step, NoStep):
+        return lines + [f"None: {upstream.step.why if upstream else 'not made'}.", ""]
+    step, run = upstream.step, upstream.run
+    source = (
+        f"repro.mlir's module after the bundle's own passes before the step ({', '.join(f'`{e}`' for e in step.before)})"
+        if step.before
+        else "repro.mlir's module without the `mlir_reproducer` resource and this project's `e2e.*` attributes"
+    )
+    lines += [
+        f"It {step.needs}{'' if step.installed else ' (not installed here)'}, and reads `{UPSTREAM_IR}`, {source}:",
+        "",
+        "```sh",
+        step.command,
+        "```",
+        "",
+    ]
+    if step.judged_by is not None:
+        lines += [f"It gives the step's output; no tool fails on it: {step.judged_by} checks it.", ""]
+    if run is None:
+        return lines + ["Not run (the bundle was not verified).", ""]
+    shows = {True: "it shows the failure", False: "it does NOT show the failure", None: "the check is not the tool's"}
+    killed = signal_name(run.exit) if run.exit is not None else None
+    ended = "no answer" if run.exit is None else f"killed by {killed}" if killed else f"exit status {run.exit}"
+    lines += [f"Run here: {ended}; {shows[run.fails]}.", ""]
+    return lines + (["```", run.output, "```", ""] if run.output else [])
+
+
+_ABSOLUTE_PATH = re.compile(r"(?<![\w.:/-])(/[\w.+-]+)+/?")
+
+
+def relative_paths(text: str, bundle_dir: Path) -> str:
+    """Paths in the bundle made relative to it; any other absolute path cut to its last two
+    parts (a README travels with its bundle, not with this machine)."""
+    root = str(Path(bundle_dir).resolve())
+
+    def relative(match: re.Match) -> str:
+        path = match[0]
+        if path == root or path.startswith(root + "/"):
+            return os.path.relpath(path, root)
+        if path.startswith("/dev/"):
+            return path
+        parts = [p for p in path.split("/") if p]
+        return path if len(parts) <= 1 else ".../" + "/".join(parts[-2:])
+
+    return _ABSOLUTE_PATH.sub(relative, text.replace(str(bundle_dir) + "/", ""))
 
 
 def _needs(case: Case) -> str:
@@ -417,6 +440,15 @@ def _native_section(native: NativeRepro | str | None) -> list[str]:
         "",
         f"Run by the reducer: {native.detail} ({'the same signature' if native.verified else 'NOT the signature above'}).",
     ]
+
+
+def _upstream(info: BundleInfo, bundle_dir: Path, run: bool, timeout: float) -> Upstream:
+    """The bundle's upstream command (`upstream.mlir` written), run when the bundle is verified;
+    a failure to make it costs the command, said in its place, not the bundle."""
+    try:
+        return upstream(info.case, info.repro_ir, bundle_dir, run=run, timeout=timeout)
+    except Exception as error:  # noqa: BLE001 - recorded as the reason there is no command
+        return Upstream(NoStep(f"making it failed: {type(error).__name__}: {error}"))
 
 
 def save_arrays(path: Path, arrays: list[np.ndarray]) -> None:
@@ -451,10 +483,12 @@ def write_bundle(
         if isinstance(verification.native, NativeRepro) and not verification.native.verified:
             verification.ok = False
             verification.detail += f"; {NATIVE_DIR}/run.sh did not show the crash: {verification.native.detail}"
+    verification.upstream = _upstream(info, bundle_dir, check, timeout)
     tests = add_test(bundle_dir, info.test, info.config)
     write_atomic(bundle_dir / "README.md", readme(info, bundle_dir, tests, verification))
     # The verification as fields, for whatever reads bundles (the reproducer service).
     record = {"verified": verification.ok if check else None, "detail": verification.detail}
     record |= {"ops_before": info.ops_before, "ops_after": info.ops_after, "minimal": info.minimal}
+    record |= verification.upstream.record()
     write_atomic(bundle_dir / BUNDLE_RECORD, json.dumps(record, indent=1) + "\n")
     return verification.ok, verification.detail

@@ -117,10 +117,12 @@ def mismatch_bundle(
     time_box: float,
     expected_from: str = "native PyTorch",
     files: dict[str, bytes] | None = None,
+    actual: list | None = None,
 ) -> ReduceOutcome:
     """A localized mismatch (`found`: its IR, inputs, expected values, dtypes, signature,
     queries) as a bundle, or a share of the bundle of the same bug. `to_executor` (pass entries) compiles
-    `found.torch_backend_ir` (for the onnx config: raw torch-onnx IR); `files` go into the bundle too."""
+    `found.torch_backend_ir` (for the onnx config: raw torch-onnx IR); `files` go into the bundle too;
+    `actual`, the compiled program's values, goes into its README beside torch's."""
     case = Case(
         MISMATCH,
         "compare",
@@ -150,5 +152,6 @@ def mismatch_bundle(
         notes=notes,
         expected_from=expected_from,
         files=dict(files or {}),
+        actual=actual,
     )
     return write_outcome(info, target, start=start, stopped=stopped, verify=verify, time_box=time_box)
