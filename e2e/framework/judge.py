@@ -61,6 +61,15 @@ class Explanation:
     # Not a failure after all: the pair passes (e.g. a generated program's float result closer
     # to the float64 answer than torch's own, `e2e.generate.oracle`); the notes say why.
     acquit: bool = False
+    # The check that ruled (one of a generated program's oracle checks,
+    # `e2e.generate.oracle.ORACLE_CHECKS`): the Result's `check`.
+    check: str | None = None
+
+    @property
+    def turned_away(self) -> bool:
+        """Whether this explanation turned the runner's verdict away: acquitted the pair or
+        moved its failure to another stage (the Result's `check_turned_away`)."""
+        return self.acquit or self.stage is not None
 
 
 @runtime_checkable

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from e2e.framework.signature import Signature, guilty_op
-from e2e.fuzz.bugs import Failure, ltc_op, short_op
+from e2e.framework.signature import Signature
+from e2e.fuzz.bugs import Failure, named_op, short_op
 
 MATRIX = Path(__file__).resolve().parents[2] / "docs" / "support.md"
 _ROW = re.compile(r"^\| `([^`]+)` \|(.*)\|\s*$")
@@ -51,8 +51,7 @@ def same_refusal(signature: Signature | None, failure: Failure) -> bool:
         return False
     if signature.key() != failure.signature.key():
         return False
-    text = signature.format()
-    return short_op(guilty_op(text) or ltc_op(text)) == short_op(failure.guilty_op)
+    return short_op(named_op(signature)) == short_op(failure.guilty_op)
 
 
 @dataclass
