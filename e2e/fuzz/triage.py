@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import time
 from pathlib import Path
@@ -221,6 +222,15 @@ def reduce_bugs(
     return written
 
 
+def reduced_ops(bug: Bug, reports_dir: Path) -> tuple[str, ...]:
+    """The ops of a bug's reduced program: its bundle's (`repro.mlir`: the regression test's,
+    else a pair's), else its shrunk program's; () when it was not reduced."""
+    from e2e.fuzz.records import resolve_bundle
+
+    bundled = bundle_ops(resolve_bundle(reports_dir, bug.bundle))
+    return bundled or (tuple(bug.reduced.ops) if bug.reduced is not None else ())
+
+
 def known_by_root(bugs: list[Bug], known: KnownSignatures, log=print) -> int:
     """New bugs made known by their root once reduced (`KnownSignatures.knows_root`): the
     reduction may have moved the symptom (a `nan` mismatch now `values`), not the pass and
@@ -296,15 +306,11 @@ def analyse(
         campaign["reduce_cpu_s"] = round(cpu_seconds() - begun, 1)
         campaign["reduce_wall_s"] = round(time.monotonic() - started, 1)
         known_by_root(classified.new, known, log)
-    from e2e.fuzz.records import campaign_bugs, resolve_bundle, write_bugs
-
-    def bug_ops(bug: Bug) -> tuple[str, ...]:
-        """The ops of its reduced program: its bundle's (`repro.mlir`), else its shrunk program's."""
-        bundled = bundle_ops(resolve_bundle(reports_dir, bug.bundle))
-        return bundled or (tuple(bug.reduced.ops) if bug.reduced is not None else ())
+    from e2e.fuzz.records import campaign_bugs, write_bugs
 
     seeds = sorted({seed for result in results if (seed := seed_of(result.test)) is not None})
-    text = markdown(campaign, results, classified, bug_ops, [programs(seed) for seed in seeds])
+    ops_of = functools.partial(reduced_ops, reports_dir=reports_dir)
+    text = markdown(campaign, results, classified, ops_of, [programs(seed) for seed in seeds])
     (reports_dir / "fuzz.md").write_text(text)
     write_bugs(reports_dir, campaign_bugs(classified.bugs, reports_dir))
     (reports_dir / "fuzz.html").write_text(html_page(text, discovery(campaign, classified)))
