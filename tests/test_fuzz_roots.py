@@ -242,3 +242,18 @@ def test_the_service_keeps_a_bugs_root_and_filters_by_it(tmp_path):
         assert [b["key"] for b in queries.bug(store, one["id"])["root_bugs"]] != []
     finally:
         store.close()
+
+
+def test_without_a_program_the_support_matrixs_data_answers_not_its_page(tmp_path):
+    """`e2e.support` writes the statuses beside the page; the triage reads them."""
+    from e2e.fuzz.coverage import MATRIX, Support, read_matrix
+    from e2e.support import STATUSES_FORMAT
+
+    data = tmp_path / "support.json"
+    data.write_text(json.dumps({"format": STATUSES_FORMAT, "configs": ["tosa"], "ops": {"cumsum": {"tosa": "pass"}}}))
+    support = Support(lambda test: None, matrix=read_matrix(data))
+    signature = Signature("backend", "convert-torch-to-tosa", "loc: failed to legalize operation 'torch.aten.cumsum'")
+    taken = Failure("Gen_1", "tosa", COMPILE, signature, "torch.aten.cumsum")
+    refused = Failure("Gen_2", "tosa", COMPILE, Signature("backend", "p", "x"), "torch.aten.asin")
+    assert support.untaken(taken) is None and support.untaken(refused) == "asin"
+    assert MATRIX.suffix == ".json" and read_matrix(MATRIX)["cumsum"]["eager"] == "pass"  # the committed data
