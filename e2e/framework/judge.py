@@ -13,7 +13,8 @@ explainer says why, as typed fields (`Explanation`):
 
 A test may carry explainers of its own (`Test.explainers`), asked after its config's: the
 oracle of generated programs (`e2e.generate.oracle`), which may acquit a pair
-(`Explanation.acquit`: torch's rounding, not the compiler's) or re-attribute it.
+(`Explanation.acquit`: torch's rounding, not the compiler's) or re-attribute it, and names
+the check that ruled (`Explanation.check`; the Result's `check` and `check_turned_away`).
 
 A re-attribution (`Explanation.stage`) or an acquittal ends the asking: what follows would explain a
 failure that is no longer the compiler's. An explainer that raises costs its note, never the

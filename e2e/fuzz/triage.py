@@ -21,7 +21,8 @@ from e2e.framework.result import PASS, Result
 from e2e.framework.results_files import load_rows
 from e2e.framework.signature import Signature
 from e2e.fuzz import PAIR_BUDGET
-from e2e.fuzz.bugs import CRASH, Bug, Classified, Failure, KnownSignatures, bundle_ops, classify
+from e2e.fuzz.bugs import CRASH, Bug, Classified, Failure, KnownSignatures, classify
+from e2e.fuzz.bundles import bundle_ops
 from e2e.fuzz.coverage import Support
 from e2e.fuzz.programs import CampaignPrograms, seed_of
 from e2e.fuzz.report import campaign_table, discovery, html_page, markdown
