@@ -257,3 +257,22 @@ def test_without_a_program_the_support_matrixs_data_answers_not_its_page(tmp_pat
     refused = Failure("Gen_2", "tosa", COMPILE, Signature("backend", "p", "x"), "torch.aten.asin")
     assert support.untaken(taken) is None and support.untaken(refused) == "asin"
     assert MATRIX.suffix == ".json" and read_matrix(MATRIX)["cumsum"]["eager"] == "pass"  # the committed data
+
+
+def test_a_written_bundle_names_its_failing_step_for_its_root(tmp_path):
+    """`ReduceOutcome.failing_step`: the bundle's case's last pipeline entry (a pass that
+    refuses `math.exp`, after the linalg lowering), the step a root names."""
+    from compiler.pipelines import TORCH_BACKEND_TO_LINALG
+    from e2e.reducer.failure import reduce_mlir
+    from tests.test_reducer import BROKEN, torch_backend_ir
+
+    pipeline = [*TORCH_BACKEND_TO_LINALG, BROKEN + "reject_exp"]
+    outcome = reduce_mlir(
+        torch_backend_ir(), pipeline, "backend", error_pattern="math.exp", test="T", config="c", reports_dir=tmp_path
+    )
+    assert outcome.verified and outcome.failing_step == pipeline[-1]
+    result = Result("T", "c", "fail", stage="backend", signature=Signature("backend", pipeline[-1], "math.exp"))
+    outcome.to_result(result)
+    assert Bug("c", result.signature, "math.exp", COMPILE, False, [Failure.of(result)]).root == (
+        "math.exp in python:tests.broken_compilers:reject_exp"
+    )
