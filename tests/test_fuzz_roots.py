@@ -49,6 +49,23 @@ def test_a_result_row_carries_the_check_and_the_reducers_findings_and_old_rows_s
     assert read.signature == Signature("compare", "nan") and read.types_root is None and read.check is None
 
 
+def test_the_runner_gives_the_result_the_check_that_ruled():
+    """The oracle's Explanation (`check`, an acquittal or a move) lands in the Result's fields."""
+    from types import SimpleNamespace
+
+    from e2e.framework.judge import Explanation, Outcome
+    from e2e.framework.runner import _result_of
+
+    test = SimpleNamespace(name="Gen_1")
+    acquitted = _result_of(test, "linalg", Outcome("compare"), [Explanation(["oracle: ..."], acquit=True, check="x")])
+    assert acquitted.passed and (acquitted.check, acquitted.check_turned_away) == ("x", True)
+    kept = _result_of(test, "linalg", Outcome("compare"), [Explanation(["oracle: ... acquits"], check="y")])
+    assert not kept.passed and (kept.check, kept.check_turned_away) == ("y", False)
+    moved = Explanation(stage="backend", error="lowering emits it", check="spec refusal")
+    assert _result_of(test, "tosa", Outcome("execute"), [moved]).check_turned_away
+    assert _result_of(test, "linalg", Outcome("compare"), [Explanation(["no check"])]).check is None
+
+
 def test_a_reduction_gives_the_result_its_findings_as_fields():
     result = Result("Gen_1", "linalg", "fail", stage="backend")
     outcome = ReduceOutcome(
