@@ -60,10 +60,10 @@ def memoize_failures() -> None:
     original = bugs.Failure.of.__func__
     seen: dict = {}
 
-    def of(cls, row: dict, site: bool = True):
-        key = (row["test"], row["config"], row.get("outcome"), row.get("signature"), row.get("stage"), site)
+    def of(cls, result, site: bool = True):
+        key = (result.test, result.config, result.outcome, result.signature, result.stage, site)
         if key not in seen:
-            seen[key] = original(cls, row, site)
+            seen[key] = original(cls, result, site)
         return seen[key]
 
     bugs.Failure.of = classmethod(of)

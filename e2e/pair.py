@@ -110,25 +110,25 @@ class Pair:
         return Settled(result, entry, differently=differently)
 
     def _reduce(self, test, result: Result):
-        """Reduce the failure (in its test's host); the ReduceOutcome, or None. What the
-        reducer says goes to the Result's notes, its verified bundle to `repro_path`."""
-        from e2e.reducer.outcome import TYPES_ROOT_NOTE, ReduceOutcome
+        """Reduce the failure (in its test's host); the ReduceOutcome. What the reducer found
+        goes to the Result's fields (`ReduceOutcome.to_result`), and in words to its notes."""
+        from e2e.reducer.outcome import ReduceOutcome
 
         outcome = self.state.reduce_pair(test, result, self.options.reduce_timeout)
-        if not isinstance(outcome, ReduceOutcome):
-            result.notes.append(str(outcome)[-800:])
-            return None
+        if not isinstance(outcome, ReduceOutcome):  # the host or the reducer's child gave no answer
+            outcome = ReduceOutcome.not_reduced(str(outcome)[-800:])
+            result.notes.append(outcome.note)
+            return outcome
+        outcome.to_result(result)
         result.notes.append(outcome.summary())
         if outcome.types_broke:
             bundle = f"; {outcome.types_bundle}" if outcome.types_bundle else ""
             result.notes.append(f"reducer: {outcome.types_broke}{bundle}")
             if outcome.types_root:
-                result.notes.append(f"{TYPES_ROOT_NOTE}{outcome.types_root}")
+                result.notes.append(f"reducer: types root: {outcome.types_root}")
         if outcome.type_check_failed:
             result.notes.append(f"reducer: {outcome.type_check_failed}")
-        if outcome.bundle is not None and outcome.verified:
-            result.repro_path = str(outcome.bundle)
-        elif outcome.bundle is not None:
+        if outcome.bundle is not None and not outcome.verified:
             result.notes.append(f"reducer: bundle {outcome.bundle} did not re-verify: {outcome.note}")
         return outcome
 

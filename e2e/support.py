@@ -11,13 +11,16 @@ are left out. A cell is `pass` (every sample passes), the stage all samples fail
 several stages), with the most common failure signature of the cell (a footnote in
 markdown, a tooltip and a list in HTML) and a link to a reproducer bundle where a row has
 one. Expected failures count as failures: the matrix is about support, not about the
-xfail sets. Prints the counts per config; writes markdown with `-o`, HTML with `--html`.
+xfail sets. Prints the counts per config; writes markdown with `-o`, and beside it the
+cells' statuses as data (`support.json`: what a fuzz campaign's triage reads, never the
+page), HTML with `--html`.
 """
 
 from __future__ import annotations
 
 import argparse
 import html
+import json
 import os
 import re
 import shlex
@@ -91,6 +94,15 @@ class Matrix:
         """Failing cells' most common signatures, most frequent first: footnote k is [k-1]."""
         found = Counter(c.signature for row in self.ops.values() for c in row.values() if c.signature)
         return [signature for signature, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+STATUSES_FORMAT = "e2e-support/1"
+
+
+def statuses(matrix: Matrix) -> dict:
+    """The matrix as data: each op's status (`pass`, `partial`, `fail`) per config."""
+    ops = {op: {config: cell.status for config, cell in row.items()} for op, row in matrix.ops.items()}
+    return {"format": STATUSES_FORMAT, "configs": matrix.configs, "ops": ops}
 
 
 def config_order(configs) -> list[str]:
@@ -347,6 +359,10 @@ def main(argv: list[str] | None = None) -> int:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(render(matrix, path), encoding="utf-8")
             print(f"written: {path} ({path.stat().st_size} bytes)")
+    if args.output:
+        data = args.output.with_suffix(".json")
+        data.write_text(json.dumps(statuses(matrix), indent=0, sort_keys=True) + "\n", encoding="utf-8")
+        print(f"written: {data} ({data.stat().st_size} bytes)")
     return 0
 
 

@@ -13,7 +13,14 @@ from e2e.framework.prepared import prepare
 from e2e.framework.registry import Test
 from e2e.framework.signature import Signature
 from e2e.framework.trace import TraceItem
-from e2e.generate.oracle import Float64Oracle, SpecRefusal
+from e2e.generate.oracle import (
+    F64_DISTANCE,
+    NARROW_ACCUMULATION,
+    ROUNDING_BAND,
+    SPEC_REFUSAL,
+    Float64Oracle,
+    SpecRefusal,
+)
 from e2e.generate.program import InputSpec
 
 
@@ -44,14 +51,13 @@ def judged(compiled: float):
 
 def test_f64_oracle_acquits_a_result_closer_to_float64_than_torch():
     explanation = judged(1.5)  # the exact answer; torch's float32 gives 0
-    assert explanation.acquit
-    assert "float64 distance acquits" in explanation.notes[0]
+    assert explanation.acquit and explanation.check == F64_DISTANCE and explanation.turned_away
 
 
 def test_f64_oracle_keeps_a_result_further_from_float64_than_torch():
     explanation = judged(5.0)  # 3.5 from float64; torch is 1.5 from it
     assert not explanation.acquit and explanation.stage is None
-    assert "float64 distance failed" in explanation.notes[0]
+    assert explanation.check == ROUNDING_BAND and not explanation.turned_away  # every later check failed too
 
 
 class HalfSum(torch.nn.Module):
@@ -74,14 +80,12 @@ def judged_half_sum(compiled: float):
 
 def test_a_half_precision_result_no_further_than_narrow_accumulation_is_acquitted():
     explanation = judged_half_sum(1.0)  # what accumulating in bfloat16 gives
-    assert explanation.acquit
-    assert "float64 distance failed; narrow accumulation acquits" in explanation.notes[0]
+    assert explanation.acquit and explanation.check == NARROW_ACCUMULATION
 
 
 def test_a_half_precision_result_further_than_narrow_accumulation_is_a_wrong_result():
     explanation = judged_half_sum(0.5)
-    assert not explanation.acquit
-    assert "narrow accumulation failed; rounding band failed: a wrong result" in explanation.notes[0]
+    assert not explanation.acquit and explanation.check == ROUNDING_BAND and not explanation.turned_away
 
 
 def judged_half_cancel(compiled: float):
@@ -100,15 +104,13 @@ def judged_half_cancel(compiled: float):
 def test_a_half_precision_result_within_one_rounding_of_its_values_is_acquitted():
     # 0.0: a + b rounded down to 1000 (0.3 from float64, torch 0.2): no further check acquits it
     explanation = judged_half_cancel(0.0)
-    assert explanation.acquit
-    assert "narrow accumulation failed; rounding band acquits" in explanation.notes[0]
+    assert explanation.acquit and explanation.check == ROUNDING_BAND
     assert "rounding band 0.4" in explanation.notes[0]  # a + b moved by up to 1000 * 2**-11 = 0.49
 
 
 def test_a_half_precision_result_beyond_rounding_is_a_wrong_result():
     explanation = judged_half_cancel(2.0)  # 1.7 from float64: more than two roundings of a + b
-    assert not explanation.acquit
-    assert "rounding band failed: a wrong result" in explanation.notes[0]
+    assert not explanation.acquit and explanation.check == ROUNDING_BAND and not explanation.turned_away
 
 
 def test_the_rounding_band_perturbs_only_what_an_op_computes_in_half_precision():
@@ -192,6 +194,7 @@ def test_spec_refusal_blames_the_lowering_of_a_defined_program():
     refused = RuntimeError("tosa_reference_model failed (exit 1): OpPow: x is less than 0")
     explanation = SpecRefusal().explain(prepared, Outcome("execute", error=refused))
     assert explanation.stage == "backend" and "convert-torch-to-tosa" in explanation.error
+    assert explanation.check == SPEC_REFUSAL and explanation.turned_away
     assert SpecRefusal().explain(prepared, Outcome("execute", error=RuntimeError("out of memory"))) is None
 
 
@@ -206,12 +209,19 @@ def row(test: str, config: str, stage: str, signature: str, outcome: str = "fail
 
 
 def grouped(rows, tmp_path, xfail_text: str = "", untaken=lambda failure: None):
-    from e2e.fuzz.bugs import KnownSignatures, classify
+    """`rows` (results rows) classified against an xfail file of tosa's."""
+    from e2e.framework.result import Result
+    from e2e.fuzz.bugs import classify
+
+    return classify([Result.from_json(r) for r in rows], known_on_tosa(tmp_path, xfail_text), untaken)
+
+
+def known_on_tosa(tmp_path, xfail_text: str):
+    from e2e.fuzz.bugs import KnownSignatures
     from e2e.fuzz.programs import seed_of
 
     (tmp_path / "tosa.txt").write_text(xfail_text)
-    known = KnownSignatures.load(tmp_path, ["tosa"], generated=lambda test: seed_of(test) is not None)
-    return classify(rows, known, untaken)
+    return KnownSignatures.load(tmp_path, ["tosa"], generated=lambda test: seed_of(test) is not None)
 
 
 def test_two_pairs_with_one_signature_are_one_bug(tmp_path):
@@ -631,7 +641,7 @@ def test_bugs_whose_types_one_fold_broke_are_one_root_across_configs_and_passes(
     """The where(c, x, x) fold shows as a `func.return` mismatch on linalg and as a refused
     `lt` after torchscript's calling-convention pass: two bugs, one root in the report."""
     from e2e.fuzz.bugs import COMPILE, Bug, Classified, Failure
-    from e2e.fuzz.report import types_roots
+    from e2e.fuzz.report import roots
 
     def bug(config: str, message: str, root: str | None) -> Bug:
         signature = Signature("backend", "some-pass", message)
@@ -646,9 +656,9 @@ def test_bugs_whose_types_one_fold_broke_are_one_root_across_configs_and_passes(
             bug("tosa", "failed to legalize", None),
         ]
     )
-    roots = types_roots(classified)
-    assert list(roots) == [fold]
-    assert [(number, b.config) for number, b in roots[fold]] == [(1, "linalg"), (2, "torchscript")]
+    found = roots(classified)
+    assert list(found) == [fold]  # tosa's bug: no guilty op, no root
+    assert [(number, b.config) for number, b in found[fold]] == [(1, "linalg"), (2, "torchscript")]
 
 
 def test_a_campaign_reads_its_programs_back_as_its_blocks_ran_them(tmp_path):
@@ -687,9 +697,17 @@ def test_a_kept_regression_is_reused_only_for_the_program_it_was_shrunk_from():
 
 
 def test_the_report_counts_the_verdicts_each_oracle_check_turned_away():
+    """From the Results' fields (`check`, `check_turned_away`), as the runner fills them from
+    the oracle's Explanation; a note that says the same words counts for nothing."""
+    from e2e.framework.result import Result
     from e2e.fuzz.report import oracle_counts
 
-    acquitted = judged_half_cancel(0.0).notes[0]
-    rows = [{"notes": [acquitted]}, {"notes": [judged_half_cancel(2.0).notes[0]]}, {"notes": ["reducer: ..."]}]
-    counts = oracle_counts(rows)
+    def ruled(explanation, note: str = "") -> Result:
+        return Result(
+            "Gen_1", "linalg", "pass", check=explanation.check, check_turned_away=explanation.turned_away, notes=[note]
+        )
+
+    acquitted, kept = judged_half_cancel(0.0), judged_half_cancel(2.0)
+    results = [ruled(acquitted), ruled(kept), Result("Gen_2", "linalg", "fail", notes=[acquitted.notes[0]])]
+    counts = oracle_counts(results)
     assert counts["rounding band"] == 1 and counts["narrow accumulation"] == 0 and counts["float64 distance"] == 0

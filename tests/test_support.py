@@ -130,6 +130,9 @@ def test_main_reads_reports_dirs_and_says_it_is_the_ci_slice(tmp_path, capsys):
     out, html_page = tmp_path / "docs" / "support.md", tmp_path / "support.html"
     assert support.main([str(reports), "-o", str(out), "--html", str(html_page)]) == 0
     assert "CI slice" in out.read_text() and "torch 2.13.0+cpu" in out.read_text()
+    data = json.loads(out.with_suffix(".json").read_text())  # the statuses as data, beside the page
+    assert data["format"] == support.STATUSES_FORMAT and set(data["configs"]) <= set(support.SWEEP_CONFIGS)
+    assert {status for row in data["ops"].values() for status in row.values()} <= {"pass", "partial", "fail"}
     assert "CI slice" in html_page.read_text()
     assert "4 ops" in capsys.readouterr().out
     # a pair in two inputs is refused, as e2e.merge refuses it

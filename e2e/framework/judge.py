@@ -13,7 +13,8 @@ explainer says why, as typed fields (`Explanation`):
 
 A test may carry explainers of its own (`Test.explainers`), asked after its config's: the
 oracle of generated programs (`e2e.generate.oracle`), which may acquit a pair
-(`Explanation.acquit`: torch's rounding, not the compiler's) or re-attribute it.
+(`Explanation.acquit`: torch's rounding, not the compiler's) or re-attribute it, and names
+the check that ruled (`Explanation.check`; the Result's `check` and `check_turned_away`).
 
 A re-attribution (`Explanation.stage`) or an acquittal ends the asking: what follows would explain a
 failure that is no longer the compiler's. An explainer that raises costs its note, never the
@@ -61,6 +62,15 @@ class Explanation:
     # Not a failure after all: the pair passes (e.g. a generated program's float result closer
     # to the float64 answer than torch's own, `e2e.generate.oracle`); the notes say why.
     acquit: bool = False
+    # The check that ruled (one of a generated program's oracle checks,
+    # `e2e.generate.oracle.ORACLE_CHECKS`): the Result's `check`.
+    check: str | None = None
+
+    @property
+    def turned_away(self) -> bool:
+        """Whether this explanation turned the runner's verdict away: acquitted the pair or
+        moved its failure to another stage (the Result's `check_turned_away`)."""
+        return self.acquit or self.stage is not None
 
 
 @runtime_checkable

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Protocol, runtime_checkable
 
 from e2e.framework.signature import Signature
@@ -65,6 +65,21 @@ class Result:
     # The stage a first attempt timed out in, when a rerun in a fresh host (not a timeout)
     # gave this Result instead (`e2e.pair`: a hang is confirmed before it is called one).
     hung_first: str | None = None
+    # The check of an explainer that ruled on the pair (a generated program's oracle:
+    # `e2e.generate.oracle.ORACLE_CHECKS`), and whether it turned the runner's verdict away
+    # (acquitted the pair, or moved its failure to another stage).
+    check: str | None = None
+    check_turned_away: bool = False
+    # What the reducer found (`e2e.reducer.outcome.ReduceOutcome`): the bundle it wrote
+    # (`repro_path` only once it re-verified), its guilty op and its failing step (its case's
+    # last pipeline entry), and, when the failing pass only tripped over types an earlier
+    # step broke: that step in words, the bundle from its input in words, and what broke them.
+    bundle: str | None = None
+    guilty_op: str | None = None
+    failing_step: str | None = None
+    types_broke: str | None = None
+    types_bundle: str | None = None
+    types_root: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -81,6 +96,12 @@ class Result:
 
     @classmethod
     def from_json(cls, row: dict) -> "Result":
-        """The Result a row of `to_json` records (read back from a file: the signature parsed)."""
+        """The Result a row of `to_json` records (read back from a file: the signature parsed).
+        A results file's own columns (`final`, `nodeid`, ...) are not the Result's and are left
+        out; a row written before a field existed takes its default."""
         text = row.get("signature")
-        return cls(**{**row, "signature": Signature.parse(text) if text else None})
+        known = {key: value for key, value in row.items() if key in _FIELDS}
+        return cls(**{**known, "signature": Signature.parse(text) if text else None})
+
+
+_FIELDS = frozenset(f.name for f in fields(Result))

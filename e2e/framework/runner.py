@@ -134,6 +134,8 @@ def _result_of(test: Test, config: str, outcome: Outcome, explanations: list[Exp
     for explanation in explanations:
         if explanation.verdict is not None:
             result.verdict, result.verdict_reason = explanation.verdict, explanation.verdict_reason
+        if explanation.check is not None:
+            result.check, result.check_turned_away = explanation.check, explanation.turned_away
     moved = next((explanation for explanation in explanations if explanation.stage is not None), None)
     error = outcome.error
     if any(explanation.acquit for explanation in explanations):

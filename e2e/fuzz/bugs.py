@@ -11,7 +11,8 @@ A failing pair is one of:
   program's sizes, operand and dim numbers and tensor types change from program to program,
   the bug does not), and the guilty op (a crash's: where its bundle ends, with the pass it
   crashes in: `crash_site`, `merge_crash_sites`);
-  **known** when an xfail entry of the hand-written suites carries that key, else **new**;
+  **known** when an xfail entry of the hand-written suites carries that key, or names the
+  bug's root (`KnownSignatures.knows_root`), else **new**;
 - a **coverage gap**: a refusal (`REJECTION`: failed to legalize, unsupported, ...) of an
   op the config does not take even alone (`e2e.fuzz.coverage.Support`), counted per
   (config, op) and never reported as a bug;
@@ -21,20 +22,27 @@ A wrong result's signature (`compare | values`) names no op, nor does a crash's 
 backend | Fatal Python error: Segmentation fault`): such a bug is known only when an xfail
 entry with that signature on the same config belongs to a hand-written test named after
 the guilty op (`Cumsum_Dynamic` for `torch.aten.cumsum`).
+
+A bug's **root** (`Bug.root`) is where its reduced program fails: the guilty op and the
+step (pass) it fails in, at any config (`torch.aten.view in convert-torch-to-linalg`); for
+a bug whose failing pass only tripped over types an earlier step broke, what broke them
+(`a fold or rewrite of torch.aten.where.self`). Bugs of one root are one compiler bug. A
+bug is known by its root too: an xfail entry of a hand-written test that fails in the same
+pass on the same op, or, a wrong result, any mismatch of a test named after its guilty op
+on its config (a reduction that moved `nan` to `values` leaves the bug known).
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from e2e.framework.results_files import row_signature
-from e2e.framework.signature import Signature, guilty_op
-from e2e.reducer.outcome import TYPES_NOTE, TYPES_ROOT_NOTE
+from e2e.framework.result import Result
+from e2e.framework.signature import Signature, guilty_op, pass_name
+from e2e.fuzz.bundles import bundle_case, crash_site
 
 RUNTIME_ENDINGS = ("crash", "timeout", "memory")
 NOT_FAILURES = ("pass", "skip")
@@ -50,92 +58,25 @@ def short_op(op: str | None) -> str | None:
     return op
 
 
-def kind_of(row: dict) -> str:
-    if row.get("outcome") in RUNTIME_ENDINGS:
+def kind_of(result: Result) -> str:
+    if result.outcome in RUNTIME_ENDINGS:
         return CRASH
-    stage = row.get("stage")
-    if stage == "golden":
+    if result.stage == "golden":
         return BROKEN
-    if stage == "compare":
+    if result.stage == "compare":
         return WRONG
     return COMPILE
-
-
-def bundle_guilty_op(row: dict) -> str | None:
-    """The guilty op the reducer put in the pair's bundle (`case.json`), if it wrote one."""
-    repro = row.get("repro_path")
-    if not repro:
-        return None
-    case = Path(repro) / "case.json"
-    try:
-        return json.loads(case.read_text()).get("guilty_op")
-    except (OSError, ValueError):
-        return None
-
-
-def crash_site(repro: str | None) -> tuple[str | None, str | None]:
-    """Where a crash's bundle crashes, as far as its program tells: (its last aten ops, those
-    whose results no other aten op of the program takes, directly or through a list; the
-    pass it crashes in, the last of its case's pipeline). (None, None) for no bundle, or one
-    whose program has no aten op (a crash in `lower` or `execute`).
-
-    A reduced crash keeps the op the pass crashes on and the ops that make what that op is
-    given, so the whole op list tells one bug from another badly: seeds 93, 815, 953 and
-    1413 crashed `torch-simplify-shape-calculations` on a `reshape` of a tensor of unknown
-    rank that `amax` and `to`, `cosh`, `bitwise_xor` and `repeat`, or `to` made: four op
-    lists, one bug, whose last op is `reshape` in each."""
-    if not repro:
-        return None, None
-    try:
-        case = json.loads((Path(repro) / "case.json").read_text())
-        text = (Path(repro) / "repro.mlir").read_text()
-    except (OSError, ValueError):
-        return None, None
-    pipeline = case.get("pipeline") or [None]
-    sinks = last_aten_ops(text)
-    return (", ".join(sinks) if sinks else None), pipeline[-1]
-
-
-def last_aten_ops(text: str) -> list[str]:
-    """The aten ops of a torch-level module whose results no other aten op takes (through
-    any chain of other ops: a `prim.ListConstruct`, a cast), sorted; [] when it does not parse."""
-    from torch_mlir import ir
-
-    from compiler.replay_runtime.mlir import new_context
-
-    try:
-        module = ir.Module.parse(text, new_context())
-    except ir.MLIRError:
-        return []
-    ops: list = []
-
-    def collect(op):
-        if op.name.startswith("torch.aten."):
-            ops.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(collect)
-
-    def reaches_aten(op) -> bool:
-        seen, queue = set(), [op.operation]
-        while queue:
-            for result in queue.pop().results:
-                for use in result.uses:
-                    user = use.owner.operation
-                    if user.name.startswith("torch.aten."):
-                        return True
-                    if user not in seen:
-                        seen.add(user)
-                        queue.append(user)
-        return False
-
-    return sorted({op.name for op in ops if not reaches_aten(op)})
 
 
 def ltc_op(message: str) -> str | None:
     """The first op of LTC's `LTC has no lowering for aten::where.self, ...`, as torch-mlir names it."""
     match = re.search(r"aten::(\w+)", message)
     return f"torch.aten.{match[1]}" if match else None
+
+
+def named_op(signature: Signature) -> str | None:
+    """The op a signature's message blames (`Signature.op`), or the first LTC lacks a lowering for."""
+    return signature.op or ltc_op(signature.message or "")
 
 
 # What `bug_message` leaves out of a signature's message, in order: types first (their
@@ -171,22 +112,36 @@ class Failure:
     types_broke: str | None = None  # the reducer's word on the step that broke the types, if one did
     types_root: str | None = None  # what broke them, whatever the step
     crash_pass: str | None = None  # a crash's: the pass its bundle crashes in (`crash_site`)
+    failing_step: str | None = None  # the step its verified bundle fails in (its case's last pipeline entry)
 
     @classmethod
-    def of(cls, row: dict, site: bool = True) -> "Failure":
-        """The failure a results row (read from a campaign's results) records. `site=False`
-        leaves a crash's bundle unparsed (`crash_site`): a server reading an upload parses no IR."""
-        signature = row_signature(row) or Signature(str(row.get("stage")), "-")
-        text = signature.format()
-        op = bundle_guilty_op(row) or guilty_op(row.get("error") or "") or guilty_op(text) or ltc_op(text)
-        notes = row.get("notes") or ()
-        types = next((n.removeprefix("reducer: ") for n in notes if n.startswith(TYPES_NOTE)), None)
-        root = next((n.removeprefix(TYPES_ROOT_NOTE) for n in notes if n.startswith(TYPES_ROOT_NOTE)), None)
-        kind, crash_pass = kind_of(row), None
+    def of(cls, result: Result, site: bool = True) -> "Failure":
+        """The failure a pair's Result records (a campaign's results read with
+        `Result.from_json`). `site=False` leaves a crash's bundle unparsed (`crash_site`): a
+        server reading an upload parses no IR."""
+        signature = result.signature or Signature(str(result.stage), "-")
+        # A verified bundle's guilty op and step name the bug (the fields; a bundle of a row
+        # written before them, its case.json).
+        case = bundle_case(result.repro_path) if result.guilty_op is None or result.failing_step is None else {}
+        bundled = (result.guilty_op or case.get("guilty_op")) if result.repro_path else None
+        step = (result.failing_step or (case.get("pipeline") or [None])[-1]) if result.repro_path else None
+        op = bundled or guilty_op(result.error or "") or named_op(signature)
+        types = result.types_broke and "; ".join(filter(None, (result.types_broke, result.types_bundle)))
+        kind, crash_pass = kind_of(result), None
         if kind == CRASH and site:
-            last_ops, crash_pass = crash_site(row.get("repro_path"))
+            last_ops, crash_pass = crash_site(result.repro_path)
             op = last_ops or op
-        return cls(row["test"], row["config"], kind, signature, op, row.get("repro_path"), types, root, crash_pass)
+        test, config, repro = result.test, result.config, result.repro_path
+        return cls(test, config, kind, signature, op, repro, types, result.types_root, crash_pass, step)
+
+    @property
+    def site(self) -> tuple[str | None, str | None]:
+        """Where it fails, as far as it is known: (the pass, by name, of its bundle's failing
+        step, else of its signature when a compile stage failed: its pass, or the stage when
+        no pass ran (a frontend's `capture | - | ...`); the guilty op)."""
+        where = self.signature.where if self.signature.where not in (None, "-") else self.signature.stage
+        step = self.failing_step or (where if self.kind == COMPILE else None)
+        return (pass_name(step) if step else None), self.guilty_op
 
     @property
     def key(self) -> tuple:
@@ -213,6 +168,26 @@ class Bug:
     verified: bool | None = None
     checked_types: str | None = None  # the triage's own type check (`e2e.fuzz.triage.check_types`)
     checked_root: str | None = None  # and what it says broke them
+    reduced_failure: Failure | None = None  # its regression test's pair on this config, as it failed
+
+    @property
+    def root(self) -> str | None:
+        """Where its reduced program fails (see the module doc): what broke the types, when an
+        earlier step did; else the guilty op and the pass of its reduced bundle (the regression
+        test's, else a pair's), else of its signature; None when neither is known."""
+        if self.types_root:
+            return self.types_root
+        step, op = self.site
+        return f"{op} in {step}" if step and op else None
+
+    @property
+    def site(self) -> tuple[str | None, str | None]:
+        """(pass, guilty op) of its most reduced failure: the regression test's pair, else the
+        first pair with a bundle's failing step, else its first pair (`Failure.site`)."""
+        failures = [*filter(None, [self.reduced_failure]), *self.failures]
+        chosen = next((f for f in failures if f.failing_step), None) or self.first
+        step, op = chosen.site
+        return step, (op if chosen is not self.first else self.guilty_op)
 
     @property
     def stage(self) -> str:
@@ -258,26 +233,65 @@ class KnownSignatures:
     """The signatures the hand-written suites' xfail entries carry, per config."""
 
     by_config: dict[str, dict[tuple, tuple[str, ...]]]  # config -> `bug_key` -> the tests that carry it
+    entries: dict[str, tuple[tuple[str, Signature], ...]] = field(default_factory=dict)  # config -> (test, signature)
 
     @classmethod
     def load(cls, directory: Path, configs: Iterable[str], generated: Callable[[str], bool]) -> "KnownSignatures":
         from e2e.configs.xfails import read_xfails, xfail_path
 
         found: dict[str, dict[tuple, tuple[str, ...]]] = {}
+        entries: dict[str, tuple[tuple[str, Signature], ...]] = {}
         for config in configs:
             carried: dict[tuple, list[str]] = defaultdict(list)
-            for entry in read_xfails(xfail_path(config, directory), None):
-                if entry.expected is not None and not generated(entry.test):
-                    carried[bug_key(entry.expected[1])].append(entry.test)
+            kept = [
+                (entry.test, entry.expected[1])
+                for entry in read_xfails(xfail_path(config, directory), None)
+                if entry.expected is not None and not generated(entry.test)
+            ]
+            for test, signature in kept:
+                carried[bug_key(signature)].append(test)
             found[config] = {signature: tuple(tests) for signature, tests in carried.items()}
-        return cls(found)
+            entries[config] = tuple(kept)
+        return cls(found, entries)
 
     def carries(self, failure: Failure) -> bool:
+        """Whether an entry carries the failure's key (see the module doc), or its root."""
         tests = self.by_config.get(failure.config, {}).get(bug_key(failure.signature), ())
         if failure.kind not in (WRONG, CRASH):
-            return bool(tests)
+            return bool(tests) or self.knows_site(failure.config, failure.kind, *failure.site)
         op = _squash(short_op(failure.guilty_op) or "")
-        return bool(op) and any(op in _squash(test) for test in tests)
+        return (bool(op) and any(op in _squash(test) for test in tests)) or self.knows_site(
+            failure.config, failure.kind, *failure.site
+        )
+
+    def knows_root(self, bug: "Bug") -> bool:
+        """Whether an entry names the bug's root (its most reduced failure's pass and guilty op)."""
+        return self.knows_site(bug.config, bug.kind, *bug.site)
+
+    def knows_site(self, config: str, kind: str, step: str | None, op: str | None) -> bool:
+        """Whether a hand-written test's entry fails where a bug of `kind` on `config` does:
+        in pass `step` on op `op` (the op its message blames, else the one it is named
+        after), at any config; a wrong result: any mismatch on `config` of a test named after `op`;
+        a crash only by its key (an entry of a crash names its stage, not its pass)."""
+        ops = {_squash(short_op(one) or "") for one in (op or "").split(", ")} - {""}
+        if not ops:
+            return False
+
+        def names(test: str, signature: Signature) -> bool:
+            blamed = named_op(signature)
+            if blamed is not None and signature.stage != "compare":
+                return _squash(short_op(blamed) or "") in ops
+            return any(one in _squash(test) for one in ops)
+
+        if kind == WRONG:
+            return any(s.stage == "compare" and names(t, s) for t, s in self.entries.get(config, ()))
+        if kind != COMPILE or step is None:  # a crash's entry names its stage, not its pass: by its key alone
+            return False
+        return any(
+            s.stage not in ("compare", "golden", *RUNTIME_ENDINGS) and pass_name(s.where) == step and names(t, s)
+            for entries in self.entries.values()
+            for t, s in entries
+        )
 
 
 def _squash(name: str) -> str:
@@ -299,17 +313,17 @@ def rejects(failure: Failure) -> bool:
     return failure.kind == COMPILE and REJECTION.search(failure.signature.format()) is not None
 
 
-def classify(rows: Iterable[dict], known: KnownSignatures, untaken: Callable[[Failure], str | None]) -> Classified:
-    """Group a campaign's failing rows into bugs, coverage gaps and broken programs.
+def classify(results: Iterable[Result], known: KnownSignatures, untaken: Callable[[Failure], str | None]) -> Classified:
+    """Group a campaign's failing pairs into bugs, coverage gaps and broken programs.
 
     `untaken(failure)`: for a compile failure that refuses an op, the op the config does not
     take even alone (the failure is a coverage gap of that op), or None (it does: a bug)."""
     result = Classified()
     bugs: dict[tuple, Bug] = {}
-    for row in rows:
-        if row.get("outcome") in NOT_FAILURES:
+    for pair in results:
+        if pair.outcome in NOT_FAILURES:
             continue
-        failure = Failure.of(row)
+        failure = Failure.of(pair)
         if failure.kind == BROKEN:
             result.broken.append(failure)
             continue

@@ -5,43 +5,33 @@ config refuses that op alone, with the same operand types and attributes: the fa
 program's nodes, each alone with its operands made inputs (`e2e.fuzz.shrink.alone`), the
 refused op's first, are run on the config by the suite's runner until one fails as the
 program did (a gap) or none does (a bug: the combination is refused); signatures are cached
-per (config, op, attributes, types) in a JSON file. Without a program to run, the op support matrix (`docs/support.md`, written by `python -m
-e2e.support`; OpInfo op names; a cell is `pass`, `partial k/n` or the stage every sample
-failed in) answers: `pass` is taken, anything else is not: a campaign reports only what
-is surely a bug.
+per (config, op, attributes, types) in a JSON file. Without a program to run, the op
+support matrix answers, read as data (`docs/support.json`, written beside `docs/support.md`
+by `python -m e2e.support`; OpInfo op names; a cell's status is `pass`, `partial` or
+`fail`): `pass` is taken, anything else is not: a campaign reports only what is surely a bug.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from e2e.framework.signature import Signature, guilty_op
-from e2e.fuzz.bugs import Failure, ltc_op, short_op
+from e2e.framework.signature import Signature
+from e2e.fuzz.bugs import Failure, named_op, short_op
 
-MATRIX = Path(__file__).resolve().parents[2] / "docs" / "support.md"
-_ROW = re.compile(r"^\| `([^`]+)` \|(.*)\|\s*$")
+MATRIX = Path(__file__).resolve().parents[2] / "docs" / "support.json"
 
 
 def read_matrix(path: Path = MATRIX) -> dict[str, dict[str, str]]:
-    """op -> config -> cell ("pass", "partial", or the failing stage), from the markdown matrix."""
-    if not path.is_file():
+    """op -> config -> status ("pass", "partial", "fail"), from the matrix's data
+    (`e2e.support.statuses`); {} without one."""
+    try:
+        return json.loads(path.read_text())["ops"]
+    except (OSError, ValueError, KeyError):
         return {}
-    configs: list[str] = []
-    matrix: dict[str, dict[str, str]] = {}
-    for line in path.read_text().splitlines():
-        if line.startswith("| op |"):
-            configs = [cell.strip() for cell in line.strip().strip("|").split("|")][1:]
-            continue
-        match = _ROW.match(line)
-        if match and configs:
-            cells = [cell.strip() for cell in match[2].split("|")]
-            matrix[match[1]] = {config: cell.split()[0] if cell else "" for config, cell in zip(configs, cells)}
-    return matrix
 
 
 def same_refusal(signature: Signature | None, failure: Failure) -> bool:
@@ -51,8 +41,7 @@ def same_refusal(signature: Signature | None, failure: Failure) -> bool:
         return False
     if signature.key() != failure.signature.key():
         return False
-    text = signature.format()
-    return short_op(guilty_op(text) or ltc_op(text)) == short_op(failure.guilty_op)
+    return short_op(named_op(signature)) == short_op(failure.guilty_op)
 
 
 @dataclass

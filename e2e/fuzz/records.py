@@ -32,7 +32,10 @@ class BugRecord:
     signature: str  # its first pair's signature, as people read it
     known: bool  # an xfail entry carries it
     tests: tuple[str, ...]  # the tests whose pair on `config` hit it
-    root: str | None = None  # what broke the types, whatever the step (`e2e.fuzz.bugs.Bug.types_root`)
+    # Where its reduced program fails, at any config (`e2e.fuzz.bugs.Bug.root`): its guilty op
+    # and the pass of its bundle's failing step, or what broke the types when an earlier step
+    # did; bugs of one root are one compiler bug.
+    root: str | None = None
     bundle: str | None = None  # its bundle's folder, relative to the reports directory
     verified: bool | None = None  # the bundle's repro.py re-verified in a fresh process
 
@@ -93,13 +96,14 @@ def group_failures(rows: list[dict], reports_dir: Path, parse_ir: bool = True) -
     """A run's failing pairs grouped into bugs by the campaign's key (`e2e.fuzz.bugs`): for
     runs without a campaign's triage. A bug is known when an xfail entry expected each of its
     pairs. Its bundle: the smallest verified one of its pairs' (else the smallest)."""
+    from e2e.framework.result import Result
     from e2e.fuzz.bugs import BROKEN, Bug, Failure
 
     grouped: dict[tuple, list[tuple[dict, object]]] = {}
     for row in rows:
         if row.get("outcome") not in FAILING:
             continue
-        failure = Failure.of(row, site=parse_ir)
+        failure = Failure.of(Result.from_json(row), site=parse_ir)
         if failure.kind == BROKEN:
             continue
         grouped.setdefault(failure.key, []).append((row, failure))
@@ -159,7 +163,7 @@ def campaign_bugs(bugs, reports_dir: Path) -> list[BugRecord]:
                 signature=bug.signature.format(),
                 known=bug.known,
                 tests=tuple(sorted(dict.fromkeys(f.test for f in bug.failures))),
-                root=bug.types_root,
+                root=bug.root,
                 bundle=_relative(bundle, reports_dir),
                 verified=verified,
             )

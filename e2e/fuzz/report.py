@@ -2,8 +2,9 @@
 
 `fuzz.md` (and a section of the run's `index.html`, `campaign_table`): distinct bugs per
 config and stage (new and known), coverage gaps per op, programs and pairs per second,
-how many verdicts each oracle check turned away, new distinct signatures over CPU time (an
-inline SVG in `fuzz.html`), and every bug with its bundle.
+how many verdicts each oracle check turned away (`Result.check`, `Result.check_turned_away`),
+new distinct signatures over CPU time (an inline SVG in `fuzz.html`), every bug with its
+root and bundle, and the roots behind them (`Bug.root`).
 """
 
 from __future__ import annotations
@@ -13,41 +14,24 @@ from collections import Counter
 from pathlib import Path
 
 from e2e.framework.html_report import ReportTable
+from e2e.framework.result import Result
 from e2e.framework.run_record import WORKER_PARTS
 from e2e.fuzz.bugs import Bug, Classified
 from e2e.fuzz.programs import seed_of
-from e2e.generate.oracle import (
-    F64_DISTANCE,
-    NARROW_ACCUMULATION,
-    ORACLE_NOTE,
-    ROUNDING_BAND,
-    SPEC_REFUSAL,
-    TIE_CONTRACT,
-)
+from e2e.generate.oracle import F64_DISTANCE, NARROW_ACCUMULATION, ROUNDING_BAND, SPEC_REFUSAL, TIE_CONTRACT
 
-# Note fragments (`e2e.generate.oracle`) that mean a check turned a verdict away: the pair
-# was acquitted (torch's rounding) or re-attributed (a reference model's refusal).
-TURNED_AWAY = {
-    TIE_CONTRACT: f"{TIE_CONTRACT} acquits",
-    F64_DISTANCE: f"{F64_DISTANCE} acquits",
-    NARROW_ACCUMULATION: f"{NARROW_ACCUMULATION} acquits",
-    ROUNDING_BAND: f"{ROUNDING_BAND} acquits",
-    SPEC_REFUSAL: f"{SPEC_REFUSAL}: torch's program is defined",
-}
+# The oracle checks that can turn a verdict away: acquit the pair (torch's rounding, a tie)
+# or re-attribute it (a reference model's refusal), in the order they are made.
+TURNING_CHECKS = (TIE_CONTRACT, F64_DISTANCE, NARROW_ACCUMULATION, ROUNDING_BAND, SPEC_REFUSAL)
 
 
-def oracle_counts(rows: list[dict]) -> dict[str, int]:
-    """How many verdicts each oracle check turned away (from the rows' notes)."""
-    counts = Counter()
-    for row in rows:
-        for note in row.get("notes") or ():
-            if note.startswith(ORACLE_NOTE):
-                for check, fragment in TURNED_AWAY.items():
-                    counts[check] += fragment in note
-    return {check: counts[check] for check in TURNED_AWAY}
+def oracle_counts(results: list[Result]) -> dict[str, int]:
+    """How many verdicts each oracle check turned away (`Result.check`, `Result.check_turned_away`)."""
+    counts = Counter(result.check for result in results if result.check_turned_away)
+    return {check: counts[check] for check in TURNING_CHECKS}
 
 
-def discovery(campaign: dict, rows: list[dict], classified: Classified) -> list[tuple[float, int]]:
+def discovery(campaign: dict, classified: Classified) -> list[tuple[float, int]]:
     """(CPU seconds, new distinct bugs found so far) after each block of the campaign."""
     block_of = {}
     for number, batch in enumerate(campaign.get("batches", [])):
@@ -170,8 +154,8 @@ def _worker_time(campaign: dict) -> list[str]:
     return [f"Workers' time ({workers} workers x the blocks' wall, {total:.0f} s): {text}.", ""]
 
 
-def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, programs=()) -> str:
-    """The campaign's report as markdown. `ops_of(bug)`: the ops of the bug's smallest
+def markdown(campaign: dict, results: list[Result], classified: Classified, ops_of, programs=()) -> str:
+    """The campaign's report as markdown. `ops_of(bug)`: the ops of the bug's reduced
     program; `programs`: the campaign's programs (for the generator's checks)."""
     generator, repairs = generator_checks(programs)
     cpu, wall = campaign.get("cpu_s") or 0.0, campaign.get("wall_s") or 0.0
@@ -206,7 +190,7 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, p
         "",
         "| check | verdicts turned away |",
         "|---|---:|",
-        *(f"| {check} | {count} |" for check, count in oracle_counts(rows).items()),
+        *(f"| {check} | {count} |" for check, count in oracle_counts(results).items()),
         f"| coverage gap (op not taken alone) | {sum(len(f) for f in classified.gaps.values())} |",
         "",
         "The generator's own checks (every registered program passed them all on its inputs) turned "
@@ -222,16 +206,16 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, p
         "",
         "## Bugs",
         "",
-        "| | config | stage | signature | guilty op | ops in the reduced program | wrong result | pairs | "
+        "| | config | stage | signature | guilty op | root | ops in the reduced program | wrong result | pairs | "
         "regression test | bundle (repro.py exits 1) |",
-        "|---|---|---|---|---|---|---|---:|---|---|",
+        "|---|---|---|---|---|---|---|---|---:|---|---|",
     ]
     for number, bug in enumerate(classified.bugs, start=1):
         signature = bug.signature.format().replace("|", "\\|")[:160]
         ops = ", ".join(ops_of(bug)) or "-"
         lines.append(
             f"| {number}{' (known)' if bug.known else ''} | {bug.config} | {bug.stage} | `{signature}` | "
-            f"`{bug.guilty_op or '-'}` | {ops} | {'yes' if bug.kind == 'wrong result' else 'no'} | "
+            f"`{bug.guilty_op or '-'}` | {bug.root or '-'} | {ops} | {'yes' if bug.kind == 'wrong result' else 'no'} | "
             f"{len(bug.failures)} | {bug.regression or '-'} | {bug.bundle or '-'}"
             f"{' (verified)' if bug.verified else ' (NOT verified)' if bug.verified is False else ''} |"
         )
@@ -248,23 +232,35 @@ def markdown(campaign: dict, rows: list[dict], classified: Classified, ops_of, p
             "",
             *(f"- {number}: {text}" for number, text in broke),
         ]
-        roots = types_roots(classified)
-        if roots:
-            lines += [
-                "",
-                f"**{len(roots)} roots** behind those {sum(len(b) for b in roots.values())} bugs: what broke the "
-                "types, whatever the step that showed it (a fold runs in whichever pass first folds) and the "
-                "config. One root is one compiler bug to report; its `types/` bundle starts where the types "
-                "still agreed.",
-                "",
-                "| root | bugs | configs |",
-                "|---|---|---|",
-                *(
-                    f"| {root} | {', '.join(str(n) for n, _ in bugs)} | {', '.join(sorted({b.config for _, b in bugs}))} |"
-                    for root, bugs in roots.items()
-                ),
-            ]
+    lines += roots_section(classified)
     return "\n".join(lines) + "\n"
+
+
+def roots_section(classified: Classified) -> list[str]:
+    """The roots behind the bugs (`Bug.root`): each root, the bugs (numbered as the report
+    lists them) and the configs it shows on."""
+    found = roots(classified)
+    if not found:
+        return []
+    rooted = sum(len(bugs) for bugs in found.values())
+    unrooted = len(classified.bugs) - rooted
+    return [
+        "",
+        "## Roots",
+        "",
+        f"**{len(found)} roots behind {rooted} bugs**"
+        + (f" ({unrooted} more with no pass and guilty op known)" if unrooted else "")
+        + ": bugs whose reduced programs fail in one lowering of one op (the same pass and the same guilty "
+        "op, at any config), or whose types one step broke (a fold runs in whichever pass first folds), are one "
+        "root: one compiler bug to report (a types root's `types/` bundle starts where the types still agreed).",
+        "",
+        "| root | bugs | configs |",
+        "|---|---|---|",
+        *(
+            f"| {root} | {', '.join(str(n) for n, _ in bugs)} | {', '.join(sorted({b.config for _, b in bugs}))} |"
+            for root, bugs in found.items()
+        ),
+    ]
 
 
 def html_page(text: str, points: list[tuple[float, int]]) -> str:
@@ -276,10 +272,10 @@ def html_page(text: str, points: list[tuple[float, int]]) -> str:
     )
 
 
-def types_roots(classified: Classified) -> dict[str, list[tuple[int, Bug]]]:
-    """What broke the types -> the bugs (numbered as the report lists them) it is behind."""
-    roots: dict[str, list[tuple[int, Bug]]] = {}
+def roots(classified: Classified) -> dict[str, list[tuple[int, Bug]]]:
+    """Each root (`Bug.root`) -> the bugs (numbered as the report lists them) it is behind."""
+    found: dict[str, list[tuple[int, Bug]]] = {}
     for number, bug in enumerate(classified.bugs, start=1):
-        if bug.types_root:
-            roots.setdefault(bug.types_root, []).append((number, bug))
-    return roots
+        if bug.root:
+            found.setdefault(bug.root, []).append((number, bug))
+    return found

@@ -274,9 +274,7 @@ def op_to_keep(signature: Signature, guilty: str | None) -> str | None:
     """The op a shrink of a bug must keep (short aten name), or None: the bug's guilty aten
     op when its signature names no op (a wrong result's `compare | values`, a crash's
     `Fatal Python error: ...`), where the signature alone would take another op's bug for it."""
-    from e2e.framework.signature import guilty_op
-
-    if guilty is None or guilty_op(signature.format()) or not guilty.startswith(("torch.aten.", "aten.")):
+    if guilty is None or signature.op or not guilty.startswith(("torch.aten.", "aten.")):
         return None
     return guilty.split("aten.", 1)[1].split(".")[0].rstrip("_") or None
 

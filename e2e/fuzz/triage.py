@@ -12,14 +12,17 @@
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import time
 from pathlib import Path
 
+from e2e.framework.result import PASS, Result
 from e2e.framework.results_files import load_rows
 from e2e.framework.signature import Signature
 from e2e.fuzz import PAIR_BUDGET
-from e2e.fuzz.bugs import CRASH, Bug, Classified, KnownSignatures, classify
+from e2e.fuzz.bugs import CRASH, Bug, Classified, Failure, KnownSignatures, classify
+from e2e.fuzz.bundles import bundle_ops
 from e2e.fuzz.coverage import Support
 from e2e.fuzz.programs import CampaignPrograms, seed_of
 from e2e.fuzz.report import campaign_table, discovery, html_page, markdown
@@ -67,38 +70,50 @@ def alone_signature(one, config: str, work: Path) -> Signature | None:
     return None if result.passed else result.signature
 
 
-def judge_by_oracle(rows: list[dict], programs: CampaignPrograms, work: Path, seconds: float = 600.0, log=print) -> int:
-    """Wrong results the oracle has not judged (a test registered without
-    `Test.explainers`), judged now: the program run again on its config with the oracle
-    carried (`e2e.generate.register.program_test`); a pair it acquits becomes a pass with the
-    oracle's note, in `rows`. Returns how many were judged."""
+def judge_by_oracle(
+    results: list[Result], programs: CampaignPrograms, work: Path, seconds: float = 600.0, log=print
+) -> int:
+    """Wrong results the oracle has not judged (no `Result.check` of its: a test registered
+    without `Test.explainers`), judged now: the program run again on its config with the
+    oracle carried (`e2e.generate.register.program_test`); each takes the check that ruled,
+    and a pair it acquits becomes a pass, in `results`. Returns how many were judged."""
     from e2e.fuzz.shrink import run_program
-    from e2e.generate.oracle import ORACLE_NOTE
+    from e2e.generate.oracle import ORACLE_CHECKS
 
     deadline, judged = time.monotonic() + seconds, 0
-    for row in rows:
-        unjudged = not any(note.startswith(ORACLE_NOTE) for note in row.get("notes") or ())
-        if row.get("stage") != "compare" or row.get("outcome") == "pass" or not unjudged:
+    for result in results:
+        if result.stage != "compare" or result.passed or result.check in ORACLE_CHECKS:
             continue
-        original = programs.of_test(row["test"])
+        original = programs.of_test(result.test)
         if original is None or time.monotonic() > deadline:
             continue
-        again = run_program(original, row["config"], work)
+        again = run_program(original, result.config, work)
         judged += 1
-        oracle = [note for note in again.notes if note.startswith(ORACLE_NOTE)]
-        row["notes"] = [*(row.get("notes") or []), *(f"{note} (judged again in triage)" for note in oracle)]
-        if again.passed and oracle:
-            row.update(outcome="pass", stage=None, signature=None)
+        if again.check is None:
+            continue
+        result.check, result.check_turned_away = again.check, again.check_turned_away
+        verdict = "turned the verdict away" if again.check_turned_away else "kept the verdict"
+        result.notes.append(f"judged again in triage: the oracle's {again.check} {verdict}")
+        if again.passed:
+            result.outcome, result.stage, result.signature = PASS, None, None
     if judged:
         log(f"fuzz: {judged} wrong results judged again by the float64 oracle")
     return judged
 
 
+def known_signatures(configs: list[str]) -> KnownSignatures:
+    """What the hand-written suites' xfail entries carry on `configs`."""
+    return KnownSignatures.load(XFAIL_DIR, configs, generated=lambda test: seed_of(test) is not None)
+
+
 def classify_campaign(
-    reports_dir: Path, configs: list[str], rows: list[dict], programs: CampaignPrograms, seconds: float = 600.0
+    reports_dir: Path,
+    results: list[Result],
+    programs: CampaignPrograms,
+    known: KnownSignatures,
+    seconds: float = 600.0,
 ) -> Classified:
-    """Classify the rows; ops are run alone for `seconds` at most (then the matrix answers)."""
-    known = KnownSignatures.load(XFAIL_DIR, configs, generated=lambda test: seed_of(test) is not None)
+    """Classify the results; ops are run alone for `seconds` at most (then the matrix answers)."""
     work = reports_dir / "triage"
     support = Support(
         programs.of_test,
@@ -106,7 +121,7 @@ def classify_campaign(
         cache_path=reports_dir / "takes-alone.json",
         deadline=time.monotonic() + seconds,
     )
-    return classify(rows, known, support.untaken)
+    return classify(results, known, support.untaken)
 
 
 def check_types(bugs: list[Bug], reports_dir: Path, log=print) -> int:
@@ -197,13 +212,36 @@ def reduce_bugs(
     run_regressions(sorted(written), list(dict.fromkeys([*CONFIG_NAMES, *configs])), regressions, workers=2)
     if (regressions / "results.json").is_file():
         update(regressions / "results.json", XFAIL_DIR)
-        rows = {(r["test"], r["config"]): r for r in load_rows(regressions)[0]}
+        results = {(r.test, r.config): r for r in map(Result.from_json, load_rows(regressions)[0])}
         for bug in bugs:
-            row = rows.get((bug.regression, bug.config))
-            if row and row.get("repro_path"):
-                bug.regression_bundle = row["repro_path"]
-                bug.verified = verify_bundle(Path(row["repro_path"]))
+            result = results.get((bug.regression, bug.config))
+            if result is not None and not result.passed:
+                bug.reduced_failure = Failure.of(result)
+            if result is not None and result.repro_path:
+                bug.regression_bundle = result.repro_path
+                bug.verified = verify_bundle(Path(result.repro_path))
     return written
+
+
+def reduced_ops(bug: Bug, reports_dir: Path) -> tuple[str, ...]:
+    """The ops of a bug's reduced program: its bundle's (`repro.mlir`: the regression test's,
+    else a pair's), else its shrunk program's; () when it was not reduced."""
+    from e2e.fuzz.records import resolve_bundle
+
+    bundled = bundle_ops(resolve_bundle(reports_dir, bug.bundle))
+    return bundled or (tuple(bug.reduced.ops) if bug.reduced is not None else ())
+
+
+def known_by_root(bugs: list[Bug], known: KnownSignatures, log=print) -> int:
+    """New bugs made known by their root once reduced (`KnownSignatures.knows_root`): the
+    reduction may have moved the symptom (a `nan` mismatch now `values`), not the pass and
+    op it fails in. Returns how many."""
+    found = [bug for bug in bugs if not bug.known and known.knows_root(bug)]
+    for bug in found:
+        bug.known = True
+    if found:
+        log(f"fuzz: {len(found)} new bugs known by their root once reduced")
+    return len(found)
 
 
 def shrunk_from(kept: Program, original: Program) -> bool:
@@ -247,16 +285,18 @@ def analyse(
     bugs into regression tests, at most `reduce_limit` of them); write its report; returns
     the markdown."""
     recorded, run = load_rows(reports_dir)
-    rows = copy.deepcopy(recorded)  # judged again by the oracle below; the run's record stays as it ran
+    # judged again by the oracle below; the run's record stays as it ran
+    results = [Result.from_json(row) for row in copy.deepcopy(recorded)]
     campaign = load_campaign(reports_dir, run)
-    configs = configs or campaign.get("configs") or sorted({row["config"] for row in rows})
+    configs = configs or campaign.get("configs") or sorted({result.config for result in results})
     from e2e.fuzz.campaign import cpu_seconds
 
     # The triage's own cost, beside the blocks' (`cpu_s`): the report gives both.
     begun = cpu_seconds()
     programs = CampaignPrograms.load(reports_dir, run)
-    judge_by_oracle(rows, programs, reports_dir / "triage", log=log)
-    classified = classify_campaign(reports_dir, configs, rows, programs)
+    judge_by_oracle(results, programs, reports_dir / "triage", log=log)
+    known = known_signatures(configs)
+    classified = classify_campaign(reports_dir, results, programs, known)
     check_types(classified.bugs, reports_dir, log)
     campaign["triage_cpu_s"] = round(cpu_seconds() - begun, 1)
     if reduce_seconds > 0:
@@ -266,17 +306,15 @@ def analyse(
         )
         campaign["reduce_cpu_s"] = round(cpu_seconds() - begun, 1)
         campaign["reduce_wall_s"] = round(time.monotonic() - started, 1)
-
-    def bug_ops(bug: Bug) -> tuple[str, ...]:
-        return tuple(bug.reduced.ops) if bug.reduced is not None else programs.ops_of(bug.first.test)
-
-    seeds = sorted({seed for row in rows if (seed := seed_of(row["test"])) is not None})
-    text = markdown(campaign, rows, classified, bug_ops, [programs(seed) for seed in seeds])
-    (reports_dir / "fuzz.md").write_text(text)
+        known_by_root(classified.new, known, log)
     from e2e.fuzz.records import campaign_bugs, write_bugs
 
+    seeds = sorted({seed for result in results if (seed := seed_of(result.test)) is not None})
+    ops_of = functools.partial(reduced_ops, reports_dir=reports_dir)
+    text = markdown(campaign, results, classified, ops_of, [programs(seed) for seed in seeds])
+    (reports_dir / "fuzz.md").write_text(text)
     write_bugs(reports_dir, campaign_bugs(classified.bugs, reports_dir))
-    (reports_dir / "fuzz.html").write_text(html_page(text, discovery(campaign, rows, classified)))
+    (reports_dir / "fuzz.html").write_text(html_page(text, discovery(campaign, classified)))
     from e2e.framework.html_report import write_html
     from e2e.report_tables import report_tables
 

@@ -29,8 +29,9 @@ A generated program is nobody's intent, so a disagreement with torch is not yet 
   golden outputs on inputs the generator kept in every op's domain) blames the lowering
   that emitted the op: the failure moves to stage `backend`.
 
-Every note starts with `ORACLE_NOTE` and says which checks the verdict passed, so a
-campaign counts, from the results file alone, how many verdicts each check turned away.
+Every note starts with `ORACLE_NOTE` and says, for people, which checks the verdict
+passed; the check that ruled is the Explanation's `check` (the Result's `check` and
+`check_turned_away`), from which a campaign counts how many verdicts each check turned away.
 """
 
 from __future__ import annotations
@@ -370,7 +371,8 @@ class Float64Oracle:
                 [
                     f"{ORACLE_NOTE} {TOLERANCE} failed; {TIE_CONTRACT} failed: an index the contract does not "
                     f"allow, a wrong result ({'; '.join(settlement.forbidden)})"
-                ]
+                ],
+                check=TIE_CONTRACT,
             )
         if settlement.allowed:
             shown = "; ".join(settlement.allowed)
@@ -380,6 +382,7 @@ class Float64Oracle:
                         f"{ORACLE_NOTE} {TOLERANCE} failed; {TIE_CONTRACT} acquits: another index of equal values ({shown})"
                     ],
                     acquit=True,
+                    check=TIE_CONTRACT,
                 )
             explanation = self._judge_floats(prepared, settlement.trace, tolerance)
             explanation.notes = [
@@ -400,7 +403,8 @@ class Float64Oracle:
             judgements = judge_outputs(expected.outputs, actual.outputs, exact, where, tolerance)
             if judgements is None:
                 return Explanation(
-                    [f"{ORACLE_NOTE} {TOLERANCE} failed; {F64_DISTANCE} not applicable (not float values)"]
+                    [f"{ORACLE_NOTE} {TOLERANCE} failed; {F64_DISTANCE} not applicable (not float values)"],
+                    check=F64_DISTANCE,
                 )
             found += judgements
         shown = "; ".join(map(str, found))
@@ -408,6 +412,7 @@ class Float64Oracle:
             return Explanation(
                 [f"{ORACLE_NOTE} {TOLERANCE} failed; {F64_DISTANCE} acquits: torch's rounding, not a bug ({shown})"],
                 acquit=True,
+                check=F64_DISTANCE,
             )
         found = self._narrow_judgements(prepared, exacts, found)
         shown = "; ".join(map(str, found))
@@ -419,6 +424,7 @@ class Float64Oracle:
                     f"which a compiler may do ({shown})"
                 ],
                 acquit=True,
+                check=NARROW_ACCUMULATION,
             )
         found = self._band_judgements(prepared, exacts, found)
         shown = "; ".join(map(str, found))
@@ -430,8 +436,9 @@ class Float64Oracle:
                     f"which a compiler may round elsewhere than torch ({shown})"
                 ],
                 acquit=True,
+                check=ROUNDING_BAND,
             )
-        return Explanation([f"{checks}; {ROUNDING_BAND} failed: a wrong result ({shown})"])
+        return Explanation([f"{checks}; {ROUNDING_BAND} failed: a wrong result ({shown})"], check=ROUNDING_BAND)
 
     @staticmethod
     def _band_judgements(prepared, exacts: dict[int, Any], found: list[Judgement]) -> list[Judgement]:
@@ -512,11 +519,13 @@ class SpecRefusal:
             return None
         if not defined(prepared.golden):
             return Explanation(
-                [f"{ORACLE_NOTE} {SPEC_REFUSAL}: torch's own answer is not finite: the runtime's to refuse"]
+                [f"{ORACLE_NOTE} {SPEC_REFUSAL}: torch's own answer is not finite: the runtime's to refuse"],
+                check=SPEC_REFUSAL,
             )
         return Explanation(
             [f"{ORACLE_NOTE} {SPEC_REFUSAL}: torch's program is defined; the lowering emitted {refusal.op}"],
             stage="backend",
+            check=SPEC_REFUSAL,
             error=(
                 f"{refusal.lowering} emits {refusal.op}, which the spec leaves undefined, for a defined torch "
                 f"program (the reference model refuses: {refusal.pattern.pattern})"

@@ -85,6 +85,7 @@ def write_outcome(
         detail,
         stopped=stopped,
         verify_seconds=time.monotonic() - written,
+        failing_step=info.case.pipeline[-1] if info.case.pipeline else None,
     )
 
 

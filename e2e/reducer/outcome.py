@@ -9,11 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# How a Result's note that says where its types broke starts (`ReduceOutcome.types_broke`),
-# and the one that says what broke them, whatever the step (`ReduceOutcome.types_root`).
-TYPES_NOTE = "reducer: types first disagree"
-TYPES_ROOT_NOTE = "reducer: types root: "
-
 # A bundle's record of its own verification, as fields (written by `e2e.reducer.bundle`,
 # read by the reproducer service).
 BUNDLE_RECORD = "bundle.json"
@@ -36,7 +31,7 @@ class ReduceOutcome:
     guilty_op: str | None = None
     note: str = ""
     details: list[str] = field(default_factory=list)
-    stopped: str = ""  # 1-minimal | time box | no localization | crash | shared
+    stopped: str = ""  # 1-minimal | time box | no localization | crash | shared | not run
     verify_seconds: float = 0.0  # of `seconds`, re-verifying the bundle in a fresh process
     # The step after which the torch dialect's types first disagree with what its ops
     # compute (`compiler.type_check`), when the failing pass only tripped over them.
@@ -44,6 +39,27 @@ class ReduceOutcome:
     type_check_failed: str | None = None  # why the type check gave no answer (a pass crashed or hung)
     types_bundle: str | None = None  # the bundle that starts where the types still agreed, in words
     types_root: str | None = None  # what broke them, whatever the step: one bug across steps and configs
+    # The step the bundle fails in: its case's last pipeline entry (with the guilty op, a
+    # bug's root: `e2e.fuzz.bugs.Bug.root`).
+    failing_step: str | None = None
+
+    @classmethod
+    def not_reduced(cls, why: str) -> "ReduceOutcome":
+        """No reduction ran, or it ended without an answer (the reducer's host or child gone):
+        why, in words (`note`)."""
+        return cls(note=why, stopped="not run")
+
+    def to_result(self, result) -> None:
+        """Give a pair's Result (`e2e.framework.result.Result`) the reduction's findings as
+        its fields: the bundle (`repro_path` once it re-verified), its guilty op and failing
+        step, where the types broke and what broke them."""
+        if self.bundle is not None:
+            result.bundle = str(self.bundle)
+            if self.verified:
+                result.repro_path = str(self.bundle)
+        result.guilty_op, result.failing_step = self.guilty_op, self.failing_step
+        result.types_broke, result.types_bundle = self.types_broke, self.types_bundle
+        result.types_root = self.types_root
 
     def summary(self) -> str:
         """One line for Result.notes (the benchmark parses the key=value pairs)."""

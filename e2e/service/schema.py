@@ -113,7 +113,9 @@ bugs = Table(
     Column("kind", String(32), nullable=False),  # wrong result | crash or hang | compile failure
     Column("stage", String(32), nullable=False),
     Column("signature", Text, nullable=False),  # the first signature seen, as people read it
-    Column("root", Text),  # what broke the types, whatever the step: bugs of one root are one compiler bug
+    # Where its reduced program fails, at any config (`BugRecord.root`: guilty op and pass, or
+    # what broke the types): bugs of one root are one compiler bug.
+    Column("root", Text),
     Column("status", String(16), nullable=False),  # new | known | fixed | invalid | duplicate
     Column("status_reason", Text),
     Column("duplicate_of", Integer, ForeignKey("bugs.id")),

@@ -7,7 +7,7 @@ lock: a bug's identity and whether it was fixed or reopened depend on the order 
 1. a run already there (its `RunReport.key`) changes nothing;
 2. the run, its pairs and signatures, and each pair's result;
 3. each bug of the run: made the first time it is seen, else its last run, hits and root
-   moved on; a fixed bug seen again reopened; a new bug an xfail entry carries made known;
+   (`BugRecord.root`: the latest run's) moved on; a fixed bug seen again reopened; a new bug an xfail entry carries made known;
    its bundle kept when it is verified where the kept one is not, or smaller;
 4. fixed: an open bug of a config the run ran, not hit by it, whose pairs that hit it the
    last time it was seen ran again and none hit it (with the run it last failed and first
@@ -381,7 +381,8 @@ class _Ingest:
                 continue
             ids[record.ident] = row.id
             moved_on.append({"b_id": row.id, "b_hits": len(record.tests)})
-            values: dict = {"root": record.root} if record.root and not row.root else {}
+            # The latest run's root: a later run may have reduced the bug further (`BugRecord.root`).
+            values: dict = {"root": record.root} if record.root and record.root != row.root else {}
             if row.status == "fixed":
                 values |= {"status": status, "fixed_run_id": None, "last_failed_run_id": None}
                 reason = f"fails again in {record.tests[0]}"
