@@ -293,3 +293,24 @@ def test_a_written_bundle_names_its_failing_step_for_its_root(tmp_path):
     assert Bug("c", result.signature, "math.exp", COMPILE, False, [Failure.of(result)]).root == (
         "math.exp in python:tests.broken_compilers:reject_exp"
     )
+
+
+def test_a_crash_with_its_crash_state_is_known_by_an_entry_recorded_without_one():
+    from e2e.framework.signature import Signature
+    from e2e.fuzz.bugs import CRASH, Failure, KnownSignatures
+
+    generic = Signature.parse("crash | execute | Fatal Python error: Aborted")
+    known = KnownSignatures({}, {"linalg": (("Cumsum_Dynamic", generic),)})
+    observed = Signature.parse("crash | execute | Fatal Python error: Aborted: mismatched size for broadcast")
+    failure = Failure("Gen_1", "linalg", CRASH, observed, "torch.aten.cumsum")
+    assert known.carries(failure)
+    # Another stage's entry, or another op's test, does not carry it.
+    other = Failure(
+        "Gen_1",
+        "linalg",
+        CRASH,
+        Signature.parse("crash | backend | Fatal Python error: Aborted: x"),
+        "torch.aten.cumsum",
+    )
+    assert not known.carries(other)
+    assert not known.carries(Failure("Gen_1", "linalg", CRASH, observed, "torch.aten.view"))

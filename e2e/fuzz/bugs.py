@@ -257,11 +257,27 @@ class KnownSignatures:
     def carries(self, failure: Failure) -> bool:
         """Whether an entry carries the failure's key (see the module doc), or its root."""
         tests = self.by_config.get(failure.config, {}).get(bug_key(failure.signature), ())
+        if failure.kind == CRASH and not tests:
+            tests = self._crash_entries(failure)
         if failure.kind not in (WRONG, CRASH):
             return bool(tests) or self.knows_site(failure.config, failure.kind, *failure.site)
         op = _squash(short_op(failure.guilty_op) or "")
         return (bool(op) and any(op in _squash(test) for test in tests)) or self.knows_site(
             failure.config, failure.kind, *failure.site
+        )
+
+    def _crash_entries(self, failure: Failure) -> tuple[str, ...]:
+        """The tests whose entry records this crash without its crash state: `crash |
+        execute | Fatal Python error: Aborted` for one that says `...: Aborted: mismatched
+        size for broadcast` (an entry older than crash states, or one a test holds for any
+        abort in its stage). An entry that has a crash state carries only its own."""
+        observed = failure.signature
+        return tuple(
+            test
+            for test, recorded in self.entries.get(failure.config, ())
+            if recorded.stage == observed.stage
+            and recorded.where == observed.where
+            and (observed.message or "").startswith(recorded.message or "")
         )
 
     def knows_root(self, bug: "Bug") -> bool:
