@@ -711,3 +711,30 @@ def test_the_report_counts_the_verdicts_each_oracle_check_turned_away():
     results = [ruled(acquitted), ruled(kept), Result("Gen_2", "linalg", "fail", notes=[acquitted.notes[0]])]
     counts = oracle_counts(results)
     assert counts["rounding band"] == 1 and counts["narrow accumulation"] == 0 and counts["float64 distance"] == 0
+
+
+def test_a_timed_campaign_measures_its_pace_on_a_small_first_block(tmp_path, monkeypatch):
+    """With a time budget, the first block is small (nothing is measured yet: the default
+    block of 1,024 programs on six configs is an hour on 2 cores), and each next block at
+    most twice the last, as many as its pace says end in time."""
+    import e2e.fuzz.campaign as campaign_module
+    from e2e.fuzz.campaign import FIRST_TIMED_BLOCK, Batch, Campaign, Plan
+
+    clock = [0.0]
+    monkeypatch.setattr(campaign_module.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(campaign_module, "adopt_orphans", lambda: None)
+    counts = []
+
+    def run_batch(self, first_seed, count):
+        counts.append(count)
+        clock[0] += count * 2.0  # 0.5 programs/s
+        batch = Batch(first_seed, count, 6 * count, wall_s=count * 2.0, cpu_s=0.0, exit_status=0, directory="b")
+        self.batches.append(batch)
+        return batch
+
+    monkeypatch.setattr(Campaign, "run_batch", run_batch)
+    monkeypatch.setattr(Campaign, "record", lambda self, wall: {})
+    Campaign(["linalg"], Plan(0, 1024), tmp_path, minutes=10).run(log=lambda line: None)
+    assert counts[0] == FIRST_TIMED_BLOCK
+    assert all(b <= 2 * a for a, b in zip(counts, counts[1:])), counts
+    assert sum(counts) * 2.0 <= 10 * 60 + FIRST_TIMED_BLOCK * 2.0, counts

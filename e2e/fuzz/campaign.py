@@ -101,6 +101,10 @@ def default_block(configs: Sequence[str]) -> int:
     return max(1, min(MAX_BLOCK, BLOCK_PAIRS // max(1, len(configs))))
 
 
+# A campaign with a time budget runs this many programs first, to measure its rate.
+FIRST_TIMED_BLOCK = 48
+
+
 @dataclass(frozen=True)
 class Plan:
     """Which seeds a campaign (or one shard of it) runs, in which blocks."""
@@ -202,9 +206,15 @@ class Campaign:
                 break
             count = self.plan.block if self.programs is None else min(self.plan.block, self.programs - done)
             if budget is not None and self.batches:
+                # At most twice the last block: a block's size follows the measured pace.
+                count = min(count, 2 * self.batches[-1].programs)
                 count = fitting(count, budget - (time.monotonic() - started), self.batches[-1])
                 if count == 0:
                     break
+            elif budget is not None:
+                # Nothing measured yet: a small first block, so that a 10-minute campaign does
+                # not commit to the default block's 1,024 programs (an hour on 2 cores).
+                count = min(count, FIRST_TIMED_BLOCK)
             batch = self.run_batch(first_seed, count)
             done += batch.programs
             log(
