@@ -130,7 +130,7 @@ class Failure:
         kind, crash_pass = kind_of(result), None
         if kind == CRASH and site:
             last_ops, crash_pass = crash_site(result.repro_path)
-            op = last_ops or op
+            op = bundled or last_ops or op  # the bundle's: the op its crash state's frames name
         test, config, repro = result.test, result.config, result.repro_path
         return cls(test, config, kind, signature, op, repro, types, result.types_root, crash_pass, step)
 

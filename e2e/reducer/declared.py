@@ -29,10 +29,10 @@ from compiler.replay_runtime.type_check import (
 from compiler.toolchain import TORCH_INPUT
 from e2e.reducer.case import ERROR, Case, compile_signature
 from e2e.reducer.failure import reduce_localized
+from e2e.reducer.guilty import vanished_op
 from e2e.reducer.localize import Localized
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
 from e2e.reducer.pair import FailingPair
-from e2e.reducer.reduce import behavioural_ops, op_kinds
 
 RECORD_RESULTS = "python:compiler.replay_runtime.type_check:record_torch_results"
 RESULTS_CHECK = "python:compiler.replay_runtime.type_check:results_as_torch"
@@ -103,20 +103,10 @@ class DeclaredTooEarly:
         localized = Localized(Case(ERROR, "torch-backend", pipeline, signature), text, diagnostics)
         remaining = max(time_box - (time.monotonic() - start), 10.0)
         outcome = reduce_localized(
-            localized, original_ir=text, name_guilty=lambda reduced: folded_op(reduced, entry), **pair.where(remaining)
+            localized,
+            original_ir=text,
+            name_guilty=lambda reduced: vanished_op(reduced, entry),
+            **pair.where(remaining),
         )
         outcome.note = f"{pair.result.signature} is declared by {entry}: the bundle starts before it. {outcome.note}"
         return outcome
-
-
-def folded_op(text: str, entry: str) -> str | None:
-    """The one op kind of `text` (not mere plumbing) that `entry` makes disappear: the op the
-    step folded away or rewrote into a value of another type."""
-    module = parse_module(text, new_context())
-    try:
-        run_entries(module, [entry])
-    except Exception:  # noqa: BLE001 - the step fails on it: nothing vanished to name
-        return None
-    after = set(op_kinds(module_text(module)))
-    vanished = [kind for kind in behavioural_ops(text) if kind not in after]
-    return vanished[0] if len(vanished) == 1 else None

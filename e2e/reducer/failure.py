@@ -28,7 +28,7 @@ from e2e.reducer.finish import (
     write_outcome,
 )
 from e2e.reducer.graph import TIME_BOX, GraphSearch, localize_group
-from e2e.reducer.guilty import asserting_op, op_in_frames
+from e2e.reducer.guilty import asserting_op, op_in_frames, vanished_op
 from e2e.reducer.localize import (
     Localized,
     localize_crash,
@@ -39,7 +39,7 @@ from e2e.reducer.localize import (
 )
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
 from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair
-from e2e.reducer.reduce import behavioural_ops, give_input_sizes, op_count, reduce_ops
+from e2e.reducer.reduce import STRUCTURAL_OPS, behavioural_ops, give_input_sizes, op_count, reduce_ops
 
 # At most this long to find the pass a hanging stage hangs in (the passes before it run first).
 HANG_LOCALIZE_SECONDS = 30.0
@@ -52,6 +52,8 @@ def _name_guilty_op(case: Case, text: str) -> str | None:
     if case.kind == ERROR:
         _, diagnostics = compile_signature(text, case.stage, case.pipeline, case.pipeline[-1])
         named = guilty_op(diagnostics)
+        if named in STRUCTURAL_OPS:  # `func.return`'s types: the op the pass folded away is the bug's
+            named = vanished_op(text, case.pipeline[-1]) or named
         if named:
             return named
     if case.kind == CRASH and case.signature.message:

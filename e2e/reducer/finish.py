@@ -20,7 +20,7 @@ from e2e.reducer.bundle import (
     signature_key,
     write_bundle,
 )
-from e2e.reducer.case import MISMATCH, Case
+from e2e.reducer.case import MISMATCH, PYTHON_PASS, Case
 from e2e.reducer.graph import ONE_MINIMAL
 from e2e.reducer.outcome import NO_LOCALIZATION, SHARED, ReduceOutcome
 from e2e.reducer.reduce import op_count
@@ -85,8 +85,21 @@ def write_outcome(
         detail,
         stopped=stopped,
         verify_seconds=time.monotonic() - written,
-        failing_step=info.case.pipeline[-1] if info.case.pipeline else None,
+        failing_step=failing_step(info.case),
     )
+
+
+def failing_step(case: Case) -> str | None:
+    """The pipeline entry a bundle's bug is in: the last of the compiler's own (the project's
+    checks after it, `types_agree`, `results_as_torch`, are not); for a wrong result or a crash
+    while the program ran, the first (the lowering that miscompiles or wrote the failing check:
+    the entries after it only lower it further)."""
+    compiler_entries = [entry for entry in case.pipeline if not entry.startswith(PYTHON_PASS)]
+    if not compiler_entries:
+        return case.pipeline[-1] if case.pipeline else None
+    if case.kind == MISMATCH or case.stage == "execute":
+        return compiler_entries[0]
+    return compiler_entries[-1]
 
 
 def nothing_localized(why: str, search, start: float) -> ReduceOutcome:

@@ -18,7 +18,7 @@ from torch_mlir import ir
 
 from compiler.replay_runtime.mlir import new_context, parse_module
 from compiler.replay_runtime.pipeline import PYTHON_PASS, run_entries
-from e2e.reducer.reduce import op_kinds
+from e2e.reducer.reduce import behavioural_ops, op_kinds
 
 # `mlir::torch::Torch::AtenAnyDimsOp::fold`, `mlir::tosa::TransposeOp::verify`: an op's C++ class.
 _OP_CLASS = re.compile(r"(?:(\w+)::)?(\w+)Op(?:Generic)?(?:Adaptor)?\b")
@@ -93,3 +93,24 @@ def asserting_op(crash_state: str, text: str, pipeline: Sequence[str]) -> str | 
                     return names[label[0]]
         return None
     return None
+
+
+def vanished_op(text: str, entry: str) -> str | None:
+    """The one op kind of `text` (not mere plumbing) that pass `entry` makes disappear, run
+    without the verifier: the op a fold replaced by a value of another type (the verifier then
+    blames the `func.return` that returns it)."""
+    from torch_mlir import passmanager
+
+    from compiler.replay_runtime.pipeline import as_text
+
+    module = parse_module(text, new_context())
+    try:
+        with module.context:
+            manager = passmanager.PassManager.parse(as_text([entry]))
+            manager.enable_verifier(False)
+            manager.run(module.operation)
+        after = set(op_kinds(module.operation.get_asm(assume_verified=True)))
+    except Exception:  # noqa: BLE001 - the step fails on it: nothing vanished to name
+        return None
+    vanished = [kind for kind in behavioural_ops(text) if kind not in after]
+    return vanished[0] if len(vanished) == 1 else None
