@@ -69,7 +69,7 @@ class DeclaredTooEarly:
     gives_way = True  # when it finds no such step, the pair goes to the other searches
 
     def applies(self, pair: FailingPair) -> bool:
-        signature = pair.result.signature
+        signature = getattr(pair.result, "signature", None)
         if pair.result.stage != "compare" or signature is None or signature.where not in _KINDS:
             return False
         if pair.config.toolchain().backend == TORCH_INPUT or pair.saved_input("torch-backend") is None:

@@ -28,7 +28,7 @@ from e2e.reducer.finish import (
     write_outcome,
 )
 from e2e.reducer.graph import TIME_BOX, GraphSearch, localize_group
-from e2e.reducer.guilty import asserting_op, op_in_frames, vanished_op
+from e2e.reducer.guilty import asserting_op, lowered_from, op_in_frames, vanished_op
 from e2e.reducer.localize import (
     Localized,
     localize_crash,
@@ -54,6 +54,8 @@ def _name_guilty_op(case: Case, text: str) -> str | None:
         named = guilty_op(diagnostics)
         if named in STRUCTURAL_OPS:  # `func.return`'s types: the op the pass folded away is the bug's
             named = vanished_op(text, case.pipeline[-1]) or named
+        elif named and f"{named} " not in text and f'"{named}"' not in text:  # an op the pass created
+            named = lowered_from(text, case.stage, case.pipeline) or named
         if named:
             return named
     if case.kind == CRASH and case.signature.message:

@@ -44,6 +44,46 @@ def op_in_frames(crash_state: str, text: str) -> str | None:
     return None
 
 
+def _tagged(text: str) -> tuple[ir.Module, dict[str, str]] | None:
+    """`text` parsed with each torch, TOSA or StableHLO op given a location of its own
+    (`e2e_op_<n>`), and which op each name is: ops a pass creates from one carry its location."""
+    context = new_context()
+    try:
+        module = parse_module(text, context)
+    except ir.MLIRError:
+        return None
+    names: dict[str, str] = {}
+    with context:
+
+        def tag(op):
+            if op.name.startswith(("torch.aten.", "tosa.", "stablehlo.")):
+                label = f"e2e_op_{len(names)}"
+                names[label] = op.name
+                op.location = ir.Location.name(label)
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(tag)
+    return module, names
+
+
+def lowered_from(text: str, stage: str, pipeline: Sequence[str]) -> str | None:
+    """The op of `text` a pass's diagnostic is about when it names an op the pass created
+    (`'linalg.pooling_nchw_sum' op expected operand #0 rank (3)...` while lowering
+    `torch.aten.avg_pool2d`): the op whose location the diagnostic carries."""
+    from compiler.replay_runtime.replay import compile_signature
+
+    tagged = _tagged(text)
+    if tagged is None:
+        return None
+    module, names = tagged
+    _, diagnostics = compile_signature(module.operation.get_asm(enable_debug_info=True), stage, pipeline, pipeline[-1])
+    for diagnostic in diagnostics[:1]:
+        label = re.search(r'loc\("(e2e_op_\d+)"\)', diagnostic)
+        if label:
+            return names[label[1]]
+    return None
+
+
 # How a failed `cf.assert`'s message shows in a crash state: `Fatal Python error: Aborted: <message>`.
 _ABORT_WORDS = re.compile(r"Aborted: (.*?)(?: in \S+::|$)")
 
@@ -56,22 +96,10 @@ def asserting_op(crash_state: str, text: str, pipeline: Sequence[str]) -> str | 
     if not match:
         return None
     message = match[1].strip()
-    context = new_context()
-    try:
-        module = parse_module(text, context)
-    except ir.MLIRError:
+    tagged = _tagged(text)
+    if tagged is None:
         return None
-    names: dict[str, str] = {}
-    with context:
-
-        def tag(op):
-            if op.name.startswith("torch.aten.") or op.name.startswith(("tosa.", "stablehlo.")):
-                label = f"e2e_op_{len(names)}"
-                names[label] = op.name
-                op.location = ir.Location.name(label)
-            return ir.WalkResult.ADVANCE
-
-        module.operation.walk(tag)
+    module, names = tagged
     for entry in pipeline:
         if entry.startswith(PYTHON_PASS) or "llvm" in entry:
             break

@@ -526,9 +526,31 @@ def reduce_ops(
         if reduction.text == before or time.monotonic() >= deadline:
             break
         reduction.minimal = False  # smaller again: its ops are searched again
+    passed_on = None if reduction.minimal else drop_pass_through(reduction.text)
+    if passed_on is not None and query(candidate := drop_unused_arguments(passed_on) or passed_on):
+        accept(candidate)  # out of time: still one query for what a bundle never needs
     reduction.seconds = time.monotonic() - start
     reduction.ops_after = op_count(reduction.text)
     return reduction
+
+
+def drop_pass_through(text: str) -> str | None:
+    """`text` without the results `@main` returns as they came in (its arguments), the first
+    result kept if all are; None when there are none."""
+    module = parse_module(text, new_context())
+    main = _main_function(module)
+    if main is None:
+        return None
+    block = main.regions[0].blocks[0]
+    *_, terminator = block.operations
+    arguments = list(block.arguments)
+    passing = [i for i, v in enumerate(terminator.operands) if any(v == a for a in arguments)]
+    if len(passing) == len(list(terminator.operands)):
+        passing = passing[1:]
+    candidate = text
+    for index in reversed(passing):
+        candidate = drop_result(candidate, index) if candidate is not None else None
+    return candidate if passing else None
 
 
 def _ddmin(reduction, query, accept, deadline, whole) -> None:
