@@ -223,9 +223,9 @@ def test_the_oracle_acquits_another_tied_index_and_keeps_a_wrong_one():
 def test_the_nan_contracts_come_from_the_docs():
     quote = "If one of the elements being compared is a NaN, then that element is returned."
     assert quote in doc_text("maximum") and quote in doc_text("minimum")
-    assert {n for n, s in CATALOGUE.items() if s.nan == PROPAGATES} == {"maximum", "minimum"}
+    assert {n for n, s in CATALOGUE.items() if s.nan == PROPAGATES} == {"maximum", "minimum", "amax", "amin"}
     with_nan = {n for n, s in CATALOGUE.items() if s.nan is not None}
-    assert with_nan == {"maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"}
+    assert with_nan == {"maximum", "minimum", "amax", "amin", "eq", "ne", "lt", "le", "gt", "ge"}
 
 
 def test_nan_reaches_only_an_op_whose_contract_says_what_it_does():

@@ -209,7 +209,10 @@ class Grower:
         takes = lambda t: t.dtype in spec.dtypes and spec.ranks[0] <= t.rank <= spec.ranks[1]  # noqa: E731
         # A value that holds NaN only for an op whose contract says what a NaN does (`OpSpec.nan`).
         candidates = [v for v in self.values if v.readable and takes(v.type) and (spec.nan or not has_nan(v.tensor))]
-        fresh = not candidates or self.rng.random() < 0.05
+        # A NaN-contract op in a boundary program reads a new input (which may hold NaN) one time in two.
+        fresh = not candidates or self.rng.random() < (
+            0.5 if spec.nan and self.values_drawn == boundary.BOUNDARY else 0.05
+        )
         if fresh:
             first = self.random_type(spec.dtypes, spec.ranks)
         else:

@@ -532,8 +532,9 @@ def _widening(types: list[TensorType], attrs: Attrs) -> TensorType:
 
 _reduction("sum", "torch.sum({0}, dim={dim}, keepdim={keepdim})", ALL, _widening, exact_in_f64=True, exact=ACCUMULATES)
 _reduction("mean", "torch.mean({0}, dim={dim}, keepdim={keepdim})", FLOATS)
-_reduction("amax", "torch.amax({0}, dim={dim}, keepdim={keepdim})", NUMERIC, exact=MOVES)
-_reduction("amin", "torch.amin({0}, dim={dim}, keepdim={keepdim})", NUMERIC, exact=MOVES)
+# amax/amin: "the maximum value of each slice", maximum's reduction (its NaN rule: PROPAGATES).
+_reduction("amax", "torch.amax({0}, dim={dim}, keepdim={keepdim})", NUMERIC, domain=NAN, exact=MOVES, nan=PROPAGATES)
+_reduction("amin", "torch.amin({0}, dim={dim}, keepdim={keepdim})", NUMERIC, domain=NAN, exact=MOVES, nan=PROPAGATES)
 _reduction(
     "prod",
     "torch.prod({0}, dim={dim}, keepdim={keepdim})",
