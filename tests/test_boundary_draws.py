@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 import torch
 
 from e2e.framework.compare import compare_traces
@@ -14,12 +15,20 @@ from e2e.framework.testutils import TestUtils, seed_for
 from e2e.framework.trace import TraceItem
 from e2e.generate.boundary import BOUNDARY, UNIFORM, is_boundary
 from e2e.generate.grow import generate, invalid
-from e2e.generate.program import InputSpec, Node, Program
+from e2e.generate.ops import CATALOGUE, PROPAGATES, defined_shift, shift_amount
+from e2e.generate.program import NAMESPACE, InputSpec, Node, Program
 from e2e.generate.register import program_test
-from e2e.generate.ties import TIE_CONTRACTS, Rule, allows
-from e2e.generate.types import TensorType
+from e2e.generate.ties import TIE_CONTRACTS, Rule, Selects, allows, doc_text
+from e2e.generate.types import NAN, TensorType, has_nan
 
 SEEDS = range(7000, 7080)
+
+
+def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal elements, NaN where NaN."""
+    if not a.is_floating_point():
+        return torch.equal(a, b)
+    return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(0.0), b.nan_to_num(0.0))
 
 
 def drawn_at_boundary(program: Program) -> bool:
@@ -49,7 +58,7 @@ def test_boundary_programs_meet_ties_and_zeros_deterministically_and_stay_valid(
         assert Program.from_json(program.to_json()) == program
         inputs = program.make_inputs(TestUtils(seed_for(program.name)))
         again = program.make_inputs(TestUtils(seed_for(program.name)))
-        assert all(torch.equal(a, b) for a, b in zip(inputs, again))
+        assert all(same(a, b) for a, b in zip(inputs, again))
         for x in inputs:
             if x.is_floating_point() and x.numel() > 1:
                 floats += 1
@@ -79,16 +88,73 @@ def test_a_tie_is_kept_on_exact_values_only():
 
 
 def test_the_tie_contracts_come_from_the_docs():
-    assert TIE_CONTRACTS["argmax"].rule is Rule.FIRST and "first maximal" in TIE_CONTRACTS["argmax"].documented
-    assert (
-        TIE_CONTRACTS["topk_indices"].rule is Rule.ANY and "not guaranteed" in TIE_CONTRACTS["topk_indices"].documented
-    )
+    for contract in TIE_CONTRACTS.values():
+        assert contract.documented in doc_text(contract.doc), contract.op  # verbatim, in torch's own docstring
+        assert contract.op in CATALOGUE
+    assert {op for op, c in TIE_CONTRACTS.items() if c.rule is Rule.FIRST} == {
+        "argmax",
+        "argmin",
+        "max_dim_indices",
+        "min_dim_indices",
+        "sort_stable_indices",
+    }
     assert {op for op, c in TIE_CONTRACTS.items() if c.rule is Rule.ANY} == {
         "sort_indices",
         "topk_indices",
         "median_indices",
         "kthvalue_indices",
     }
+
+
+# One row with ties at both ends: 2.0 at 0, 2, 4 and 1.0 at 1, 3.
+ROW = torch.tensor([[2.0, 1.0, 2.0, 1.0, 2.0]])
+TIE_ATTRS = {
+    "argmax": {"dim": 1, "keepdim": False},
+    "argmin": {"dim": 1, "keepdim": False},
+    "max_dim_indices": {"dim": 1, "keepdim": False},
+    "min_dim_indices": {"dim": 1, "keepdim": False},
+    "median_indices": {"dim": 1, "keepdim": False},
+    "kthvalue_indices": {"k": 2, "dim": 1, "keepdim": False},
+    "sort_indices": {"dim": 1, "descending": True},
+    "sort_stable_indices": {"dim": 1, "descending": True},
+    "topk_indices": {"k": 3, "dim": 1, "largest": True},
+}
+
+
+def tied_other(golden: torch.Tensor, selects: Selects) -> torch.Tensor:
+    """Another answer that selects the same values: an index of an equal value instead of
+    torch's (ONE), or two equal values' indices swapped (ORDER)."""
+    if selects is Selects.ONE:
+        index = int(golden[0])
+        return torch.tensor([next(j for j in range(ROW.shape[1]) if j != index and ROW[0, j] == ROW[0, index])])
+    out, row = golden.clone(), golden[0].tolist()
+    j, k = next((j, k) for j, k in itertools.combinations(range(len(row)), 2) if ROW[0, row[j]] == ROW[0, row[k]])
+    out[0, j], out[0, k] = row[k], row[j]
+    return out
+
+
+def wrong_value(golden: torch.Tensor, selects: Selects) -> torch.Tensor:
+    """An answer that selects another value: the first index of a value torch did not pick."""
+    out = golden.clone()
+    flat = out.view(-1)
+    picked = ROW[0, int(flat[0])]
+    flat[0] = next(j for j in range(ROW.shape[1]) if ROW[0, j] != picked)
+    return out
+
+
+@pytest.mark.parametrize("op", sorted(TIE_CONTRACTS))
+def test_each_tie_contract_takes_the_answers_it_allows_and_no_other(op):
+    contract, attrs = TIE_CONTRACTS[op], TIE_ATTRS[op]
+    golden = eval(CATALOGUE[op].render(["x"], attrs), NAMESPACE, {"x": ROW.clone()})  # noqa: S307 - the catalogue's
+    assert allows(contract, ROW, attrs, golden, golden.clone())
+    other = tied_other(golden, contract.selects)
+    assert not torch.equal(other, golden)
+    assert allows(contract, ROW, attrs, golden, other) is (contract.rule is Rule.ANY)
+    assert not allows(contract, ROW, attrs, golden, wrong_value(golden, contract.selects))
+    if contract.rule is Rule.FIRST:  # torch itself keeps what its docs promise: equal values' first index first
+        picked = golden.view(-1).tolist()
+        for index in picked:
+            assert all(ROW[0, j] != ROW[0, index] for j in range(index) if j not in picked[: picked.index(index)])
 
 
 def test_the_judge_accepts_an_index_the_contract_allows_and_no_other():
@@ -149,3 +215,75 @@ def test_the_oracle_acquits_another_tied_index_and_keeps_a_wrong_one():
 
     kept = judged(program, wrong)
     assert not kept.acquit and "tie contract failed" in kept.notes[0]
+
+
+# --- NaN where the contract says what it does; shifts below the width -------------------------
+
+
+def test_the_nan_contracts_come_from_the_docs():
+    quote = "If one of the elements being compared is a NaN, then that element is returned."
+    assert quote in doc_text("maximum") and quote in doc_text("minimum")
+    assert {n for n, s in CATALOGUE.items() if s.nan == PROPAGATES} == {"maximum", "minimum", "amax", "amin"}
+    with_nan = {n for n, s in CATALOGUE.items() if s.nan is not None}
+    assert with_nan == {"maximum", "minimum", "amax", "amin", "eq", "ne", "lt", "le", "gt", "ge"}
+
+
+def test_nan_reaches_only_an_op_whose_contract_says_what_it_does():
+    reached = set()
+    for seed in range(7000000, 7000400):
+        program = generate(seed, boundary_share=0.5)
+        inputs = program.make_inputs(TestUtils(seed_for(program.name)))
+        for spec_, x in zip(program.inputs, inputs):
+            assert not has_nan(x) or (spec_.domain.nan and spec_.values == BOUNDARY)
+        values = program.intermediates(inputs)
+        for node in program.nodes:
+            if any(has_nan(values[name]) for name in node.inputs):
+                assert CATALOGUE[node.op].nan is not None, (seed, node)
+                reached.add(node.op)
+    assert {"gt", "lt", "ne", "maximum", "minimum"} <= reached  # the NaN mutations' ops all meet one
+
+
+def nan_program(op: str, result: str = "bool") -> Program:
+    """x0 -> `op`(x0, x0), x0 a boundary input that may hold NaN: the first seed whose draw does."""
+    for seed in range(100):
+        x = InputSpec("x0", TensorType((6,), "float32"), NAN, values=BOUNDARY)
+        node = Node("v0", op, ("x0", "x0"), (), TensorType((6,), result))
+        program = Program(seed, (x,), (node,), ("v0",))
+        if has_nan(program.make_inputs(TestUtils(seed_for(program.name)))[0]):
+            return program
+    raise AssertionError("no NaN drawn")
+
+
+def test_a_nan_is_kept_where_the_contract_says_and_turned_away_elsewhere():
+    assert invalid(nan_program("gt")) is None  # NaN > NaN is False: IEEE's answer, torch's
+    assert invalid(nan_program("ne")) is None
+    assert invalid(nan_program("maximum", "float32")) is None  # "that element is returned"
+    assert invalid(nan_program("atan2", "float32")) == "domain"  # atan2 promises nothing of NaN
+    assert invalid(nan_program("add", "float32")) == "domain"
+
+
+def test_the_oracle_keeps_a_nan_not_propagated():
+    program = nan_program("maximum", "float32")
+
+    def maxnum(x, golden):  # maxnumf: the other operand where one is NaN (here: NaN too, or 0)
+        return golden.nan_to_num(0.0)
+
+    verdict = judged(program, maxnum)
+    assert not verdict.acquit
+
+
+def test_a_shift_stays_below_the_width():
+    x = torch.tensor([-8, 5], dtype=torch.int64)
+    assert defined_shift([x, torch.tensor([0, 63])], {}, None) is None
+    assert defined_shift([x, torch.tensor([64, 1])], {}, None) == "no_shift"  # torch: undefined
+    assert defined_shift([x, torch.tensor([-1, 1])], {}, None) == "no_shift"
+    assert shift_amount("int8") == shift_amount("int8").meet(shift_amount("int64"))  # [0, 7]
+    negative_shifted = 0
+    for seed in range(7000000, 7000400):
+        program = generate(seed)
+        values = program.intermediates(program.make_inputs(TestUtils(seed_for(program.name))))
+        for node in (n for n in program.nodes if n.op == "bitwise_right_shift"):
+            x, amount = torch.broadcast_tensors(values[node.inputs[0]], values[node.inputs[1]])
+            assert bool(((amount >= 0) & (amount < torch.iinfo(x.dtype).bits)).all())
+            negative_shifted += bool(((x < 0) & (amount > 0)).any())  # where arithmetic and logical differ
+    assert negative_shifted >= 3

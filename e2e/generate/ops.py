@@ -23,9 +23,15 @@ from typing import Any, Callable
 import torch
 
 from e2e.generate.boundary import ACCUMULATES, MOVES, ROUNDS_ONCE
-from e2e.generate.types import ALL, FLOATS, FREE, INTS, NUMERIC, Domain, TensorType, is_float, is_int
+from e2e.generate.types import ALL, FLOATS, FREE, INTS, NAN, NUMERIC, Domain, TensorType, is_float, is_int
 
 Attrs = dict[str, Any]
+
+# What an op does with a NaN operand, where its contract says (`OpSpec.nan`), so a boundary
+# program may hand it one (`Domain.nan`) and the compiled program must do the same.
+COMPARES = "compares"  # IEEE 754: every ordered comparison with a NaN is false; `ne` is true
+PROPAGATES = "propagates"  # "If one of the elements being compared is a NaN, then that element is returned."
+NAN_CONTRACTS = (COMPARES, PROPAGATES)
 
 
 class Draw:
@@ -61,6 +67,9 @@ class OpSpec:
     # How a float result stays exact when its operands are (`e2e.generate.boundary`: MOVES,
     # ROUNDS_ONCE, ACCUMULATES; None: never), so that a tie on it is a tie on every compiler.
     exact: str | None = None
+    # What the op's contract says it does with a NaN operand (`NAN_CONTRACTS`), or None: no op
+    # without one reads a value that holds NaN, and no input drawn for it holds one.
+    nan: str | None = None
     family: str = ""
     tags: tuple[str, ...] = field(default=())
 
@@ -430,8 +439,8 @@ def _binary(name: str, template: str, dtypes=NUMERIC, infer=broadcast, draw=None
 _binary("add", "torch.add({0}, {1})", exact_in_f64=True, exact=ROUNDS_ONCE)
 _binary("sub", "torch.sub({0}, {1})", exact_in_f64=True, exact=ROUNDS_ONCE)
 _binary("mul", "torch.mul({0}, {1})", exact_in_f64=True, exact=ROUNDS_ONCE)
-_binary("maximum", "torch.maximum({0}, {1})", exact=MOVES)
-_binary("minimum", "torch.minimum({0}, {1})", exact=MOVES)
+_binary("maximum", "torch.maximum({0}, {1})", draw=binary_draw(NAN), domain=NAN, exact=MOVES, nan=PROPAGATES)
+_binary("minimum", "torch.minimum({0}, {1})", draw=binary_draw(NAN), domain=NAN, exact=MOVES, nan=PROPAGATES)
 _binary("div", "torch.div({0}, {1})", infer=broadcast_float, draw=divisor_draw)
 for _name in ("remainder", "fmod"):
     _binary(
@@ -451,7 +460,35 @@ for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
 for _name in ("logical_and", "logical_or", "logical_xor"):
     _binary(_name, f"torch.{_name}({{0}}, {{1}})", ALL, infer=broadcast_as("bool"), check=truthiness)
 for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
-    _binary(_name, f"torch.{_name}({{0}}, {{1}})", NUMERIC, infer=broadcast_as("bool"), check=stable_comparison)
+    _binary(
+        _name,
+        f"torch.{_name}({{0}}, {{1}})",
+        NUMERIC,
+        infer=broadcast_as("bool"),
+        draw=binary_draw(NAN),
+        domain=NAN,
+        check=stable_comparison,
+        nan=COMPARES,
+    )
+
+
+def shift_draw(d: Draw) -> Attrs:
+    d.operand(broadcast_partner(d.rng, d.x.shape), d.x.dtype, shift_amount(d.x.dtype))
+    return {}
+
+
+def shift_amount(dtype: str) -> Domain:
+    """torch: "if the value of the right operand is negative or is greater or equal to the
+    number of bits in the promoted left operand, the behavior is undefined" (LLVM's shift: poison)."""
+    return Domain(0, torch.iinfo(getattr(torch, dtype)).bits - 1)
+
+
+def defined_shift(operands, attrs, out):
+    amount, bits = operands[1], torch.iinfo(operands[0].dtype).bits
+    return "no_shift" if bool(((amount < 0) | (amount >= bits)).any()) else None
+
+
+_binary("bitwise_right_shift", "torch.bitwise_right_shift({0}, {1})", INTS, draw=shift_draw, check=defined_shift)
 
 
 def where_draw(d: Draw) -> Attrs:
@@ -495,8 +532,9 @@ def _widening(types: list[TensorType], attrs: Attrs) -> TensorType:
 
 _reduction("sum", "torch.sum({0}, dim={dim}, keepdim={keepdim})", ALL, _widening, exact_in_f64=True, exact=ACCUMULATES)
 _reduction("mean", "torch.mean({0}, dim={dim}, keepdim={keepdim})", FLOATS)
-_reduction("amax", "torch.amax({0}, dim={dim}, keepdim={keepdim})", NUMERIC, exact=MOVES)
-_reduction("amin", "torch.amin({0}, dim={dim}, keepdim={keepdim})", NUMERIC, exact=MOVES)
+# amax/amin: "the maximum value of each slice", maximum's reduction (its NaN rule: PROPAGATES).
+_reduction("amax", "torch.amax({0}, dim={dim}, keepdim={keepdim})", NUMERIC, domain=NAN, exact=MOVES, nan=PROPAGATES)
+_reduction("amin", "torch.amin({0}, dim={dim}, keepdim={keepdim})", NUMERIC, domain=NAN, exact=MOVES, nan=PROPAGATES)
 _reduction(
     "prod",
     "torch.prod({0}, dim={dim}, keepdim={keepdim})",

@@ -268,4 +268,4 @@ def attrs_of(attrs: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 def _domain_text(d: Domain) -> str:
     low = "-inf" if d.low is None else f"{d.low:g}"
     high = "inf" if d.high is None else f"{d.high:g}"
-    return f"[{low}, {high}]" + (f", |x| >= {d.min_abs:g}" if d.min_abs else "")
+    return f"[{low}, {high}]" + (f", |x| >= {d.min_abs:g}" if d.min_abs else "") + (" or NaN" if d.nan else "")

@@ -14,6 +14,7 @@ its program, and judged here alone.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
@@ -38,10 +39,18 @@ class Selects(Enum):
 @dataclass(frozen=True)
 class TieContract:
     op: str  # the op of the catalogue (`e2e.generate.ops`)
-    torch_op: str  # the documented torch function
+    torch_op: str  # the documented torch function, as called
     rule: Rule
     selects: Selects
-    documented: str  # what its docstring (torch 2.13) says about equal values
+    doc: str  # the torch function whose docstring (torch 2.13) says it: `torch.<doc>.__doc__`
+    documented: str  # what it says, verbatim (markup and line breaks dropped: `doc_text`)
+
+
+def doc_text(name: str) -> str:
+    """`torch.<name>`'s docstring as prose: `:attr:`/`:func:` roles and backquotes
+    dropped, whitespace folded (what `TieContract.documented` quotes)."""
+    text = re.sub(r":(?:attr|func|class|ref):`([^`]*)`", r"\1", getattr(torch, name).__doc__ or "")
+    return " ".join(text.replace("`", "").split())
 
 
 TIE_CONTRACTS: dict[str, TieContract] = {
@@ -49,73 +58,79 @@ TIE_CONTRACTS: dict[str, TieContract] = {
     for c in (
         TieContract(
             "argmax",
-            "torch.argmax",
+            "torch.argmax(input, dim)",
             Rule.FIRST,
             Selects.ONE,
+            "argmax",
             "If there are multiple maximal values then the indices of the first maximal value are returned.",
         ),
         TieContract(
             "argmin",
-            "torch.argmin",
+            "torch.argmin(input, dim)",
             Rule.FIRST,
             Selects.ONE,
+            "argmin",
             "If there are multiple minimal values then the indices of the first minimal value are returned.",
         ),
         TieContract(
             "max_dim_indices",
-            "torch.max(input, dim)",
+            "torch.max(input, dim).indices",
             Rule.FIRST,
             Selects.ONE,
+            "max",
             "If there are multiple maximal values in a reduced row then the indices of the first maximal value "
             "are returned.",
         ),
         TieContract(
             "min_dim_indices",
-            "torch.min(input, dim)",
+            "torch.min(input, dim).indices",
             Rule.FIRST,
             Selects.ONE,
+            "min",
             "If there are multiple minimal values in a reduced row then the indices of the first minimal value "
             "are returned.",
         ),
         TieContract(
             "sort_stable_indices",
-            "torch.sort(stable=True)",
+            "torch.sort(input, dim, stable=True).indices",
             Rule.FIRST,
             Selects.ORDER,
+            "sort",
             "If stable is True then the sorting routine becomes stable, preserving the order of equivalent elements.",
         ),
         TieContract(
             "sort_indices",
-            "torch.sort (stable=False)",
+            "torch.sort(input, dim).indices (stable=False)",
             Rule.ANY,
             Selects.ORDER,
-            "stable (bool, optional): makes the sorting routine stable, which guarantees that the order of "
-            "equivalent elements is preserved (argsort: if False, the relative order of values which compare "
-            "equal is not guaranteed).",
+            "argsort",  # torch.sort only says what stable=True keeps; argsort, its indices, says the rest
+            "If False, the relative order of values which compare equal is not guaranteed.",
         ),
         TieContract(
             "topk_indices",
-            "torch.topk",
+            "torch.topk(input, k, dim).indices",
             Rule.ANY,
             Selects.ORDER,
+            "topk",
             "When using torch.topk, the indices of tied elements are not guaranteed to be stable and may vary "
             "across different invocations.",
         ),
         TieContract(
             "median_indices",
-            "torch.median(input, dim)",
+            "torch.median(input, dim).indices",
             Rule.ANY,
             Selects.ONE,
+            "median",
             "indices does not necessarily contain the first occurrence of each median value found, unless it is "
             "unique.",
         ),
         TieContract(
             "kthvalue_indices",
-            "torch.kthvalue",
+            "torch.kthvalue(input, k, dim).indices",
             Rule.ANY,
             Selects.ONE,
-            "indices is the index location of each element found (when there are multiple valid k th values, "
-            "it may return indices for any of them).",
+            "kthvalue",  # no order promised on any device; CUDA's note names the freedom
+            "And indices is the index location of each element found.",
         ),
     )
 }

@@ -53,16 +53,23 @@ class TensorType:
 @dataclass(frozen=True)
 class Domain:
     """Where an op's operand must lie: every element in [low, high], and at least `min_abs`
-    away from zero (a divisor). None: unbounded on that side."""
+    away from zero (a divisor). None: unbounded on that side. `nan`: NaN elements may occur
+    too (an op whose contract says what it does with a NaN: `ops.OpSpec.nan`); the bounds
+    hold for the other elements."""
 
     low: float | None = None
     high: float | None = None
     min_abs: float = 0.0
+    nan: bool = False
 
     def holds(self, value: torch.Tensor) -> bool:
         if value.dtype == torch.bool or value.numel() == 0:
             return True
         v = value.double()
+        if has_nan(v):
+            if not self.nan:
+                return False
+            v = v[~torch.isnan(v)]
         return bool(
             (self.low is None or (v >= self.low).all())
             and (self.high is None or (v <= self.high).all())
@@ -72,7 +79,7 @@ class Domain:
     def meet(self, other: Domain) -> Domain:
         low = max((b for b in (self.low, other.low) if b is not None), default=None)
         high = min((b for b in (self.high, other.high) if b is not None), default=None)
-        return Domain(low, high, max(self.min_abs, other.min_abs))
+        return Domain(low, high, max(self.min_abs, other.min_abs), self.nan and other.nan)
 
     def clamp_bounds(self) -> tuple[float | None, float | None]:
         """Bounds a `clamp` guard takes so that its result lies in this domain: a divisor
@@ -83,7 +90,12 @@ class Domain:
         return low, self.high
 
     def to_json(self) -> list:
-        return [self.low, self.high, self.min_abs]
+        return [self.low, self.high, self.min_abs] + ([True] if self.nan else [])  # as before without NaN
+
+
+def has_nan(value: torch.Tensor) -> bool:
+    return value.is_floating_point() and bool(torch.isnan(value).any())
 
 
 FREE = Domain()
+NAN = Domain(nan=True)  # any value, NaN included
