@@ -30,7 +30,7 @@ from e2e.framework.isolation import GIB, Limits
 from e2e.framework.prepared import PreparedCache
 from e2e.framework.registry import Test
 from e2e.framework.result import Result
-from e2e.framework.runner import SPARE_WARM_UP, run_pair
+from e2e.framework.runner import run_pair
 from e2e.framework.suite_files import IMPORT_BUDGET, ProbeCache, ProbeHost, SuiteFile, load_suite, suite_files
 from e2e.opinfo import SLICES as OPINFO_SLICES
 
@@ -427,7 +427,18 @@ def start_spare() -> None:
     frontends' one-time initialization then runs beside pytest's own start and collection.
     A process that runs no pair ends it at configure (`keep_spare`)."""
     if not _SPARE and os.environ.get(SPARE_ENV, "1") != "0":
-        _SPARE.append(SpareHost(SPARE_WARM_UP))
+        _SPARE.append(SpareHost(spare_warm_up(CONFIG_NAMES)))
+
+
+def spare_warm_up(specs) -> tuple:
+    """What a spare host pays before its test is known, in steps: the `spare_warm_up` of the
+    frontends of the configs `specs` (the default ones: options are not parsed yet), each once."""
+    names = {getattr(load_config(spec), "frontend", None) for spec in specs}
+    return tuple(
+        step
+        for name in sorted(n for n in names if isinstance(n, str))
+        for step in getattr(load_frontend(name), "spare_warm_up", tuple)()
+    )
 
 
 def _load_named(configs: dict[str, str], name: str):

@@ -31,14 +31,18 @@ from pathlib import Path
 from typing import Sequence
 
 from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, RUNTIME_CONFIG_NAMES
+from e2e.configs.runtime import twin_of
 from e2e.framework.results_files import ResultsError
 from e2e.merge import MergeError, check_overlaps, check_versions, read_inputs
 from e2e.opinfo.coverage import op_of
 
 PASS, PARTIAL, FAIL = "pass", "partial", "fail"
-# The matrix's configs: the built-in ones and every runtime config fed by torch.export (onnx@iree
-# takes an ONNX export: OpInfo samples are not ONNX models).
-SWEEP_CONFIGS = (*CONFIG_NAMES, *(name for name in RUNTIME_CONFIG_NAMES if not name.startswith("onnx")))
+# The matrix's configs: the built-in ones and every runtime config whose RefBackend twin is one of
+# them (onnx@iree's is the opt-in onnx config, which the sweep does not run).
+SWEEP_CONFIGS = (
+    *CONFIG_NAMES,
+    *(name for name in RUNTIME_CONFIG_NAMES if twin_of(name.partition("@")[0]) in CONFIG_NAMES),
+)
 SWEEP_WORK = Path("reports/opinfo-sweep")
 REGENERATE = "python -m e2e.support --sweep 4 -o docs/support.md --html reports/opinfo-sweep/support.html"
 MAX_SIGNATURE = 300  # characters of a signature shown

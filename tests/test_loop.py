@@ -25,7 +25,7 @@ def _warm_up_imports_outlive_pytester():
     they survive its restore; imported after, they would be removed with it and the next
     capture would import them again ("Only a single TORCH_LIBRARY can be used to register
     the namespace _inductor_test"), failing a later test of this worker."""
-    from compiler.fx_compile import warm_up_capture_imports
+    from compiler.frontends.fx import warm_up_capture_imports
 
     warm_up_capture_imports()
 
