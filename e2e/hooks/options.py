@@ -7,7 +7,7 @@ from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, RUNTIME_CONFIG_NAMES
 from e2e.framework.result import SHAPE_MODES
 from e2e.framework.suite_files import IMPORT_BUDGET
 from e2e.opinfo import SLICES as OPINFO_SLICES
-from e2e.session import DEFAULT_MEMORY_CAP_GIB, NO_ISOLATION_TURNS_OFF
+from e2e.settings import DEFAULT_MEMORY_CAP_GIB, NO_ISOLATION_TURNS_OFF
 
 
 def pytest_addoption(parser):
