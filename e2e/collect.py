@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from e2e.framework.report import failure_text
 from e2e.framework.result import SKIP, Result
+from e2e.framework.run_summary import failure_text
 from e2e.pair import Pair, PairOptions
 from e2e.session import STATE, E2EState
 

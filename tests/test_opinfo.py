@@ -7,7 +7,7 @@ import torch
 from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 
 from e2e.opinfo import collect as c
-from e2e.opinfo.coverage import cell_text, coverage, op_of
+from e2e.opinfo.op_matrix import cell_text, coverage, op_of
 
 
 def _op(name, fn, samples, **kwargs):

@@ -31,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from compiler.registry import registered_class
+from compiler.registered import registered_class
 
 # frontend name -> module:attribute of its class (imported only when used)
 FRONTENDS: dict[str, str] = {

@@ -128,7 +128,7 @@ def pytest_addoption(parser):
         default=None,
         metavar="PATH",
         help="an earlier run's results (reports dir, results.json or .jsonl): the e2e summary says what changed "
-        "(as python -m e2e.diff does), for the pairs this run ran",
+        "(as python -m e2e.tools.diff does), for the pairs this run ran",
     )
     group.addoption(
         "--e2e-service",

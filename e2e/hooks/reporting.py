@@ -13,14 +13,14 @@ from compiler.replay_runtime.target import jit_target
 from e2e.collect import ResultItem
 from e2e.framework.isolation import GIB
 from e2e.framework.platform import cpu_description, torch_cpu_capability
-from e2e.framework.report import header_lines, hung_once, summarize
 from e2e.framework.result import PASS, SKIP
 from e2e.framework.run_record import ReportsDirBusy, RunRecord, WorkerClock
+from e2e.framework.run_summary import header_lines, hung_once, summarize
 from e2e.hooks import watchdog
 from e2e.hooks.scheduling import SHARDER, save_durations
-from e2e.report_tables import report_tables
 from e2e.session import STATE, E2EState
 from e2e.settings import NO_ISOLATION_TURNS_OFF
+from e2e.tools.report_tables import report_tables
 
 
 class RunRecorder:
@@ -34,7 +34,7 @@ class RunRecorder:
         self.record: RunRecord | None = None  # the reports directory, on the controller of a suite run
         self.peaks: dict[str, tuple] = {}  # worker -> (own MiB, largest child MiB, largest host MiB, its test)
         self.baseline: list[dict] | None = None  # --baseline: the earlier run's rows
-        self.baseline_diff = None  # an e2e.diff.Diff from the baseline to this run, once it finished
+        self.baseline_diff = None  # an e2e.tools.diff.Diff from the baseline to this run, once it finished
         self.html_report: Path | None = None
         self.clock = WorkerClock()  # this process's time: start, its items, its pairs
         self.clocks: dict[str, dict] = {}  # worker -> its `WorkerClock.summary()`
@@ -153,7 +153,7 @@ class RunRecorder:
     def _baseline_diff(self):
         """`--baseline`: what changed since that run, for the tests and configs this run ran
         (a shard, `-k` or `--config` leave the rest of the baseline out)."""
-        from e2e.diff import compare
+        from e2e.tools.diff import compare
 
         tests = {row["test"] for row in self.record.rows}
         configs = {row["config"] for row in self.record.rows}
@@ -189,7 +189,7 @@ class RunRecorder:
         if self.service_line is not None:
             terminalreporter.write_line(f"reproducer service: {self.service_line}")
         if self.baseline_diff is not None:
-            from e2e.diff import format_report
+            from e2e.tools.diff import format_report
 
             terminalreporter.section("e2e changes since the baseline")
             terminalreporter.write_line(
