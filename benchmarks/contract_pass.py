@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from torch_mlir import ir  # noqa: E402 - after the checkout is on sys.path
 
 from compiler import pipelines  # noqa: E402
-from compiler.jit_compile import jit_capture, jit_import_captured  # noqa: E402
+from compiler.frontends import load_frontend  # noqa: E402
+from compiler.frontends.jit_frontend import jit_capture, jit_import_captured  # noqa: E402
 from compiler.stages import expand, format_diagnostics, new_context, parse_module, run_pass, run_pipeline  # noqa: E402
 from e2e.framework.testutils import TestUtils  # noqa: E402
 from e2e.generate.grow import GenerationError, generate  # noqa: E402
@@ -56,7 +57,10 @@ def _one(seed: int, frontend: str) -> dict:
         return {"seed": seed, "skipped": "not generated"}
     try:
         captured = jit_capture(
-            program.module_class()(), program.make_inputs(TestUtils(0)), frontend, program.annotations() or None
+            program.module_class()(),
+            program.make_inputs(TestUtils(0)),
+            load_frontend(frontend),
+            program.annotations() or None,
         )
         imported = jit_import_captured(captured)
     except Exception as error:  # noqa: BLE001 - a program this frontend does not take

@@ -9,7 +9,7 @@ new process; the variants take turns round by round, so a drift in the machine's
 reaches them alike. A variant's figure is the sum of its pairs' durations (results.json)
 and the command's wall time; medians over the rounds are printed, with each variant's
 ratio to the first. Every variant's verdicts are compared with the first's
-(`python -m e2e.diff`): a changed outcome or signature is printed.
+(`python -m e2e.tools.diff`): a changed outcome or signature is printed.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def main() -> None:
                 first = Path(scratch) / f"reports-{next(iter(variants))}-{round_}".replace(" ", "-").replace(",", "")
                 if reports != first:
                     diff = subprocess.run(
-                        [sys.executable, "-m", "e2e.diff", str(first), str(reports)],
+                        [sys.executable, "-m", "e2e.tools.diff", str(first), str(reports)],
                         cwd=ROOT,
                         stdout=subprocess.PIPE,
                         text=True,

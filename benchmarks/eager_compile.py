@@ -57,10 +57,10 @@ def _instrument(test_name: list[str]) -> None:
     )
     compile_single_op = eager_ops.compile_single_op
 
-    def counted(func, args, kwargs, fake_mode, snapshots: Snapshots, *rest, **options):
+    def counted(call, snapshots: Snapshots):
         start = time.perf_counter()
         try:
-            return compile_single_op(func, args, kwargs, fake_mode, snapshots, *rest, **options)
+            return compile_single_op(call, snapshots)
         finally:
             SECONDS["total"] += time.perf_counter() - start
             for stage, spent in snapshots.stage_seconds().items():
@@ -70,9 +70,9 @@ def _instrument(test_name: list[str]) -> None:
                 PROGRAMS[torch_ir] += 1
                 TESTS_OF[torch_ir].add(test_name[0])
 
-    import compiler.frontends.eager as eager
+    import compiler.frontends.eager_mode as eager_mode
 
-    eager.compile_single_op = counted
+    eager_mode.compile_single_op = counted
 
 
 def main() -> None:

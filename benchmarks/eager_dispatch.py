@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 
-from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager  # noqa: E402
+from compiler.frontends.eager_mode import EagerSession, eager_mode, from_eager, to_eager  # noqa: E402
 
 
 def median_seconds(fn, calls: int) -> float:

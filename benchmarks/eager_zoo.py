@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 import torch  # noqa: E402
 
-from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager  # noqa: E402
+from compiler.frontends.eager_mode import EagerSession, eager_mode, from_eager, to_eager  # noqa: E402
 from compiler.replay_runtime.target import jit_target  # noqa: E402
 from e2e.framework import TestUtils, Tolerance  # noqa: E402
 from e2e.framework.compare import compare_traces  # noqa: E402

@@ -1,6 +1,6 @@
 """What a test host pays for its first capture's `torch.export.save` (the frontend cache
 pickles every capture it keeps), forked from a parent that did or did not run
-`compiler.fx_compile.warm_up_capture` (which now saves its own capture once).
+`compiler.frontends.fx.warm_up_capture` (which now saves its own capture once).
 
     python benchmarks/host_first_save.py [--runs 5]
 
@@ -21,19 +21,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 CHILD = """
 import os, pickle, sys, time, torch
-from compiler import fx_compile
+from compiler.frontends import fx
 
 class Small(torch.nn.Module):
     def forward(self, x):
         return torch.softmax(x.tanh() * 2, dim=-1).sum(0)
 
-fx_compile.warm_up_capture_imports()
-fx_compile.fx_capture(fx_compile._Warm(), [torch.rand(3, 3)], [[-1, 3]])
+fx.warm_up_capture_imports()
+fx.fx_capture(fx.WarmUpModule(), [torch.rand(3, 3)], [[-1, 3]])
 if sys.argv[1] == "warmed":
-    fx_compile.warm_up_capture()
+    fx.warm_up_capture()
 read, write = os.pipe()
 if os.fork() == 0:
-    captured = fx_compile.fx_capture(Small(), [torch.rand(4, 16)], [[-1, 16]])
+    captured = fx.fx_capture(Small(), [torch.rand(4, 16)], [[-1, 16]])
     start = time.process_time()
     pickle.dumps(captured)
     os.write(write, f"{time.process_time() - start}".encode())

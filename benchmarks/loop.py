@@ -26,7 +26,7 @@ with caches of its own there.
       rebuild  after a simulated torch-mlir rebuild (`E2E_TORCH_MLIR_IDENTITY_SALT`: torch-mlir's
                identity changes in every key that holds it, as a rebuild changes it)
 
-    each with its wall time and its ratio to the cold run, and `python -m e2e.diff` of the
+    each with its wall time and its ratio to the cold run, and `python -m e2e.tools.diff` of the
     cold run against each (its exit status and its changed pairs: none is the bar).
 
 (c) Where each run's pair-seconds went (the reports' `stage_seconds`): the capture; torch-mlir's
@@ -54,8 +54,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from e2e.diff import compare  # noqa: E402
 from e2e.framework.results_files import load_rows  # noqa: E402
+from e2e.tools.diff import compare  # noqa: E402
 
 NO_CACHE = ["--no-result-cache", "-p", "no:cacheprovider"]
 COPIED = ("compiler", "e2e", "torch_mlir_e2e_test", "pyproject.toml")
@@ -134,15 +134,17 @@ def suite_loop(
 
 
 def _diff(copy: Path, scratch: Path, new: str) -> str:
-    """`python -m e2e.diff` of the cold run against `new`: its exit status (0: no new failure)
+    """`python -m e2e.tools.diff` of the cold run against `new`: its exit status (0: no new failure)
     and the pairs whose verdict changed in any way (its kinds but `slower`: 0 is the bar)."""
     base, now = scratch / "suite-cold", scratch / f"suite-{new}"
     done = subprocess.run(
-        [sys.executable, "-m", "e2e.diff", str(base), str(now)], cwd=copy, capture_output=True, check=False
+        [sys.executable, "-m", "e2e.tools.diff", str(base), str(now)], cwd=copy, capture_output=True, check=False
     )
     changed = Counter(c.kind for c in compare(load_rows(base)[0], load_rows(now)[0]).changes if c.kind != "slower")
     kinds = ", ".join(f"{n} {kind}" for kind, n in sorted(changed.items()))
-    return f"e2e.diff exit {done.returncode}, {sum(changed.values())} pairs changed" + (f" ({kinds})" if kinds else "")
+    return f"e2e.tools.diff exit {done.returncode}, {sum(changed.values())} pairs changed" + (
+        f" ({kinds})" if kinds else ""
+    )
 
 
 # What a rebuild of torch-mlir runs again whatever is kept: its importer's parse, its
@@ -218,7 +220,7 @@ def main() -> None:
         paths = ["e2e"] if args.whole_suite else [f"e2e/test_suite/{name}" for name in args.slice]
         runs = suite_loop(copy, scratch, paths, args.edit, args.workers)
         print(f"\n(b) the six configs on {' '.join(paths)}, -n {args.workers}, one cache directory, in turn")
-        print(f"{'run':<8} {'wall s':>7} {'cpu s':>7} {'/ cold':>7}  outcome; e2e.diff against cold")
+        print(f"{'run':<8} {'wall s':>7} {'cpu s':>7} {'/ cold':>7}  outcome; e2e.tools.diff against cold")
         cold = runs["cold"][0]
         for name, (wall, cpu, summary) in runs.items():
             diff = "" if name == "cold" else "; " + _diff(copy, scratch, name)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from compiler import pipelines  # noqa: E402
 from compiler.backend_compile import compile_torch_backend_ir  # noqa: E402
-from compiler.fx_compile import fx_to_torch_backend_ir  # noqa: E402
+from compiler.frontends.fx import fx_to_torch_backend_ir  # noqa: E402
 from compiler.refbackend import largest_tensor_elements  # noqa: E402
 from compiler.replay_runtime import codegen  # noqa: E402
 from compiler.stages import StageError  # noqa: E402

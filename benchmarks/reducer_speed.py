@@ -109,7 +109,7 @@ def _modules():
 
 def _reduce_one(broken, module, inputs, reports_dir: Path, time_box: float):
     from compiler.executors.refbackend import BOUNDARY_AS_BITS
-    from compiler.fx_compile import fx_to_torch_backend_ir
+    from compiler.frontends.fx import fx_to_torch_backend_ir
     from e2e.configs import load_config
     from e2e.reducer.failure import reduce_mismatch, reduce_mlir
     from e2e.reducer.localize import stage_pipelines

@@ -99,7 +99,8 @@ def main() -> None:
     configs = [load_config(c) for c in args.configs.split(",")]
     pairs = len(names) * len(configs)
     t = time.perf_counter()
-    warm_up()
+    for config in configs:
+        warm_up(config)
     print(f"warm-up (once per process): {time.perf_counter() - t:.2f} s")
     print(f"{len(names)} tests x {len(configs)} configs = {pairs} pairs\n")
     modes = {

@@ -5,9 +5,9 @@
     compiled(x)                           # runs on MLIR's ExecutionEngine
     compiled.snapshots.texts["backend"]   # the IR each stage was given
 
-A library: it knows nothing of tests. The FX path is `compiler.fx_compile`, the JIT
-frontends' `compiler.jit_compile`, ONNX's `compiler.onnx_compile`; the stages they share
-after their import are `compiler.backend_compile`.
+A library: it knows nothing of tests. Each frontend is a module of `compiler.frontends` (its
+capture, import and `Frontend` object); the stages they share after their import are
+`compiler.backend_compile`; `compiler.compiled_module` compiles a module in one call.
 
 The names below are imported when first used (PEP 562), so that a module of the package that
 needs neither torch nor MLIR (the replay runtime's signatures) imports neither.
@@ -17,10 +17,15 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # what the names are, for readers and tools that read imports
-    from compiler.fx_compile import CompiledModule, compile_module  # noqa: F401
+    from compiler.compiled_module import CompiledModule, compile_module  # noqa: F401
     from compiler.stages import Snapshots, StageError  # noqa: F401
 
-_NAMES = {"CompiledModule": "fx_compile", "compile_module": "fx_compile", "Snapshots": "stages", "StageError": "stages"}
+_NAMES = {
+    "CompiledModule": "compiled_module",
+    "compile_module": "compiled_module",
+    "Snapshots": "stages",
+    "StageError": "stages",
+}
 __all__ = sorted(_NAMES)
 
 

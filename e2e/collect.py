@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from e2e.framework.report import failure_text
 from e2e.framework.result import SKIP, Result
+from e2e.framework.run_summary import failure_text
 from e2e.pair import Pair, PairOptions
 from e2e.session import STATE, E2EState
 
@@ -17,7 +17,7 @@ from e2e.session import STATE, E2EState
 class E2EFile(pytest.File):
     def collect(self):
         state = self.config.stash[STATE]
-        suite_file = state.suite_file(self.path)
+        suite_file = state.suite.suite_file(self.path)
         if suite_file.skip_reason:
             yield SkippedFileItem.from_parent(self, name="import", reason=suite_file.skip_reason)
             return
@@ -33,7 +33,7 @@ class E2EFile(pytest.File):
 
 def configs_of(state: E2EState, test) -> list[str]:
     """The configs that take the test's model format (an ONNX model: not a torch-capturing config)."""
-    return [name for name, formats in state.model_formats.items() if test.model_format in formats]
+    return [name for name, formats in state.settings.model_formats.items() if test.model_format in formats]
 
 
 class KeywordPrefilter:
@@ -145,7 +145,7 @@ class E2ETest(pytest.Collector):
 
     def collect(self):
         state = self.config.stash[STATE]
-        test = state.suite_file(self.path).infos[self.name]
+        test = state.suite.suite_file(self.path).infos[self.name]
         for config_name in configs_of(state, test):
             if test.skip_reason is not None:
                 yield SkippedTestItem.from_parent(self, name=config_name, reason=test.skip_reason)
@@ -191,7 +191,7 @@ class ResultItem(pytest.Item):
 
     @property
     def rerun_command(self) -> str:
-        return self.config.stash[STATE].rerun_command(self.path, self.nodeid.split("::", 1)[1])
+        return self.config.stash[STATE].settings.rerun_command(self.path, self.nodeid.split("::", 1)[1])
 
 
 class BrokenFileItem(ResultItem):

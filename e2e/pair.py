@@ -2,9 +2,9 @@
 
     Pair(state, path, test_name, config_name, entry, options).settle() -> Settled
 
-1. its Result from the result cache, else from its test's host (`E2EState.run_pair`:
+1. its Result from the result cache, else from its test's host (`HostPool.run_pair`:
    capture, compile, run, judge and explain happen there, contained);
-2. a failure reduced on that host when it is unexpected (`E2EState.reduce_pair`);
+2. a failure reduced on that host when it is unexpected (`Pair._reduce_on_host`);
 3. a timeout nothing reproduced rerun once on a fresh host, the rerun deciding;
 4. the cache written with the final Result.
 
@@ -62,21 +62,21 @@ class Pair:
     def settle(self) -> Settled:
         state, diagnose = self.state, self._diagnoses_hangs()
         try:
-            test = state.test(self.path, self.test_name)
+            test = state.suite.test(self.path, self.test_name)
             # Its test's budget, else the run's; a listed pair's own (a listed timeout gets the
             # short one), unless --runxfail.
-            seconds = test.timeout_seconds or state.budget
+            seconds = test.timeout_seconds or state.settings.budget
             if self.entry is not None and not self.options.runxfail:
                 seconds = self.entry.budget(seconds)
-            limits = Limits(seconds, state.memory_cap)
-            key = pair_key(test, self.config_name, state.shape_mode, limits.seconds)
-            result = state.cache.get(key)
+            limits = Limits(seconds, state.settings.memory_cap)
+            key = pair_key(test, self.config_name, state.settings.shape_mode, limits.seconds)
+            result = state.caches.results.get(key)
             if result is None:
-                result = state.run_pair(test, self.config_name, limits, diagnose=diagnose)
+                result = state.hosts.run_pair(test, self.config_name, limits, diagnose=diagnose)
         except Exception:  # noqa: BLE001 - the framework's own bug: a result like any other
             return Settled(self._internal_error(traceback.format_exc(limit=-12)), self.entry, internal=True)
         settled = self._after(test, limits, result, first=True)
-        state.cache.put(key, settled.result)  # once, the final Result (a cached one is not written again)
+        state.caches.results.put(key, settled.result)  # once, the final Result (a cached one is not written again)
         return settled
 
     def _after(self, test, limits, result: Result, *, first: bool) -> Settled:
@@ -89,9 +89,9 @@ class Pair:
         reduced = None
         if (
             not result.cached
-            and state.reduce
+            and state.settings.reduce
             and result.outcome != ERROR
-            and (not state.reduce_unnamed_only or _names_no_op(result))
+            and (not state.settings.reduce_unnamed_only or _names_no_op(result))
             and (not expected or self.options.reduce_xfailed or self.options.runxfail)
         ):  # every unexpected failure gets a bundle, and with --runxfail (reported failed) every failure
             try:
@@ -103,8 +103,8 @@ class Pair:
             # its stage finished, or its stage has no passes to replay) may have hung on what
             # the host's earlier pairs left behind, or on the machine's load: it runs once
             # more in a fresh host, and that run decides. A second timeout confirms the hang.
-            first_dir = set_aside_first_attempt(result, state.reports_dir)
-            rerun = after_rerun(result, state.rerun_pair(test, self.config_name, limits), first_dir)
+            first_dir = set_aside_first_attempt(result, state.settings.reports_dir)
+            rerun = after_rerun(result, self._rerun_on_fresh_host(test, limits), first_dir)
             if rerun is not result:
                 return self._after(test, limits, rerun, first=False)
         return Settled(result, entry, differently=differently)
@@ -114,7 +114,7 @@ class Pair:
         goes to the Result's fields (`ReduceOutcome.to_result`), and in words to its notes."""
         from e2e.reducer.outcome import ReduceOutcome
 
-        outcome = self.state.reduce_pair(test, result, self.options.reduce_timeout)
+        outcome = self._reduce_on_host(test, result, self.options.reduce_timeout)
         if not isinstance(outcome, ReduceOutcome):  # the host or the reducer's child gave no answer
             outcome = ReduceOutcome.not_reduced(str(outcome)[-800:])
             result.notes.append(outcome.note)
@@ -132,6 +132,21 @@ class Pair:
             result.notes.append(f"reducer: bundle {outcome.bundle} did not re-verify: {outcome.note}")
         return outcome
 
+    def _rerun_on_fresh_host(self, test, limits: Limits) -> Result:
+        """The pair again, on a fresh host of its test (nothing an earlier pair ran is in it):
+        for a timeout nothing confirmed. Isolated runs only."""
+        state = self.state
+        host = state.hosts.host_for(test)
+        host.restart()
+        return host.run(self.config_name, state.settings.reports_dir, limits)
+
+    def _reduce_on_host(self, test, result: Result, time_box: float):
+        """The reducer's outcome for the failing pair (in its test's host), or a note saying why none."""
+        settings = self.state.settings
+        if not settings.isolate:
+            return "reducer: not run: --no-isolation turns it off (it runs in the test host)"
+        return self.state.hosts.host_for(test).reduce(result, settings.reports_dir, time_box, settings.memory_cap)
+
     def _diagnoses_hangs(self) -> bool:
         """Whether a timeout is looked at before the kill: not for an entry that expects the
         pair to hang (its stack is not worth gdb's 10-20 s), unless --runxfail."""
@@ -146,7 +161,7 @@ class Pair:
             stage="framework",
             signature=ended_signature("framework", "pytest item"),
             error=f"internal error before the pair had a result:\n{text}",
-            shape_mode=self.state.shape_mode,
+            shape_mode=self.state.settings.shape_mode,
         )
 
 
@@ -157,7 +172,7 @@ def _unconfirmed_hang(state: E2EState, result: Result, reduced) -> bool:
         result.outcome == TIMEOUT
         and result.stage != "golden"
         and not result.cached
-        and state.isolate
+        and state.settings.isolate
         and getattr(reduced, "bundle", None) is None
     )
 

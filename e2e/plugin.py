@@ -32,7 +32,8 @@ from e2e import quick_exit  # isort: skip
 
 from compiler.replay_runtime.target import ENV as JIT_TARGET_ENV  # noqa: E402
 from e2e.framework import isolation
-from e2e.session import STATE, E2EState, start_spare
+from e2e.host_pool import start_spare
+from e2e.session import STATE, E2EState
 
 # Registered right after this module, so their hooks keep this module's place among
 # plugins. pytest imports them (each before those that import it): a module imported
@@ -52,7 +53,7 @@ def pytest_addhooks(pluginmanager):
 
     pluginmanager.add_hookspecs(hookspecs)
     # At registration, the plugin's earliest hook: the first host warms up from here on,
-    # beside the rest of pytest's start (`E2EState.keep_spare` ends it if unneeded).
+    # beside the rest of pytest's start (`HostPool.keep_spare` ends it if unneeded).
     start_spare()
 
 
@@ -72,9 +73,11 @@ def pytest_configure(config):
         ("models", "tests that need optional model packages"),
     ):
         config.addinivalue_line("markers", f"{mark}: {text}")
-    if (config.getoption("e2e_suite") or state.opinfo_slice or state.generate) and not _args_given(config):
-        config.args[:] = [str(p) for p in state.suite_paths]  # `pytest --e2e-suite DIR` from anywhere
-    if state.is_worker:
+    if (config.getoption("e2e_suite") or state.settings.opinfo_slice or state.settings.generate) and not _args_given(
+        config
+    ):
+        config.args[:] = [str(p) for p in state.settings.suite_paths]  # `pytest --e2e-suite DIR` from anywhere
+    if state.settings.is_worker:
         isolation.die_with_parent()
     # torch, torch-mlir and the project are loaded and live for the whole run: the garbage
     # collector need not walk their ~10^6 objects again (pytest's collections at the end
@@ -88,10 +91,10 @@ def pytest_configure(config):
     runs_pairs = (
         _runs_the_suite(config, state)
         and not config.option.collectonly
-        and (state.is_worker or not getattr(config.option, "numprocesses", None))
+        and (state.settings.is_worker or not getattr(config.option, "numprocesses", None))
     )
-    state.keep_spare(runs_pairs)
-    if _runs_the_suite(config, state) and not state.is_worker and not config.option.collectonly:
+    state.hosts.keep_spare(runs_pairs)
+    if _runs_the_suite(config, state) and not state.settings.is_worker and not config.option.collectonly:
         ControllerProbes.configure(config, state)
         recorder.start()
 
@@ -104,7 +107,7 @@ def _args_given(config) -> bool:
 def _runs_the_suite(config, state: E2EState) -> bool:
     for arg in config.args:
         path = Path(arg.split("::")[0]).resolve()
-        if any(path == s or s.is_relative_to(path) or path.is_relative_to(s) for s in state.suite_paths):
+        if any(path == s or s.is_relative_to(path) or path.is_relative_to(s) for s in state.settings.suite_paths):
             return True
     return False
 
@@ -116,20 +119,20 @@ def pytest_sessionfinish(session, exitstatus):
     state = session.config.stash.get(STATE, None)
     if state is None:
         return
-    state.close_host()
-    state.close_spare()  # a run whose pairs all came from the result cache never adopted it
+    state.hosts.close_host()
+    state.hosts.close_spare()  # a run whose pairs all came from the result cache never adopted it
     # Under xdist execnet's exit handler (registered before `quick_exit`'s) stops the gateways.
     if (
         _runs_the_suite(session.config, state)
-        and not state.is_worker
+        and not state.settings.is_worker
         and not getattr(session.config.option, "numprocesses", None)
         and quick_exit.is_the_command(session.config.invocation_params.args)
     ):
         quick_exit.arm(session)
     reporting.drop_idle_hypothesis(session)
-    if not state.is_worker:
-        state.frontend_cache.trim()
-        state.program_cache.trim()
+    if not state.settings.is_worker:
+        state.caches.frontend.trim()
+        state.caches.programs.trim()
     recorder = session.config.stash.get(reporting.RECORDER, None)
     if recorder is not None:
         recorder.finish(session, exitstatus)

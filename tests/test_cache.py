@@ -341,8 +341,9 @@ def test_the_frontend_sources_cover_every_project_file_a_capture_runs(frontend):
     """A capture and import (torch.export, decompositions, the FX importer; a lazy trace or
     torch.jit and the JIT IR importer) traced call by call: the frontend cache's key would
     miss an edit to a project file it runs outside `FRONTEND_SOURCES`."""
-    from compiler.fx_compile import fx_import
-    from compiler.jit_compile import jit_capture, jit_import_captured
+    from compiler.frontends import load_frontend
+    from compiler.frontends.fx import fx_import
+    from compiler.frontends.jit_frontend import jit_capture, jit_import_captured
 
     class Model(torch.nn.Module):
         def forward(self, x, y):
@@ -360,7 +361,7 @@ def test_the_frontend_sources_cover_every_project_file_a_capture_runs(frontend):
         if frontend == "fx":
             fx_import(Model(), inputs, [[-1, 4], None])
         else:
-            jit_import_captured(jit_capture(Model(), inputs, frontend))
+            jit_import_captured(jit_capture(Model(), inputs, load_frontend(frontend)))
     finally:
         sys.setprofile(None)
     files = [Path(name).resolve() for name in ran if not name.startswith("<")]
@@ -424,12 +425,12 @@ def test_a_test_outside_a_frontends_reach_is_kept_as_such(project, monkeypatch, 
 
 
 def test_a_capture_that_does_not_serialize_is_captured_again_and_says_so(project, monkeypatch, tmp_path):
-    from compiler import fx_compile
+    from compiler.frontends import fx_kept
 
     def refuse(program, buffer):
         raise RuntimeError("no serializer for this op")
 
-    monkeypatch.setattr(fx_compile.torch.export, "save", refuse)
+    monkeypatch.setattr(fx_kept.torch.export, "save", refuse)
     store = cache.FrontendCache(tmp_path / "frontend")
     raw_ir, _, notes = _import_neg(store)
     lost = "frontend cache: the capture is not kept across runs (torch.export.save: RuntimeError: no serializer"
@@ -459,7 +460,7 @@ def test_a_kept_capture_imports_as_the_captured_one_or_is_not_kept():
     more precisely typed after a load: it is not kept, and says why."""
     import pickle
 
-    from compiler.fx_compile import fx_capture, fx_import_captured
+    from compiler.frontends.fx import fx_capture, fx_import_captured
 
     x = torch.rand(2, 4)
     kept = fx_capture(_TanhMatmulLike(), [x], [[-1, 4]])
@@ -503,7 +504,7 @@ def test_a_loaded_capture_imports_as_the_captured_one(model, inputs):
     no serialized name: 51 captures were made again after every rebuild)."""
     import pickle
 
-    from compiler.fx_compile import fx_capture, fx_import_captured
+    from compiler.frontends.fx import fx_capture, fx_import_captured
 
     captured = fx_capture(model(), list(inputs), None)
     loaded = pickle.loads(pickle.dumps(captured))
@@ -517,7 +518,7 @@ def test_a_kept_capture_leaves_its_example_inputs_behind():
     and the program it saved still keeps them in memory."""
     import pickle
 
-    from compiler.fx_compile import fx_capture, fx_import_captured
+    from compiler.frontends.fx import fx_capture, fx_import_captured
 
     x = torch.rand(1 << 20, 4)  # 16 MiB
     captured = fx_capture(_TanhMatmulLike(), [x], None)
@@ -535,8 +536,8 @@ def test_the_capture_sources_cover_every_project_file_a_capture_runs(frontend):
     runs after it is not among them (an edit to the FX importer or to a lowering reuses the
     captures)."""
     from compiler.frontends import load_frontend
-    from compiler.fx_compile import fx_capture
-    from compiler.jit_compile import jit_capture
+    from compiler.frontends.fx import fx_capture
+    from compiler.frontends.jit_frontend import jit_capture
 
     class Model(torch.nn.Module):
         def forward(self, x, y):
@@ -578,7 +579,7 @@ def test_a_capture_source_that_is_not_installed_is_keyed_as_missing():
     cache.forget_files()
     absent = fingerprints.module_file("torch_mlir.not_a_module_of_it")
     assert absent is None and fingerprints.module_file("no_such_package.module") is None
-    there = fingerprints.frontend_fingerprint(fingerprints.CAPTURE, ("compiler.fx_compile",))
+    there = fingerprints.frontend_fingerprint(fingerprints.CAPTURE, ("compiler.frontends.fx",))
     missing = fingerprints.frontend_fingerprint(fingerprints.CAPTURE, ("torch_mlir.not_a_module_of_it",))
     assert there != missing
 
@@ -591,7 +592,7 @@ def test_a_kept_jit_capture_imports_as_a_new_one(frontend):
     import pickle
 
     from compiler.frontends import KEEPS_CAPTURE, load_frontend
-    from compiler.jit_compile import jit_capture, jit_import_captured
+    from compiler.frontends.jit_frontend import jit_capture, jit_import_captured
 
     class Model(torch.nn.Module):
         def __init__(self):

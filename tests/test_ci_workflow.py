@@ -81,7 +81,7 @@ def test_every_python_module_the_workflow_runs_exists(workflow):
         for text in scripts(job)
         for words in commands(text)
     }
-    assert {"e2e.merge", "e2e.diff", "pytest", "pip", "compiler.executors.tosa_ref"} <= modules
+    assert {"e2e.tools.merge", "e2e.tools.diff", "pytest", "pip", "compiler.executors.tosa_ref"} <= modules
     for module in modules:
         assert importlib.util.find_spec(module) is not None, module
 
@@ -106,9 +106,9 @@ def test_what_the_shards_upload_is_what_the_merge_downloads_and_the_diff_finds(w
     assert shard["env"]["REPORTS"] == "reports/${{ matrix.group }}-${{ matrix.shard }}"
     download = next(s for s in merge["steps"] if s.get("uses", "").startswith("actions/download-artifact"))
     assert download["with"] == {"pattern": "reports-*", "path": "shards"}
-    merged = [c for s in scripts(merge) for c in commands(s) if c[2] == "e2e.merge"]
+    merged = [c for s in scripts(merge) for c in commands(s) if c[2] == "e2e.tools.merge"]
     assert merged and all(c[3:6] == ["shards/*", "-o", "merged"] for c in merged)
-    (diff,) = [c for s in scripts(merge) for c in commands(s) if c[2] == "e2e.diff"]
+    (diff,) = [c for s in scripts(merge) for c in commands(s) if c[2] == "e2e.tools.diff"]
     assert diff[3:5] == ["base", "merged"] and "--html" in diff
     published = next(s for s in merge["steps"] if s.get("uses", "").startswith("actions/upload-artifact"))
     assert published["with"]["name"] == "merged-reports" and published["with"]["path"] == "merged"
@@ -136,6 +136,6 @@ def test_the_schedule_runs_the_fuzzing_campaign_and_only_it(workflow):
     known = {option for action in parser()._actions for option in action.option_strings}
     assert {word for word in run[3:] if word.startswith("-")} <= known
     merged = [c for s in scripts(jobs["fuzz-merge"]) for c in commands(s) if c[2] != "pip"]
-    assert merged[0][2:] == ["e2e.merge", "fuzz/*", "-o", "merged-fuzz"]
+    assert merged[0][2:] == ["e2e.tools.merge", "fuzz/*", "-o", "merged-fuzz"]
     assert merged[1][2:6] == ["e2e.fuzz", "--report-only", "--reports-dir", "merged-fuzz"]
     assert {word for word in merged[1][3:] if word.startswith("-")} <= known

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from compiler.fx_compile import compile_module
+from compiler.compiled_module import compile_module
 from compiler.stages import StageError
 
 

@@ -1,11 +1,11 @@
-"""`python -m e2e.diff`: what changed between two runs, per config, on synthetic results."""
+"""`python -m e2e.tools.diff`: what changed between two runs, per config, on synthetic results."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from e2e.diff import compare, format_table, main
+from e2e.tools.diff import compare, format_table, main
 
 
 def row(test, outcome="pass", final=None, signature=None, config="linalg", duration=0.5, **extra) -> dict:

@@ -7,9 +7,10 @@ import copy
 import pytest
 import torch
 
+import compiler.frontends.eager_mode as dispatcher
 from compiler import backend_compile, refbackend, stages
-from compiler.frontends import eager, eager_ops
-from compiler.frontends.eager import EagerSession, EagerTensor, eager_mode, from_eager, to_eager
+from compiler.frontends import eager_ops
+from compiler.frontends.eager_mode import EagerSession, EagerTensor, eager_mode, from_eager, to_eager
 
 
 @pytest.fixture
@@ -50,11 +51,11 @@ def test_cache_hits_do_not_recompile(session, monkeypatch):
     compiles = []
     compile_single_op = eager_ops.compile_single_op
 
-    def counting(func, *rest, **options):
-        compiles.append(str(func))
-        return compile_single_op(func, *rest, **options)
+    def counting(call, snapshots):
+        compiles.append(str(call.func))
+        return compile_single_op(call, snapshots)
 
-    monkeypatch.setattr("compiler.frontends.eager.compile_single_op", counting)
+    monkeypatch.setattr("compiler.frontends.eager_mode.compile_single_op", counting)
     a, b, ea, eb = eager_pair(session, 4, 4)
     for _ in range(3):
         torch.testing.assert_close(from_eager(ea * eb), a * b)
@@ -78,7 +79,7 @@ def test_a_session_compiles_and_loads_its_ops_in_one_mlir_context(session, monke
         made.append(1)
         return new_context()
 
-    for module in (eager, eager_ops, refbackend, backend_compile):
+    for module in (dispatcher, eager_ops, refbackend, backend_compile):
         monkeypatch.setattr(module, "new_context", counting)
     a, b, ea, eb = eager_pair(session, 2, 3)
     torch.testing.assert_close(from_eager(torch.tanh(ea * eb) + ea), torch.tanh(a * b) + a)
@@ -498,7 +499,7 @@ def test_ops_compile_alone_in_the_run_when_lowering_them_together_fails(session,
     def failing(programs, keep_text=False):
         raise stages.StageError("lower", "refused together")
 
-    monkeypatch.setattr(eager, "lower_together", failing)
+    monkeypatch.setattr(dispatcher, "lower_together", failing)
     a, b, ea, eb = eager_pair(session, 2, 3)
     _ahead(session, a, b)
     assert not session._cache and not session.report.compiles

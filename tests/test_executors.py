@@ -10,7 +10,7 @@ import torch
 
 from compiler.backend_compile import compile_torch_backend_ir, torch_backend_ir
 from compiler.executors import load_executor, replay
-from compiler.fx_compile import fx_import
+from compiler.frontends.fx import fx_import
 from compiler.stages import Snapshots, StageError
 from compiler.toolchain import toolchain
 from e2e.configs import load_config

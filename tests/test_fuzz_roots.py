@@ -262,9 +262,9 @@ def test_the_service_keeps_a_bugs_root_and_filters_by_it(tmp_path):
 
 
 def test_without_a_program_the_support_matrixs_data_answers_not_its_page(tmp_path):
-    """`e2e.support` writes the statuses beside the page; the triage reads them."""
+    """`e2e.tools.support` writes the statuses beside the page; the triage reads them."""
     from e2e.fuzz.coverage import MATRIX, Support, read_matrix
-    from e2e.support import STATUSES_FORMAT
+    from e2e.tools.support import STATUSES_FORMAT
 
     data = tmp_path / "support.json"
     data.write_text(json.dumps({"format": STATUSES_FORMAT, "configs": ["tosa"], "ops": {"cumsum": {"tosa": "pass"}}}))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
+from compiler.compiled_module import compile_module
 from compiler.frontends import fx
-from compiler.fx_compile import compile_module
 from compiler.stages import StageError
 
 

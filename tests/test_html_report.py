@@ -17,9 +17,9 @@ from urllib.parse import unquote, urlsplit
 import pytest
 
 from e2e.configs.xfails import load_xfails
-from e2e.diff import compare
 from e2e.framework.html_report import main, render_html, write_html
-from e2e.framework.report import summarize
+from e2e.framework.run_summary import summarize
+from e2e.tools.diff import compare
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM_INSTALL = "apt-get update && apt-get install -y chromium chromium-driver"

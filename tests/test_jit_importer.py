@@ -9,9 +9,10 @@ import torch
 
 from compiler import pipelines
 from compiler.backend_compile import compile_torch_backend_ir
+from compiler.compiled_module import compile_jit_module
 from compiler.frontends import load_frontend, torchscript
 from compiler.frontends.jit import ConstantInput, TensorArg, import_graph
-from compiler.jit_compile import compile_jit_module, jit_to_torch_backend_ir, run_torch_backend
+from compiler.frontends.jit_frontend import jit_to_torch_backend_ir, run_torch_backend
 from compiler.replay_runtime.signature import normalize, stage_signature
 from compiler.stages import StageError, module_text, parse_module, run_stage
 
@@ -113,7 +114,7 @@ class WithState(torch.nn.Module):
 def test_parameters_and_buffers_become_unelided_constants(frontend):
     torch.manual_seed(0)
     module, x = WithState(), torch.randn(2, 5)
-    lowered = jit_to_torch_backend_ir(module, (x,), frontend)
+    lowered = jit_to_torch_backend_ir(module, (x,), load_frontend(frontend))
     # Only the user input is an argument; the weights are literals with their data.
     assert lowered.argument_indices == [0]
     assert "dense_resource<" in lowered.torch_backend_ir
@@ -144,7 +145,7 @@ class Hypot(torch.nn.Module):
 def test_unknown_op_fails_in_lowering_naming_the_op():
     a, b = torch.rand(3), torch.rand(3)
     with pytest.raises(StageError) as caught:
-        jit_to_torch_backend_ir(Hypot(), (a, b), "torchscript")
+        jit_to_torch_backend_ir(Hypot(), (a, b), load_frontend("torchscript"))
     assert caught.value.stage == "torch-backend"
     assert "aten.hypot" in str(caught.value)
 
@@ -184,7 +185,7 @@ def test_torch_backend_pass_by_pass_is_the_whole_pipeline_localized(module):
     outcomes = []
     for run in (
         lambda m: run_stage(m, "torch-backend", load_frontend("torchscript").to_torch_backend("linalg")),
-        lambda m: run_torch_backend(m, "torchscript"),
+        lambda m: run_torch_backend(m, load_frontend("torchscript")),
     ):
         try:
             outcomes.append(module_text(run(_imported_torchscript(module, inputs).module)))
@@ -240,7 +241,7 @@ class Amax(torch.nn.Module):
 
 def test_ltc_refuses_ops_it_ran_eagerly():
     with pytest.raises(StageError) as caught:
-        jit_to_torch_backend_ir(Amax(), (torch.randn(3, 4),), "ltc")
+        jit_to_torch_backend_ir(Amax(), (torch.randn(3, 4),), load_frontend("ltc"))
     assert caught.value.stage == "capture" and "aten::amax" in caught.value.message
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from _pytest.mark.expression import Expression
 
-from e2e import session
+from e2e import host_pool
 from e2e.collect import KeywordPrefilter
 from e2e.framework import isolation
 from e2e.framework.suite_files import TestInfo
@@ -25,7 +25,7 @@ def _warm_up_imports_outlive_pytester():
     they survive its restore; imported after, they would be removed with it and the next
     capture would import them again ("Only a single TORCH_LIBRARY can be used to register
     the namespace _inductor_test"), failing a later test of this worker."""
-    from compiler.fx_compile import warm_up_capture_imports
+    from compiler.frontends.fx import warm_up_capture_imports
 
     warm_up_capture_imports()
 
@@ -69,22 +69,22 @@ def test_a_collection_that_warms_up_while_probing_ends_the_spare_host(pytester):
         suite.joinpath(f"{name}.py").write_text(SUITE.format(name=name.title()))
     config = pytester.parseconfigure("--e2e-suite", "suite", "--config", "linalg", "-p", "no:cacheprovider")
     state = config.stash[STATE]
-    spare = state.spare
-    session.warm_up_config.cache_clear()
+    spare = state.hosts.spare
+    host_pool.warm_up_config.cache_clear()
     try:
         assert spare is not None and spare.child.alive
-        state.suite_file(suite / "first.py")
-        assert state.spare is spare
-        state.suite_file(suite / "second.py")
-        assert state.spare is None and not spare.child.alive
-        session._join_warming()
+        state.suite.suite_file(suite / "first.py")
+        assert state.hosts.spare is spare
+        state.suite.suite_file(suite / "second.py")
+        assert state.hosts.spare is None and not spare.child.alive
+        host_pool.join_warming()
         # Collection did not end meanwhile: the config's own warm-up (its backends' first
         # compiles) ran too, for every host forked from here.
-        assert session.warm_up_config.cache_info().misses == 1
+        assert host_pool.warm_up_config.cache_info().misses == 1
     finally:
-        session._join_warming()
-        state.close_prober()
-        state.close_spare()
+        host_pool.join_warming()
+        state.suite.close_prober()
+        state.hosts.close_spare()
 
 
 def test_what_a_warm_up_thread_built_is_frozen_once_it_is_joined():
@@ -92,12 +92,12 @@ def test_what_a_warm_up_thread_built_is_frozen_once_it_is_joined():
     the whole run, and is kept out of those collections' reach."""
     built = []
     thread = threading.Thread(target=lambda: built.append([[i] for i in range(5000)]))
-    session._WARMING.append(thread)
+    host_pool._WARMING.append(thread)
     thread.start()
     before = gc.get_freeze_count()
-    session._join_warming()
+    host_pool.join_warming()
     assert gc.get_freeze_count() >= before + 5000
-    assert not session._WARMING
+    assert not host_pool._WARMING
 
 
 def test_a_child_imports_without_pytests_assertion_rewriting():
@@ -148,12 +148,13 @@ def test_a_suite_run_ends_with_its_exit_status_without_the_interpreters_teardown
 
 def test_e2e_spare_host_0_runs_without_a_spare_host(pytester, monkeypatch):
     """The switch that measures what the spare saves on a machine: no spare is forked."""
-    from e2e.session import SPARE_ENV, STATE
+    from e2e.host_pool import SPARE_ENV
+    from e2e.session import STATE
 
     pytester.mkdir("suite").joinpath("ops.py").write_text(SUITE.format(name="Tanh"))
     monkeypatch.setenv(SPARE_ENV, "0")
     config = pytester.parseconfigure("--e2e-suite", "suite", "--config", "linalg", "-p", "no:cacheprovider")
-    assert config.stash[STATE].spare is None
+    assert config.stash[STATE].hosts.spare is None
 
 
 def test_a_suite_file_is_imported_here_only_once_the_warm_up_thread_ended(pytester):
@@ -171,17 +172,17 @@ def test_a_suite_file_is_imported_here_only_once_the_warm_up_thread_ended(pytest
     suite.joinpath("first.py").write_text(order + SUITE.format(name="First"))
     config = pytester.parseconfigure("--e2e-suite", "suite", "--config", "linalg", "-p", "no:cacheprovider")
     state = config.stash[STATE]
-    name = next(iter(state.suite_file(suite / "first.py").infos))  # probed: no fork is left to join it
+    name = next(iter(state.suite.suite_file(suite / "first.py").infos))  # probed: no fork is left to join it
     release = threading.Event()
     warming = threading.Thread(target=lambda: (release.wait(5), e2e_import_order.events.append("warmed up")))
-    session._WARMING.append(warming)
+    host_pool._WARMING.append(warming)
     warming.start()
     threading.Timer(0.5, release.set).start()
     try:
-        state.test(suite / "first.py", name)
+        state.suite.test(suite / "first.py", name)
         assert e2e_import_order.events == ["warmed up", "imported"], "the file was imported beside the warm-up"
     finally:
         release.set()
-        session._join_warming()
-        state.close_prober()
-        state.close_spare()
+        host_pool.join_warming()
+        state.suite.close_prober()
+        state.hosts.close_spare()

@@ -14,7 +14,7 @@ import platform
 import pytest
 import torch
 
-from compiler.fx_compile import compile_module
+from compiler.compiled_module import compile_module
 from compiler.replay_runtime import matmul, target
 from compiler.stages import module_text, new_context, parse_module
 

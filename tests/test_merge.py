@@ -1,4 +1,4 @@
-"""`python -m e2e.merge`: the shards of a small real run, merged, are the unsharded run
+"""`python -m e2e.tools.merge`: the shards of a small real run, merged, are the unsharded run
 (pairs, outcomes, signatures, the xfail updater's verdicts); overlapping pairs, missing
 shards, shards split differently and mixed compilers are refused."""
 
@@ -15,7 +15,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from e2e.configs.update_xfails import update
-from e2e.merge import MergeError, main, merge
+from e2e.tools.merge import MergeError, main, merge
 
 ROOT = Path(__file__).resolve().parents[1]
 SUITE = """
@@ -115,7 +115,7 @@ def test_the_merged_junit_xml_has_a_testcase_per_pair_with_the_e2e_properties(ru
 
 
 def test_e2e_diff_finds_nothing_between_the_merged_shards_and_the_unsharded_run(runs, tmp_path, capsys):
-    from e2e.diff import main as diff
+    from e2e.tools.diff import main as diff
 
     directory = runs["dir"]
     merge([directory / "s1", directory / "s2"], tmp_path / "merged")
@@ -150,7 +150,7 @@ def test_overlapping_pairs_and_missing_shards_are_refused(runs, tmp_path, capsys
     run = merge([directory / "s1"], tmp_path / "partial", allow_missing=True)
     assert run["status"] == "incomplete" and "missing shard 2/2" in run["missing"][0]
     assert main([str(directory / "s1"), str(directory / "full"), "-o", str(tmp_path / "cli")]) == 2
-    assert "e2e.merge: " in capsys.readouterr().err
+    assert "e2e.tools.merge: " in capsys.readouterr().err
 
 
 def diff_table(output: str) -> dict[str, list[str]]:

@@ -12,7 +12,7 @@ from e2e.framework import op_test
 from e2e.framework.testutils import TestUtils, boundary_values
 from e2e.mutation import catalogue
 from e2e.mutation.catalogue import Mutation
-from e2e.mutation.report import before_after, kill_matrix, status
+from e2e.mutation.kill_matrix import before_after, kill_matrix, status
 from e2e.mutation.rewrites import int_constant, predicate, rename, swap_operands
 from e2e.mutation.run import CAUGHT, EQUIVALENT, SURVIVED, UNDEFINED, Job, run_test
 

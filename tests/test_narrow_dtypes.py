@@ -7,7 +7,8 @@ import torch
 
 from compiler import StageError
 from compiler.backend_compile import compile_torch_backend_ir
-from compiler.fx_compile import compile_module, fx_to_torch_backend_ir
+from compiler.compiled_module import compile_module
+from compiler.frontends.fx import fx_to_torch_backend_ir
 from compiler.refbackend import from_storage_array, result_dtypes, to_storage_array
 from tests.extras import requires_extra
 

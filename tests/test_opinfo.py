@@ -7,7 +7,7 @@ import torch
 from torch.testing._internal.opinfo.core import OpInfo, SampleInput
 
 from e2e.opinfo import collect as c
-from e2e.opinfo.coverage import cell_text, coverage, op_of
+from e2e.opinfo.op_matrix import cell_text, coverage, op_of
 
 
 def _op(name, fn, samples, **kwargs):
@@ -126,14 +126,18 @@ def test_the_opinfo_slice_option_chooses_the_suite_and_its_xfail_sets(pytester):
 
     pytester.makeini("[pytest]\ne2e_suite = my_suite\ne2e_xfail_dir = my_xfails\n")  # as this checkout's pyproject
     state = pytester.parseconfigure("--opinfo-slice", "ci", "--collect-only", "-p", "no:cacheprovider").stash[STATE]
-    assert state.suite_paths == [SLICES["ci"].suite] and state.xfail_dir == SLICES["ci"].xfail_dir
-    assert state.xfail_dir.name == "ci" and (state.xfail_dir / "linalg.txt").is_file()
-    rerun = state.rerun_command(SLICES["ci"].suite / "opinfo_ci.py", "OpInfo_abs_0::linalg")
+    assert state.settings.suite_paths == [SLICES["ci"].suite] and state.settings.xfail_dir == SLICES["ci"].xfail_dir
+    assert state.settings.xfail_dir.name == "ci" and (state.settings.xfail_dir / "linalg.txt").is_file()
+    rerun = state.settings.rerun_command(SLICES["ci"].suite / "opinfo_ci.py", "OpInfo_abs_0::linalg")
     assert rerun.endswith("opinfo_ci.py::OpInfo_abs_0::linalg --opinfo-slice ci")
-    full = pytester.parseconfigure(
-        "--opinfo-slice", "full", "--xfail-dir", "mine", "--import-timeout", "600", "--collect-only"
-    ).stash[STATE]
-    assert state.rerun_command(SLICES["ci"].suite / "opinfo_ci.py", "T::linalg").count("--import-timeout") == 0
+    full = (
+        pytester.parseconfigure(
+            "--opinfo-slice", "full", "--xfail-dir", "mine", "--import-timeout", "600", "--collect-only"
+        )
+        .stash[STATE]
+        .settings
+    )
+    assert state.settings.rerun_command(SLICES["ci"].suite / "opinfo_ci.py", "T::linalg").count("--import-timeout") == 0
     assert full.rerun_command(SLICES["full"].suite / "opinfo_sweep.py", "T::linalg").endswith(
         "--opinfo-slice full --xfail-dir mine --import-timeout 600"
     )
@@ -146,6 +150,6 @@ def test_the_ini_xfail_sets_belong_to_the_ini_suite(pytester):
     from e2e.session import STATE
 
     pytester.makeini("[pytest]\ne2e_suite = my_suite\ne2e_xfail_dir = my_xfails\n")
-    assert pytester.parseconfigure("--collect-only").stash[STATE].xfail_dir.name == "my_xfails"
-    other = pytester.parseconfigure("--e2e-suite", "other_suite", "--collect-only").stash[STATE]
+    assert pytester.parseconfigure("--collect-only").stash[STATE].settings.xfail_dir.name == "my_xfails"
+    other = pytester.parseconfigure("--e2e-suite", "other_suite", "--collect-only").stash[STATE].settings
     assert other.xfail_dir is None  # the issue's `pytest e2e/opinfo/suite --e2e-suite e2e/opinfo/suite`

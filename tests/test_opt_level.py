@@ -4,7 +4,8 @@ JIT's code generation at the program's level."""
 import torch
 from torch_mlir.execution_engine import ExecutionEngine
 
-from compiler.fx_compile import compile_module, fx_to_torch_backend_ir
+from compiler.compiled_module import compile_module
+from compiler.frontends.fx import fx_to_torch_backend_ir
 from compiler.refbackend import LARGE_TENSOR_ELEMENTS, largest_tensor_elements, opt_level_for
 from compiler.replay_runtime import codegen
 from compiler.replay_runtime.codegen import codegen_level

@@ -139,7 +139,7 @@ def test_a_node_id_naming_an_opt_in_or_runtime_config_selects_it():
     from types import SimpleNamespace
 
     from e2e.configs import CONFIG_NAMES
-    from e2e.session import _selected_configs
+    from e2e.settings import _selected_configs
 
     def selected(*args: str) -> list[str]:
         return list(_selected_configs(SimpleNamespace(getoption=lambda name: [], args=list(args))))
@@ -218,7 +218,7 @@ from e2e.session import STATE
 
 
 def pytest_collection_finish(session):
-    print("warmed while probing:", session.config.stash[STATE]._warming is not None)
+    print("warmed while probing:", session.config.stash[STATE].hosts.warming is not None)
 """
 
 
@@ -239,9 +239,9 @@ def test_a_collection_that_probes_several_files_warms_up_meanwhile_and_a_one_fil
 
 
 SABOTAGE = """
-from e2e.session import E2EState
+from e2e.host_pool import HostPool
 
-real = E2EState.run_pair
+real = HostPool.run_pair
 
 
 def run_pair(self, test, config, limits, **kwargs):
@@ -250,7 +250,7 @@ def run_pair(self, test, config, limits, **kwargs):
     return real(self, test, config, limits, **kwargs)
 
 
-E2EState.run_pair = run_pair
+HostPool.run_pair = run_pair
 """
 
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import torch
 
 from compiler.backend_compile import compile_torch_backend_ir
-from compiler.frontends.eager import EagerSession, from_eager, op_key, to_eager
-from compiler.fx_compile import fx_to_torch_backend_ir
+from compiler.frontends.eager_mode import EagerSession, from_eager, op_key, to_eager
+from compiler.frontends.fx import fx_to_torch_backend_ir
 from compiler.stages import Snapshots, StageError, parse_module, run_stage
 from e2e.framework.cache import ProgramCache
 from e2e.framework.host import TestHost

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from compiler.frontends import load_frontend
-from compiler.fx_compile import fx_to_torch_backend_ir
+from compiler.frontends.fx import fx_to_torch_backend_ir
 from compiler.pipelines import TORCH_BACKEND_TO_LINALG
 from compiler.refbackend import LOWER_PIPELINE
 from compiler.stages import CONTRACT_PASS
@@ -357,8 +357,9 @@ def test_torchscript_miscompile_found_in_the_torchscript_graph(tmp_path):
     chain = stage_pipelines(load_config("torchscript"))["backend"]
     broken = [*chain[: -len(LOWER_PIPELINE)], BROKEN + "mulf_to_addf", *LOWER_PIPELINE]
     inputs = [torch.rand(3, 4), torch.rand(3, 4)]
+    frontend = load_config("torchscript").toolchain().frontend
     outcome = reduce_jit_mismatch(
-        Mixed(), inputs, broken, test="T", config="torchscript", reports_dir=tmp_path, time_box=60
+        Mixed(), inputs, broken, frontend=frontend, test="T", config="torchscript", reports_dir=tmp_path, time_box=60
     )
     assert outcome.bundle is not None and outcome.verified, outcome.note
     assert outcome.guilty_op == "torch.aten.mul"
@@ -367,7 +368,7 @@ def test_torchscript_miscompile_found_in_the_torchscript_graph(tmp_path):
     assert "localized in the TorchScript graph" in (outcome.bundle / "README.md").read_text()
     assert run_elsewhere(outcome.bundle, tmp_path).returncode == 1
     fine = reduce_jit_mismatch(
-        Mixed(), inputs, chain, test="T2", config="torchscript", reports_dir=tmp_path, time_box=60
+        Mixed(), inputs, chain, frontend=frontend, test="T2", config="torchscript", reports_dir=tmp_path, time_box=60
     )
     assert fine.bundle is None and "agrees with TorchScript's own run" in fine.note
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from compiler import StageError
-from compiler.fx_compile import compile_module
+from compiler.compiled_module import compile_module
 from compiler.refbackend import DTYPES, UnsupportedDType, from_storage_array, to_storage_array
 from compiler.replay_runtime import target
 from compiler.replay_runtime.memref_call import UnrankedMemRef, ranked_memref_type, read_results
@@ -259,7 +259,7 @@ def test_the_interpreters_bf16_result_of_zero_dims_stays_zero_dim():
 
 def test_programs_lowered_together_give_each_its_own_results_and_load_again_together():
     from compiler.backend_compile import stage_torch_backend_ir
-    from compiler.fx_compile import fx_to_torch_backend_ir
+    from compiler.frontends.fx import fx_to_torch_backend_ir
     from compiler.refbackend import LoweredBatch, lower_together
     from compiler.stages import Snapshots, new_context
 

@@ -295,7 +295,7 @@ def test_a_run_of_testdata_configs_shows_its_op_families_in_the_html_report(test
 
 def test_a_run_without_testdata_configs_has_no_such_table(tmp_path):
     from e2e.framework.html_report import render_html
-    from e2e.report_tables import report_tables
+    from e2e.tools.report_tables import report_tables
 
     rows = [{"test": "A", "config": "linalg", "final": "passed", "outcome": "pass"}]
     assert report_tables(rows) == []

@@ -1,4 +1,4 @@
-"""The op support matrix (`python -m e2e.support`), from synthetic results rows: no compiling."""
+"""The op support matrix (`python -m e2e.tools.support`), from synthetic results rows: no compiling."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from e2e import support
 from e2e.opinfo.collect import DTYPE_SUFFIX, op_key
+from e2e.tools import support
 
 
 def row(test, config="linalg", outcome="pass", stage=None, signature=None, final=None, **extra):
@@ -135,7 +135,7 @@ def test_main_reads_reports_dirs_and_says_it_is_the_ci_slice(tmp_path, capsys):
     assert {status for row in data["ops"].values() for status in row.values()} <= {"pass", "partial", "fail"}
     assert "CI slice" in html_page.read_text()
     assert "4 ops" in capsys.readouterr().out
-    # a pair in two inputs is refused, as e2e.merge refuses it
+    # a pair in two inputs is refused, as e2e.tools.merge refuses it
     other = tmp_path / "other"
     other.mkdir()
     (other / "results.jsonl").write_text(json.dumps(ROWS[0]) + "\n")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from compiler.fx_compile import compile_module
+from compiler.compiled_module import compile_module
 from e2e.configs import load_config
 from e2e.framework import registry
 from e2e.framework.compare import compare_traces

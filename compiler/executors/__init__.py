@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from compiler.refbackend import ResultType, UnsupportedDType
-from compiler.registry import registered_class
+from compiler.registered import registered_class
 from compiler.stages import Snapshots, StageError
 
 INSTALL_RUNTIMES = 'pip install -e ".[runtimes]"'

@@ -18,6 +18,7 @@ import sys
 import numpy as np
 import torch
 
+from compiler import pipelines
 from compiler.executors import load_executor, runtime_executors
 from compiler.refbackend import ELEMENT_DTYPES
 
@@ -104,7 +105,8 @@ def _compile(executor_name: str, backend: str, module):
     from compiler.stages import Snapshots, module_text
 
     text = module_text(module)
-    dtypes = result_dtypes(text) if backend in ("torch", "onnx") else _result_types(text)
+    # Raw imported IR (torch's, or a frontend's own: torch-onnx) is typed as torch types.
+    dtypes = _result_types(text) if backend in pipelines.BACKENDS else result_dtypes(text)
     return load_executor(executor_name, input=backend).compile(module, dtypes, Snapshots()), text
 
 

@@ -18,8 +18,12 @@ on its name (as `compiler.executors` does for executors):
 - `warm_up()`: its first capture and import in a process, paid before test hosts fork;
 - `reducer` (`ReducerFacts`) and `check(...)`: what the reducer needs of it.
 
-Frontends are registered by name in `FRONTENDS` (module:attribute, imported when used) or
-by an installed package's `e2e_conformance.frontends` entry point.
+Each frontend is one module of this package, its capture's: fx.py (`FxFrontend`), eager.py
+(`EagerFrontend`), lazy.py (`LtcFrontend`), torchscript.py (`TorchScriptFrontend`), onnx.py
+(`OnnxFrontend`), dynamo.py (`DynamoFrontend`); `base.BaseFrontend` holds what they share. They are
+registered by name in `FRONTENDS` (module:attribute, imported when used) or by an installed
+package's `e2e_conformance.frontends` entry point: a new frontend is its module and its line
+there (and its config's registration, `e2e.configs`).
 """
 
 from __future__ import annotations
@@ -27,15 +31,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-from compiler.registry import registered_class
+from compiler.registered import registered_class
 
 # frontend name -> module:attribute of its class (imported only when used)
 FRONTENDS: dict[str, str] = {
-    "fx": "compiler.fx_compile:FxFrontend",
-    "eager": "compiler.fx_compile:EagerFrontend",
-    "ltc": "compiler.jit_compile:LtcFrontend",
-    "torchscript": "compiler.jit_compile:TorchScriptFrontend",
-    "onnx": "compiler.onnx_compile:OnnxFrontend",
+    "fx": "compiler.frontends.fx:FxFrontend",
+    "eager": "compiler.frontends.eager:EagerFrontend",
+    "ltc": "compiler.frontends.lazy:LtcFrontend",
+    "torchscript": "compiler.frontends.torchscript:TorchScriptFrontend",
+    "onnx": "compiler.frontends.onnx:OnnxFrontend",
     "dynamo": "compiler.frontends.dynamo:DynamoFrontend",
 }
 ENTRY_POINTS = "e2e_conformance.frontends"
@@ -60,6 +64,8 @@ class ReducerFacts:
     onnx_graph_search: bool = False  # wrong results: searched over the exported ONNX model
     jit_graph_search: bool = False  # wrong results the FX search missed: searched over the TorchScript graph
     torch_only_decompositions: bool = False  # a decompositions failure: searched for torch's own table
+    # What the reproducer's frontend step runs, in its README's words (with `repro_step`).
+    repro_step_words: str = ""
 
 
 class StaticShapesOnly(ValueError):
@@ -90,6 +96,10 @@ class Imported(Protocol):
 class Frontend(Protocol):
     name: str
     imported_ir: str  # "torch" or "onnx"
+    imported_ir_words: str  # that IR in a verdict's words ("raw torch", "raw torch-onnx")
+    # The pass that converts its imported IR to the torch dialect, where that IR is its own
+    # (a runtime taking it runs its own copy of the conversion); None: it imports torch IR.
+    raw_conversion: str | None
     keeps: str | None  # KEEPS_CAPTURE (naming `capture_sources`), KEEPS_IMPORT, or None: shared within a run only
     reducer: ReducerFacts
 

@@ -26,9 +26,9 @@ from typing import Any, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from compiler import pipelines
-from compiler.backend_compile import torch_backend_ir
 from compiler.frontends import KEEPS_IMPORT, ReducerFacts
+from compiler.frontends.base import BaseFrontend
+from compiler.frontends.fx import WarmUpModule
 from compiler.stages import Snapshots, StageError, first_line, module_text, new_context
 
 
@@ -136,31 +136,16 @@ def dynamo_import(module: torch.nn.Module, inputs: Sequence[object], method: str
     return DynamoImport(module_text(importer.module), sources, out_spec, notes)
 
 
-class _Warm(torch.nn.Module):
-    def forward(self, x):
-        return torch.tanh(x @ x.t()).sum(0) + 1
-
-
 @dataclass(frozen=True)
-class DynamoFrontend:
+class DynamoFrontend(BaseFrontend):
     """torch.compile with a backend that hands dynamo's graph to torch-mlir's FX importer."""
 
     name = "dynamo"
-    imported_ir = "torch"
     keeps = KEEPS_IMPORT
     static_only = True
     # Capture failures are not reduced (the reproducer's frontend step is torch.export's);
     # wrong results are searched over the module's FX graph at the call's shapes.
     reducer = ReducerFacts(dynamic_graph_search=False)
-
-    def to_torch_backend(self, backend: str) -> pipelines.Pipeline:
-        return pipelines.fx_to_torch_backend(pipelines.BACKEND_LEGAL_OPS.get(backend, ()))
-
-    def missing(self) -> str | None:
-        return None
-
-    def given(self, module) -> None:
-        return None
 
     def capture(self, module, inputs, dynamic_dims, method: str, snapshots: Snapshots) -> DynamoImport:
         return dynamo_import(module, inputs, method, snapshots)
@@ -168,18 +153,6 @@ class DynamoFrontend:
     def import_capture(self, captured: DynamoImport, snapshots: Snapshots) -> DynamoImport:
         return captured
 
-    def torch_backend_ir(self, imported: DynamoImport, pipeline: pipelines.Pipeline, snapshots: Snapshots) -> str:
-        return torch_backend_ir(imported.raw_ir, snapshots=snapshots, pipeline=pipeline)
-
-    def producer(self, ir_name: str) -> str:
-        return f"torch -> {ir_name}"
-
     def warm_up(self) -> None:
         """Dynamo's and AOTAutograd's first trace in a process (seconds)."""
-        dynamo_import(_Warm(), [torch.rand(3, 3)], "forward", Snapshots())
-
-    def warm_up_capture(self) -> None:
-        """Nothing: only the FX capture's initialization is paid while a collection probes."""
-
-    def check(self, module, inputs, dynamic_dims) -> None:
-        raise NotImplementedError("the dynamo frontend's capture failures are not reduced")
+        dynamo_import(WarmUpModule(), [torch.rand(3, 3)], "forward", Snapshots())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
@@ -309,49 +309,45 @@ def decomposed_op_graph(
     return traced.graph, fake_result
 
 
-def compile_single_op(
-    func: torch._ops.OpOverload,
-    args: tuple,
-    kwargs: dict,
-    fake_mode: FakeTensorMode,
-    snapshots: Snapshots,
-    backend: str = "linalg",
-    opt_level: int | None = 0,
-    *,
-    decompose: bool = False,
-    context: ir.Context | None = None,
-) -> CompiledOp:
+@dataclass(frozen=True)
+class OpCall:
+    """One aten op's call as the eager config compiles it: the op and its (unwrapped)
+    arguments, the fake mode its shapes are traced in, and where it is compiled: the backend,
+    the JIT's opt level, alone or through its decomposition (`decompose`), in `context`
+    (default: a new one for this op)."""
+
+    func: torch._ops.OpOverload
+    args: tuple
+    kwargs: dict
+    fake_mode: FakeTensorMode
+    backend: str = "linalg"
+    opt_level: int | None = 0
+    decompose: bool = False
+    context: ir.Context | None = None
+
+    def decomposed(self) -> OpCall:
+        """The same call, compiled through the op's decomposition as one program."""
+        return replace(self, decompose=True)
+
+
+def compile_single_op(call: OpCall, snapshots: Snapshots) -> CompiledOp:
     """`lower_single_op`, then the JIT. Raises StageError (the JIT's failures in stage `lower`).
-    Every stage's IR lives in `context` (default: a new one for this op)."""
-    context = context or new_context()
-    lowered = lower_single_op(
-        func, args, kwargs, fake_mode, snapshots, backend, opt_level, decompose=decompose, context=context
-    )
+    Every stage's IR lives in the call's context (default: a new one for this op)."""
+    if call.context is None:
+        call = replace(call, context=new_context())
+    lowered = lower_single_op(call, snapshots)
     try:
-        return lowered.load(context)
+        return lowered.load(call.context)
     except StageError:
         raise
     except Exception as error:
         raise StageError("lower", f"{type(error).__name__}: {_first_line(error)}") from error
 
 
-def lower_single_op(
-    func: torch._ops.OpOverload,
-    args: tuple,
-    kwargs: dict,
-    fake_mode: FakeTensorMode,
-    snapshots: Snapshots,
-    backend: str = "linalg",
-    opt_level: int | None = 0,
-    *,
-    decompose: bool = False,
-    context: ir.Context | None = None,
-) -> LoweredOp:
+def lower_single_op(call: OpCall, snapshots: Snapshots) -> LoweredOp:
     """`stage_single_op`, then stage `lower`: linalg -> LLVM dialect, as text for the
     RefBackend's JIT. Raises StageError."""
-    staged = stage_single_op(
-        func, args, kwargs, fake_mode, snapshots, backend, opt_level, decompose=decompose, context=context
-    )
+    staged = stage_single_op(call, snapshots)
     to_lower = staged.to_lower
     try:
         program = lower_linalg(
@@ -387,18 +383,7 @@ class StagedOp:
         )
 
 
-def stage_single_op(
-    func: torch._ops.OpOverload,
-    args: tuple,
-    kwargs: dict,
-    fake_mode: FakeTensorMode,
-    snapshots: Snapshots,
-    backend: str = "linalg",
-    opt_level: int | None = 0,
-    *,
-    decompose: bool = False,
-    context: ir.Context | None = None,
-) -> StagedOp:
+def stage_single_op(call: OpCall, snapshots: Snapshots) -> StagedOp:
     """capture (one-node graph, or with `decompose` the op's decomposition) -> import ->
     torch-backend -> the backend's IR, in `context` (default: a new one).
 
@@ -406,9 +391,10 @@ def stage_single_op(
     `snapshots.texts["torch-backend"]` the single op as raw torch-dialect IR.
     """
     stage = "capture"
+    context, backend, decompose = call.context, call.backend, call.decompose
     try:
         build = decomposed_op_graph if decompose else single_op_graph
-        graph, fake_result = build(func, args, kwargs, fake_mode)
+        graph, fake_result = build(call.func, call.args, call.kwargs, call.fake_mode)
         snapshots.texts["graph"] = str(graph)
         stage = "import"
         context = context or new_context()
@@ -419,7 +405,7 @@ def stage_single_op(
         )  # EagerFrontend.to_torch_backend
         stage = "backend"
         to_lower = stage_torch_backend_ir(
-            module_text(torch_backend), backend, snapshots=snapshots, opt_level=opt_level, context=context
+            module_text(torch_backend), backend, snapshots=snapshots, opt_level=call.opt_level, context=context
         )
     except StageError:
         raise

@@ -1,4 +1,4 @@
-"""LTC frontend: run the module on the `lazy` device and take the TorchScript graph.
+"""LTC frontend (`LtcFrontend`): run the module on the `lazy` device and take the TorchScript graph.
 
 The TorchScript LTC backend records every op on lazy tensors; the graph of the
 forward's outputs is lowered to TorchScript without running it
@@ -20,8 +20,9 @@ from typing import Any, Callable, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from compiler.frontends import NotCapturable
+from compiler.frontends import NotCapturable, ReducerFacts, StaticShapesOnly
 from compiler.frontends.jit import ConstantInput, GraphInput, TensorArg
+from compiler.frontends.jit_frontend import JitFrontend
 from compiler.replay_runtime.frontend_step import init_ts_backend
 from compiler.stages import StageError, first_line
 
@@ -182,3 +183,25 @@ def _device_datum(value: Any) -> torch.Tensor:
         # A 0-d float32 neither widens float32 tensors nor makes int tensors float64.
         return torch.tensor(value, dtype=torch.float32)
     raise StageError("capture", f"a lazy device datum of type {type(value).__name__} is not supported")
+
+
+@dataclass(frozen=True)
+class LtcFrontend(JitFrontend):
+    """The module on the `lazy` device (TorchScript backend), its forward one lazy graph."""
+
+    name = "ltc"
+    reducer = ReducerFacts(
+        repro_step="ltc",
+        device="lazy",
+        dynamic_graph_search=False,
+        repro_step_words="tracing on the lazy device (TorchScript LTC backend)",
+    )
+
+    def capture_graph(self, module, example_inputs, dynamic_dims, method, static_refused, notes):
+        if static_refused:
+            raise StaticShapesOnly(f"ltc traces static shapes; dynamic dims {list(dynamic_dims)} were asked for")
+        notes["capture"] = "lazy"
+        return capture(module, example_inputs, method)
+
+    def check(self, module, inputs, dynamic_dims) -> None:
+        capture(module, inputs)

@@ -1,4 +1,4 @@
-"""TorchScript frontend: `torch.jit.script`, falling back to `torch.jit.trace`.
+"""TorchScript frontend (`TorchScriptFrontend`): `torch.jit.script`, falling back to `torch.jit.trace`.
 
 The method's graph is copied and inlined (`prim::CallMethod` of submodules disappear);
 `prim::GetAttr` on `self` and its submodules is resolved by the importer against the
@@ -16,7 +16,9 @@ from typing import Sequence
 import torch
 import torch.utils._pytree as pytree
 
+from compiler.frontends import ReducerFacts, StaticShapesOnly
 from compiler.frontends.jit import ConstantInput, GraphInput, TensorArg
+from compiler.frontends.jit_frontend import JitFrontend
 from compiler.stages import StageError, first_line
 
 
@@ -117,3 +119,23 @@ def _script_or_trace(module: torch.nn.Module, example_inputs: Sequence[object], 
             f"{reason}; torch.jit.trace fallback: {type(trace_error).__name__}: {first_line(trace_error)}",
         ) from trace_error
     return traced, "trace", reason
+
+
+@dataclass(frozen=True)
+class TorchScriptFrontend(JitFrontend):
+    """torch.jit.script, or torch.jit.trace where scripting fails."""
+
+    name = "torchscript"
+    reducer = ReducerFacts(jit_graph_search=True)
+
+    def capture_graph(self, module, example_inputs, dynamic_dims, method, static_refused, notes):
+        captured = capture(module, example_inputs, dynamic_dims, method)
+        notes["capture"] = captured.method
+        if captured.fallback_reason:
+            notes["fallback_reason"] = captured.fallback_reason
+        if static_refused and captured.method == "trace":
+            raise StaticShapesOnly(
+                f"torchscript fell back to torch.jit.trace, which traces static shapes; dynamic dims "
+                f"{list(dynamic_dims)} were asked for ({captured.fallback_reason})"
+            )
+        return captured

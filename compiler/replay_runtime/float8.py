@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 from torch_mlir import ir
 
+from .float_bits import SIGN_AND_SUBNORMAL
+
 
 @dataclass(frozen=True)
 class Float8:
@@ -83,15 +85,7 @@ func.func @e2e_f32_bits_to_{f.name}_bits(%f: i32) -> i8 {{
   %largest = arith.constant {f.largest_code} : i32
   %overflow_code = arith.constant {f.overflow_code} : i32
   %nan_code = arith.constant {f.nan_code} : i32
-  %sign = arith.andi %f, %sign_mask : i32
-  %a = arith.xori %f, %sign : i32
-  %is_nan = arith.cmpi ugt, %a, %infinity : i32
-  %is_small = arith.cmpi ult, %a, %smallest_normal : i32
-  %a_float = arith.bitcast %a : i32 to f32
-  %magic_float = arith.bitcast %magic : i32 to f32
-  %sum = arith.addf %a_float, %magic_float : f32
-  %sum_bits = arith.bitcast %sum : f32 to i32
-  %small = arith.subi %sum_bits, %magic : i32
+{SIGN_AND_SUBNORMAL}  %is_nan = arith.cmpi ugt, %a, %infinity : i32
   %kept = arith.shrui %a, %shift : i32
   %odd = arith.andi %kept, %c1 : i32
   %round = arith.addi %half_ulp, %odd : i32

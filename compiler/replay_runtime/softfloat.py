@@ -26,13 +26,15 @@ from torch_mlir.execution_engine import ExecutionEngine
 
 from . import float8
 from .codegen import codegen_level
+from .float_bits import SIGN_AND_SUBNORMAL
 from .mlir import new_context
 from .target import pin
 
 # Conversions on raw bits (testable exactly through ctypes), then the C-ABI entry
 # points LLVM's libcalls expect. f64 -> 16-bit goes through f32 rounded to odd: with
 # 24 >= 11 + 2 bits that double rounding is exact (Boldo & Melquiond).
-RUNTIME_MLIR = r"""
+RUNTIME_MLIR = (
+    r"""
 func.func @e2e_f32_bits_to_f16_bits(%f: i32) -> i16 {
   %sign_mask = arith.constant -2147483648 : i32
   %f16_max = arith.constant 1199570944 : i32      // (127 + 16) << 23: |x| >= 65536 -> inf
@@ -45,17 +47,11 @@ func.func @e2e_f32_bits_to_f16_bits(%f: i32) -> i16 {
   %c1 = arith.constant 1 : i32
   %c13 = arith.constant 13 : i32
   %c16 = arith.constant 16 : i32
-  %sign = arith.andi %f, %sign_mask : i32
-  %a = arith.xori %f, %sign : i32
-  %overflow = arith.cmpi uge, %a, %f16_max : i32
+"""
+    + SIGN_AND_SUBNORMAL
+    + r"""  %overflow = arith.cmpi uge, %a, %f16_max : i32
   %is_nan = arith.cmpi ugt, %a, %infinity : i32
   %big = arith.select %is_nan, %f16_nan, %f16_inf : i32
-  %is_small = arith.cmpi ult, %a, %smallest_normal : i32
-  %a_float = arith.bitcast %a : i32 to f32
-  %magic_float = arith.bitcast %magic : i32 to f32
-  %sum = arith.addf %a_float, %magic_float : f32
-  %sum_bits = arith.bitcast %sum : f32 to i32
-  %small = arith.subi %sum_bits, %magic : i32
   %mantissa_shift = arith.shrui %a, %c13 : i32
   %odd = arith.andi %mantissa_shift, %c1 : i32
   %biased = arith.addi %a, %rebias : i32
@@ -175,6 +171,7 @@ func.func @__truncdfbf2(%x: f64) -> bf16 {
   return %result : bf16
 }
 """
+)
 
 # The C-ABI entry points, by the name LLVM's codegen calls (and the float8 conversions
 # `float8.expand_conversions` calls), with their types.

@@ -48,6 +48,12 @@ CONFIG_NAMES = ("linalg", "tosa", "stablehlo", "ltc", "torchscript", "eager")
 OPT_IN_CONFIG_NAMES = ("onnx", "dynamo")
 # Real runtimes as executors (e2e/configs/runtime.py): not in the default set.
 RUNTIME_CONFIG_NAMES = ("tosa@tosa-ref", "stablehlo@xla", "stablehlo@interp", "linalg@iree", "torch@iree", "onnx@iree")
+# Where each built-in config is defined: the module whose `CONFIGS` maps its name to it.
+# A new built-in config is its line here and its name above.
+BUILT_IN: dict[str, str] = {
+    **dict.fromkeys(("linalg", "tosa", "stablehlo", "ltc", "torchscript", "onnx", "dynamo"), "e2e.configs.pipeline"),
+    "eager": "e2e.configs.eager",
+}
 ENTRY_POINT_GROUP = "e2e_conformance.configs"
 XFAIL_DIR = Path(__file__).parent / "xfail"
 
@@ -107,10 +113,8 @@ def available_configs() -> list[str]:
 @functools.cache
 def load_config(spec: str) -> Config:
     """A config by built-in name, entry-point name, or `module:attribute`."""
-    if spec == "eager":
-        config = importlib.import_module("e2e.configs.eager").CONFIG
-    elif spec in CONFIG_NAMES + OPT_IN_CONFIG_NAMES:
-        config = importlib.import_module("e2e.configs.pipeline").CONFIGS[spec]
+    if spec in BUILT_IN:
+        config = importlib.import_module(BUILT_IN[spec]).CONFIGS[spec]
     elif spec in RUNTIME_CONFIG_NAMES or "@" in spec:  # `<input>@<executor>`
         config = importlib.import_module("e2e.configs.runtime").runtime_config(spec)
         # Import the runtime's Python package now, before test hosts fork (jax: ~1.6 s each).

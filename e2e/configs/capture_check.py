@@ -13,12 +13,13 @@ path eagerly; the exported graph does not, and pads differently.)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
+from compiler.frontends import load_frontend
 from e2e.framework.compare import agree, compare_values
 from e2e.framework.judge import Explanation, Outcome
 from e2e.framework.trace import TraceItem, call_key
@@ -52,10 +53,10 @@ class CaptureCheck:
 
     The captured program comes from the import the config compiled; one taken over from an
     earlier host of the test lost it on the way (an `ExportedProgram` does not cross
-    processes), and is captured again with `recapture(prepared, call, dynamic)`, so a pair's
-    verdict does not depend on which configs ran before it."""
+    processes), and is captured again by the config's frontend (`PreparedTest.recapture`), so a
+    pair's verdict does not depend on which configs ran before it."""
 
-    recapture: Callable[[Any, TraceItem, bool], Any]
+    frontend: str  # the config's frontend (`compiler.frontends`), whose import keeps its program (`exported`)
 
     def explain(self, prepared, outcome: Outcome) -> Explanation | None:
         if outcome.mismatch is None:
@@ -91,7 +92,7 @@ class CaptureCheck:
         exported = getattr(imported, "exported", None)
         try:
             if exported is None:
-                exported = self.recapture(prepared, expected, dynamic)
+                exported = prepared.recapture(expected, dynamic, load_frontend(self.frontend))
             native = run_exported(exported, expected.inputs)
         except Exception:
             return None  # it does not capture again, or the captured program does not run natively

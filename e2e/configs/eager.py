@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from compiler.backend_compile import compile_torch_backend_ir
-from compiler.frontends.eager import EagerSession, eager_mode, from_eager, to_eager
+from compiler.frontends.eager_mode import EagerSession, eager_mode, from_eager, to_eager
 from compiler.frontends.eager_ops import can_decompose
 from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
 from compiler.toolchain import Toolchain, toolchain
@@ -149,3 +149,4 @@ def _replay(torch_ir: str, backend: str, snapshots: Snapshots) -> StageError | N
 
 
 CONFIG = EagerConfig()
+CONFIGS = {CONFIG.name: CONFIG}  # its registration (`e2e.configs.BUILT_IN`)

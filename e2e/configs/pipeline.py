@@ -34,7 +34,6 @@ from compiler.toolchain import TORCH_INPUT, Toolchain, toolchain
 from e2e.configs.capture_check import CaptureCheck
 from e2e.configs.onnx_oracle import OnnxOracle
 from e2e.framework.judge import Explainer
-from e2e.framework.prepared import PreparedTest
 from e2e.framework.registry import Tolerance
 from e2e.framework.result import NotApplicable
 from e2e.framework.trace import Trace, TraceItem, call_key
@@ -171,7 +170,7 @@ def installed_executor(chain: Toolchain):
     return executor
 
 
-FX_EXPLAINERS: tuple[Explainer, ...] = (CaptureCheck(PreparedTest.recapture),)
+FX_EXPLAINERS: tuple[Explainer, ...] = (CaptureCheck("fx"),)
 
 # The built-in pipeline configs, by name.
 CONFIGS: dict[str, PipelineConfig] = {

@@ -26,6 +26,7 @@ import enum
 from dataclasses import dataclass
 
 from compiler.executors import RuntimeExecutor, executor_class
+from compiler.frontends import FRONTENDS, frontend_class
 from compiler.stages import Snapshots, StageError
 from compiler.toolchain import TORCH_INPUT
 from e2e.configs.pipeline import CONFIGS as PIPELINE_CONFIGS
@@ -101,8 +102,14 @@ class OnRuntime:
 
     @property
     def ir_name(self) -> str:
-        given = self.toolchain().executor_input
-        return {"torch": "raw torch", "onnx": "raw torch-onnx"}.get(given, given)
+        chain = self.toolchain()
+        return chain.frontend.imported_ir_words if chain.backend == TORCH_INPUT else chain.executor_input
+
+    def _raw_conversion(self) -> str | None:
+        """The conversion of the frontend's own imported IR to torch (ONNX's), when the
+        executor is handed that IR: each side then runs its own copy of it."""
+        chain = self.toolchain()
+        return chain.frontend.raw_conversion if chain.backend == TORCH_INPUT else None
 
     def explainers(self) -> tuple[Explainer, ...]:
         return (*super().explainers(), TwinVerdict(self), NativeReproducer(self))
@@ -126,8 +133,8 @@ class OnRuntime:
         elif runtime is None:
             kind = REFBACKEND_SIDE
             below = "linalg -> LLVM" if self.backend in ("linalg", TORCH_INPUT) else f"{self.backend} -> linalg -> LLVM"
-            if self.toolchain().executor_input == "onnx":
-                below = "convert-torch-onnx-to-torch, the torch backend, linalg -> LLVM"
+            if (conversion := self._raw_conversion()) is not None:
+                below = f"{conversion}, the torch backend, linalg -> LLVM"
             text = (
                 f"verdict: {REFBACKEND_SIDE}: {self.runtime} runs {same} and matches torch; the RefBackend twin "
                 f"`{self.twin}` {twin}: look at {below} or the RefBackend, not at {self._produced_by()}"
@@ -145,8 +152,8 @@ class OnRuntime:
 
     def _shared_below(self) -> str:
         """What both executors run of their own below the shared IR (each its own copy)."""
-        if self.toolchain().executor_input == "onnx":
-            return ", at convert-torch-onnx-to-torch (each runs its own)"
+        if (conversion := self._raw_conversion()) is not None:
+            return f", at {conversion} (each runs its own)"
         return ""
 
 
@@ -228,10 +235,25 @@ def runtime_config(name: str) -> OnRuntime:
     if not issubclass(cls, RuntimeExecutor) or given not in cls.accepts:
         accepted = ", ".join(cls.accepts) if issubclass(cls, RuntimeExecutor) else "nothing: it is not a runtime"
         raise ValueError(f"config {name!r}: executor {executor!r} accepts {accepted}")
-    if given == "onnx":  # the ONNX frontend's own IR, handed over as imported
-        return RuntimeConfig(name, "onnx", TORCH_INPUT, executor, twin="onnx", **_as(PIPELINE_CONFIGS["onnx"]))
-    twin = "linalg" if given == TORCH_INPUT else given
+    if own_ir_of(given):  # a frontend's own IR (ONNX's), handed over as imported
+        return RuntimeConfig(name, given, TORCH_INPUT, executor, twin=given, **_as(PIPELINE_CONFIGS[given]))
+    twin = twin_of(given)
     return RuntimeConfig(name, "fx", given, executor, twin=twin, **_as(PIPELINE_CONFIGS[twin]))
+
+
+def own_ir_of(given: str) -> bool:
+    """Whether the input `given` of a config `<given>@<executor>` is the IR a frontend of that
+    name imports as its own (the onnx frontend's torch-onnx IR): then that frontend, and its
+    config as the twin, compile the pair."""
+    return given in FRONTENDS and frontend_class(given).imported_ir == given
+
+
+def twin_of(given: str) -> str:
+    """The RefBackend config that compiles the same IR as the configs `<given>@...`: a
+    frontend's own for its own IR, linalg for raw torch IR, else the backend's config."""
+    if own_ir_of(given):
+        return given
+    return "linalg" if given == TORCH_INPUT else given
 
 
 def _as(twin: PipelineConfig) -> dict:

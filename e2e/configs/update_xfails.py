@@ -3,7 +3,7 @@
     python -m e2e.configs.update_xfails [reports/results.json] [--xfail-dir DIR]
 
 The results may be a reports directory, and may be merged from shards (`python -m
-e2e.merge`): a row that carries its own `platform` (a merged row does: its shard's) is
+e2e.tools.merge`): a row that carries its own `platform` (a merged row does: its shard's) is
 judged for that platform.
 
 For every config and shape mode in the results: a test that failed (unexpectedly, as

@@ -178,7 +178,7 @@ PROGRAM_CACHE_BYTES = 1 << 30  # the least recently used entries go past this
 
 class ProgramCache:
     """Programs the compiler lowered (text the JIT loads; the eager config's single ops,
-    `compiler.frontends.eager.LoweredOpStore`) and every config's pipeline stage outputs
+    `compiler.frontends.eager_mode.LoweredOpStore`) and every config's pipeline stage outputs
     (`compiler.stages.Snapshots.memo`), shared by the test hosts of a run and by later
     runs, in `directory` (None: disabled). Keyed by the compiler's key (an op, its
     argument signature, backend and opt level; a stage, its passes and input IR) and

@@ -170,9 +170,7 @@ CAPTURE_SOURCES = (
 # these, so a change to a lowering, a pass pipeline or an executor reuses the imports.
 FRONTEND_SOURCES = (
     "compiler/frontends",
-    "compiler/fx_compile.py",
-    "compiler/jit_compile.py",
-    "compiler/registry.py",
+    "compiler/registered.py",
     "compiler/stages.py",
     "compiler/replay_runtime/frontend_step.py",
     "compiler/replay_runtime/mlir.py",

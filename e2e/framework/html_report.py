@@ -10,7 +10,7 @@ relative to the page, so the reports folder can be zipped and opened elsewhere.
     python -m e2e.framework.html_report reports/results.json [-o reports/index.html]
 
 (The command rewrites a page without the suites' tables: the framework imports no suite;
-the run's own page and `python -m e2e.merge`'s have them.)
+the run's own page and `python -m e2e.tools.merge`'s have them.)
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ RUN_FIELDS = {
 @dataclass(frozen=True)
 class ReportTable:
     """A table a suite adds to the page, as data: the framework renders it knowing no suite
-    (the tables of a run come from `e2e.report_tables`)."""
+    (the tables of a run come from `e2e.tools.report_tables`)."""
 
     id: str  # the section's HTML id
     title: str
@@ -74,7 +74,7 @@ def write_html(
 ) -> Path:
     """Write the report of `rows` (the records of results.json) and `run` (metadata) to `path`,
     with `tables` after the per-config counts and, given a baseline's `changes` ((test,
-    config) -> what changed there, `e2e.diff.Diff.by_pair`), those cells marked."""
+    config) -> what changed there, `e2e.tools.diff.Diff.by_pair`), those cells marked."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = render_html(rows, run, path.parent, tables, changes)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import torch
 import torch.utils._pytree as pytree
 
-from compiler.frontends import KEEPS_CAPTURE, KEEPS_IMPORT, NotCapturable, StaticShapesOnly, load_frontend
+from compiler.frontends import KEEPS_CAPTURE, KEEPS_IMPORT, NotCapturable, StaticShapesOnly
 from compiler.stages import Snapshots, StageError
 from e2e.framework.fingerprints import CAPTURE, IMPORT
 from e2e.framework.registry import Test
@@ -130,12 +130,11 @@ class PreparedTest:
         except NotCapturable as error:
             raise NotApplicable(str(error)) from None
 
-    def recapture(self, call: TraceItem, dynamic: bool, frontend: str = "fx"):
-        """The captured program of `call` again, as a config captured it: with the test's
-        dynamic dims when its program was compiled with them, else at the call's shapes."""
+    def recapture(self, call: TraceItem, dynamic: bool, frontend):
+        """The program `frontend` captured of `call`, again, as a config captured it: with the
+        test's dynamic dims when its program was compiled with them, else at the call's shapes."""
         shapes = self.arg_shapes(call.method) if dynamic else None
-        chosen = load_frontend(frontend)
-        return chosen.import_capture(self._capture(chosen, call, shapes, Snapshots()), Snapshots()).exported
+        return frontend.import_capture(self._capture(frontend, call, shapes, Snapshots()), Snapshots()).exported
 
     def _capture(self, frontend, item: TraceItem, shapes, snapshots: Snapshots):
         return frontend.capture(self.module, item.inputs, shapes, item.method, snapshots)

@@ -47,32 +47,13 @@ from e2e.framework.signature import (
 )
 
 
-def warm_up() -> None:
-    """The FX frontend's warm-up (`compiler.fx_compile.warm_up`), for callers outside the
-    suite's configs (the mutation search, benchmarks); the suite warms up through `WarmsUp`."""
-    from compiler.fx_compile import warm_up as fx_warm_up
-
-    fx_warm_up()
-
-
-def warm_up_capture() -> None:
-    """The FX capture's one-time initialization alone (`compiler.fx_compile.warm_up_capture`)."""
-    from compiler.fx_compile import warm_up_capture as fx_warm_up_capture
-
-    fx_warm_up_capture()
-
-
-def warm_up_capture_imports() -> None:
-    """The FX capture's imports alone (`compiler.fx_compile.warm_up_capture_imports`)."""
-    from compiler.fx_compile import warm_up_capture_imports as fx_warm_up_capture_imports
-
-    fx_warm_up_capture_imports()
-
-
-# What a spare host pays before its test is known, in steps: a spare whose test came during
-# one stops after it (what is left, the first export's own initialization, its pair pays
-# as it would have; the warm-up's own module it does not).
-SPARE_WARM_UP = (warm_up_capture_imports, warm_up_capture)
+def warm_up(config) -> None:
+    """A config's one-time initialization in this process (its optional `warm_up`, e.g. its
+    frontend's first capture), before a fork, for callers outside the suite's plugin (the
+    suite warms up through `e2e.session`)."""
+    warm = getattr(config, "warm_up", None)
+    if warm is not None:
+        warm()
 
 
 def _compile_and_run(config, prepared: PreparedTest, snapshots: Snapshots) -> tuple[Result, dict]:
@@ -244,7 +225,7 @@ def run_pair(
         return broken_test_result(test, config.name, prepared.golden_kind, prepared.golden_error)
     start, peak = time.monotonic(), 0
     if isolate:
-        warm_up()
+        warm_up(config)
         forked = isolation.Child(
             lambda channel: (channel.receive(), channel.send(attempt_pair(prepared, config, reports_dir)))
         )

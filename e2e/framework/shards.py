@@ -11,7 +11,7 @@ selected items and the durations: every shard computes the same plan on its own.
 
 Every shard must see the same items (the same arguments) and the same durations, or
 some tests run twice and others never. The plan's digest (`plan`, in `run.json`) names
-the whole assignment; `python -m e2e.merge` refuses shards whose plans differ.
+the whole assignment; `python -m e2e.tools.merge` refuses shards whose plans differ.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ class Plan:
     digest: str  # names the assignment of every item: equal in every shard of one run
 
     def summary(self, spec: ShardSpec, items: int, total_items: int, source: str) -> dict:
-        """What `run.json` records of this shard (`e2e.merge` checks it)."""
+        """What `run.json` records of this shard (`e2e.tools.merge` checks it)."""
         mine = sum(1 for shard in self.shard_of.values() if shard == spec.index)
         return {
             "index": spec.index,

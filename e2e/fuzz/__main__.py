@@ -4,8 +4,8 @@
     python -m e2e.fuzz --programs 3 --config linalg --reports-dir R
     python -m e2e.fuzz --report-only --reports-dir R      # classify and report an existing campaign
 
-Writes R/results.json, run.json, index.html and repro/ (the run format `e2e.merge` and
-`e2e.diff` read; shards of one campaign merge like any run's), R/campaign.json (blocks,
+Writes R/results.json, run.json, index.html and repro/ (the run format `e2e.tools.merge` and
+`e2e.tools.diff` read; shards of one campaign merge like any run's), R/campaign.json (blocks,
 seeds, costs) and the campaign report R/fuzz.md and R/fuzz.html (see docs/fuzz.md).
 """
 

@@ -4,8 +4,8 @@ A campaign runs `pytest --generate B --generate-seed s` (the plugin, so containm
 judging, explainers, the reducer and bundles all apply) on blocks of B seeds until its
 time budget (or program count) is spent, each block a pytest run in its own reports
 directory (`<reports>/batches/<first seed>/`); after each block the blocks so far are merged
-into `<reports>` (`e2e.merge`), which then reads like any run's reports directory
-(`results.json`, `run.json`, `index.html`, `repro/`) for `e2e.merge` and `e2e.diff`.
+into `<reports>` (`e2e.tools.merge`), which then reads like any run's reports directory
+(`results.json`, `run.json`, `index.html`, `repro/`) for `e2e.tools.merge` and `e2e.tools.diff`.
 The blocks claim bundles in one index (`<reports>/repro-index`), so a bug is reduced by the
 first block that meets it and shared by the later ones.
 
@@ -41,8 +41,8 @@ from e2e.framework.results_files import load_rows
 from e2e.framework.run_record import WORKER_PARTS, write_json_atomic
 from e2e.framework.shards import ShardSpec
 from e2e.fuzz import PAIR_BUDGET, pytest_command
-from e2e.merge import merge
 from e2e.reducer.bundle import REPRO_INDEX_ENV
+from e2e.tools.merge import merge
 
 BATCHES = "batches"
 PROGRAM_CACHE = "cache"  # pytest's cache dir for the blocks: the program cache only
@@ -285,7 +285,7 @@ class Campaign:
 
     def record(self, wall_s: float) -> dict:
         """Merge the blocks so far into the reports directory and say what the campaign did
-        in its `run.json` (`campaign`, and `shard` for `e2e.merge`'s completeness check)."""
+        in its `run.json` (`campaign`, and `shard` for `e2e.tools.merge`'s completeness check)."""
         self.batches.sort(key=lambda b: b.first_seed)
         info = {
             "configs": self.configs,

@@ -7,7 +7,7 @@ refused op's first, are run on the config by the suite's runner until one fails 
 program did (a gap) or none does (a bug: the combination is refused); signatures are cached
 per (config, op, attributes, types) in a JSON file. Without a program to run, the op
 support matrix answers, read as data (`docs/support.json`, written beside `docs/support.md`
-by `python -m e2e.support`; OpInfo op names; a cell's status is `pass`, `partial` or
+by `python -m e2e.tools.support`; OpInfo op names; a cell's status is `pass`, `partial` or
 `fail`): `pass` is taken, anything else is not: a campaign reports only what is surely a bug.
 """
 
@@ -27,7 +27,7 @@ MATRIX = Path(__file__).resolve().parents[2] / "docs" / "support.json"
 
 def read_matrix(path: Path = MATRIX) -> dict[str, dict[str, str]]:
     """op -> config -> status ("pass", "partial", "fail"), from the matrix's data
-    (`e2e.support.statuses`); {} without one."""
+    (`e2e.tools.support.statuses`); {} without one."""
     try:
         return json.loads(path.read_text())["ops"]
     except (OSError, ValueError, KeyError):

@@ -316,7 +316,7 @@ def analyse(
     write_bugs(reports_dir, campaign_bugs(classified.bugs, reports_dir))
     (reports_dir / "fuzz.html").write_text(html_page(text, discovery(campaign, classified)))
     from e2e.framework.html_report import write_html
-    from e2e.report_tables import report_tables
+    from e2e.tools.report_tables import report_tables
 
     write_html(recorded, run, reports_dir / "index.html", [*report_tables(recorded), campaign_table(classified)])
     return text

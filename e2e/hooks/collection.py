@@ -12,7 +12,8 @@ from e2e.configs import XfailError, load_xfails
 from e2e.framework.platform import torch_cpu_capability
 from e2e.framework.suite_files import SuiteFile, clean_probes, load_suite
 from e2e.hooks.scheduling import longest_first
-from e2e.session import STATE, E2EState, has_timeout
+from e2e.session import STATE, E2EState
+from e2e.settings import has_timeout
 
 
 class ControllerProbes:
@@ -27,8 +28,12 @@ class ControllerProbes:
     @classmethod
     def configure(cls, config: pytest.Config, state: E2EState) -> None:
         """Probe and check, on an xdist controller with xfail sets; kept under `PROBES`."""
-        if getattr(config.option, "numprocesses", None) and state.xfail_dir:
-            probes = cls(load_suite(state.suite_paths, state.import_limits, register=False, probes=state.probes))
+        if getattr(config.option, "numprocesses", None) and state.settings.xfail_dir:
+            probes = cls(
+                load_suite(
+                    state.settings.suite_paths, state.settings.import_limits, register=False, probes=state.caches.probes
+                )
+            )
             load_xfail_sets(state, list(probes.files.values()))
             config.stash[PROBES] = probes
 
@@ -64,14 +69,14 @@ def pytest_collect_directory(path: Path, parent):
     # when their first test runs, would import upstream's framework.
     state = parent.config.stash[STATE]
     resolved = path.resolve()
-    if any(resolved == suite or resolved in suite.parents for suite in state.suite_paths):
+    if any(resolved == suite or resolved in suite.parents for suite in state.settings.suite_paths):
         return pytest.Dir.from_parent(parent, path=path)
     return None
 
 
 def pytest_collect_file(file_path: Path, parent):
     state = parent.config.stash[STATE]
-    if file_path.suffix == ".py" and file_path.resolve() in state.suite_files:
+    if file_path.suffix == ".py" and file_path.resolve() in state.settings.suite_files:
         if not _python_plugin_takes(file_path, parent):
             return E2EFile.from_parent(parent, path=file_path)
     return None
@@ -81,7 +86,7 @@ def pytest_collect_file(file_path: Path, parent):
 def pytest_pycollect_makemodule(module_path: Path, parent):
     # A suite file named test_*.py, or given on the command line, is ours, not a Module.
     state = parent.config.stash[STATE]
-    if module_path.resolve() in state.suite_files:
+    if module_path.resolve() in state.settings.suite_files:
         return E2EFile.from_parent(parent, path=module_path)
     return None
 
@@ -92,7 +97,7 @@ def pytest_collection_modifyitems(session, config, items):
     if not e2e_items:
         return
     xfails = load_xfail_sets(
-        state, list(state.loaded_suite.values()), every_file=set(state.loaded_suite) >= state.suite_files
+        state, list(state.suite.loaded.values()), every_file=set(state.suite.loaded) >= state.settings.suite_files
     )
     budget_backstop = _backstop(config, state)
     for item in e2e_items:
@@ -114,10 +119,10 @@ def load_xfail_sets(state: E2EState, files: list[SuiteFile], every_file: bool = 
     known = {name for f in files for name in f.tests} if complete else None
     try:
         return {
-            name: load_xfails(name, known, state.xfail_dir, state.shape_mode, torch_cpu_capability())
-            if state.xfail_dir
+            name: load_xfails(name, known, state.settings.xfail_dir, state.settings.shape_mode, torch_cpu_capability())
+            if state.settings.xfail_dir
             else {}
-            for name in state.configs
+            for name in state.settings.configs
         }
     except XfailError as error:
         raise pytest.UsageError(
@@ -130,4 +135,4 @@ def _backstop(config, state: E2EState) -> float | None:
     reducer and the golden run have their own; a pair never needs this much."""
     if not has_timeout(config):
         return None
-    return 3 * state.budget + 2 * config.getoption("reduce_timeout") + 300
+    return 3 * state.settings.budget + 2 * config.getoption("reduce_timeout") + 300

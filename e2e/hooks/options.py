@@ -7,7 +7,7 @@ from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, RUNTIME_CONFIG_NAMES
 from e2e.framework.result import SHAPE_MODES
 from e2e.framework.suite_files import IMPORT_BUDGET
 from e2e.opinfo import SLICES as OPINFO_SLICES
-from e2e.session import DEFAULT_MEMORY_CAP_GIB, NO_ISOLATION_TURNS_OFF
+from e2e.settings import DEFAULT_MEMORY_CAP_GIB, NO_ISOLATION_TURNS_OFF
 
 
 def pytest_addoption(parser):
@@ -128,7 +128,7 @@ def pytest_addoption(parser):
         default=None,
         metavar="PATH",
         help="an earlier run's results (reports dir, results.json or .jsonl): the e2e summary says what changed "
-        "(as python -m e2e.diff does), for the pairs this run ran",
+        "(as python -m e2e.tools.diff does), for the pairs this run ran",
     )
     group.addoption(
         "--e2e-service",

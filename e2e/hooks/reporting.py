@@ -13,13 +13,14 @@ from compiler.replay_runtime.target import jit_target
 from e2e.collect import ResultItem
 from e2e.framework.isolation import GIB
 from e2e.framework.platform import cpu_description, torch_cpu_capability
-from e2e.framework.report import header_lines, hung_once, summarize
 from e2e.framework.result import PASS, SKIP
 from e2e.framework.run_record import ReportsDirBusy, RunRecord, WorkerClock
+from e2e.framework.run_summary import header_lines, hung_once, summarize
 from e2e.hooks import watchdog
 from e2e.hooks.scheduling import SHARDER, save_durations
-from e2e.report_tables import report_tables
-from e2e.session import NO_ISOLATION_TURNS_OFF, STATE, E2EState
+from e2e.session import STATE, E2EState
+from e2e.settings import NO_ISOLATION_TURNS_OFF
+from e2e.tools.report_tables import report_tables
 
 
 class RunRecorder:
@@ -33,7 +34,7 @@ class RunRecorder:
         self.record: RunRecord | None = None  # the reports directory, on the controller of a suite run
         self.peaks: dict[str, tuple] = {}  # worker -> (own MiB, largest child MiB, largest host MiB, its test)
         self.baseline: list[dict] | None = None  # --baseline: the earlier run's rows
-        self.baseline_diff = None  # an e2e.diff.Diff from the baseline to this run, once it finished
+        self.baseline_diff = None  # an e2e.tools.diff.Diff from the baseline to this run, once it finished
         self.html_report: Path | None = None
         self.clock = WorkerClock()  # this process's time: start, its items, its pairs
         self.clocks: dict[str, dict] = {}  # worker -> its `WorkerClock.summary()`
@@ -56,14 +57,14 @@ class RunRecorder:
             return
         try:
             results_file(path)
-            if not self.state.is_worker:
+            if not self.state.settings.is_worker:
                 self.baseline = load_rows(path)[0]
         except ResultsError as error:
             raise pytest.UsageError(f"--baseline: {error}") from None
 
     def start(self) -> None:
         """Claim the reports directory for this run."""
-        self.record = RunRecord(self.state.reports_dir, run_meta(self.config, self.state))
+        self.record = RunRecord(self.state.settings.reports_dir, run_meta(self.config, self.state))
         try:
             self.record.start()
         except ReportsDirBusy as error:
@@ -100,7 +101,7 @@ class RunRecorder:
     def finish(self, session: pytest.Session, exitstatus: int) -> None:
         """At the session's end: a worker hands its peak memory to the controller; the
         controller writes the durations, the changes since the baseline and the reports."""
-        if self.state.is_worker:
+        if self.state.settings.is_worker:
             session.config.workeroutput["e2e_peak_rss"] = _peak_rss(self.state)
             session.config.workeroutput["e2e_clock"] = self.clock.summary()
             return
@@ -139,7 +140,7 @@ class RunRecorder:
 
         token = read_token(None, self.config.getoption("e2e_service_token_file"))
         try:
-            done = upload(self.state.reports_dir, url, token, self.config.getoption("e2e_service_label"))
+            done = upload(self.state.settings.reports_dir, url, token, self.config.getoption("e2e_service_label"))
         except (UploadFailed, UploadError) as error:
             return f"NOT uploaded: {error}"
         if not done["created"]:
@@ -152,7 +153,7 @@ class RunRecorder:
     def _baseline_diff(self):
         """`--baseline`: what changed since that run, for the tests and configs this run ran
         (a shard, `-k` or `--config` leave the rest of the baseline out)."""
-        from e2e.diff import compare
+        from e2e.tools.diff import compare
 
         tests = {row["test"] for row in self.record.rows}
         configs = {row["config"] for row in self.record.rows}
@@ -169,7 +170,7 @@ class RunRecorder:
         sharder = self.config.stash.get(SHARDER, None)
         if sharder is not None and sharder.summary is not None:
             terminalreporter.write_line(sharder.line())
-        if not self.state.isolate:  # said once, where -q still shows it
+        if not self.state.settings.isolate:  # said once, where -q still shows it
             terminalreporter.write_line(
                 f"--no-isolation: every pair ran in this process; turned off: {NO_ISOLATION_TURNS_OFF}"
             )
@@ -180,13 +181,15 @@ class RunRecorder:
                 for worker, (own, child, host, test) in sorted(self.peaks.items())
             )
             terminalreporter.write_line(f"peak memory per worker: {peaks}")
-        terminalreporter.write_line(f"results: {self.state.reports_dir / 'results.json'} (run {self.record.run_id})")
+        terminalreporter.write_line(
+            f"results: {self.state.settings.reports_dir / 'results.json'} (run {self.record.run_id})"
+        )
         if self.html_report is not None:
             terminalreporter.write_line(f"html report: {self.html_report}")
         if self.service_line is not None:
             terminalreporter.write_line(f"reproducer service: {self.service_line}")
         if self.baseline_diff is not None:
-            from e2e.diff import format_report
+            from e2e.tools.diff import format_report
 
             terminalreporter.section("e2e changes since the baseline")
             terminalreporter.write_line(
@@ -226,9 +229,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 
 def pytest_report_header(config):
     state = config.stash.get(STATE, None)
-    if state is None or not state.suite_paths:
+    if state is None or not state.settings.suite_paths:
         return None
-    return header_lines(run_meta(config, state), state.suite_paths, state.reports_dir)
+    return header_lines(run_meta(config, state), state.settings.suite_paths, state.settings.reports_dir)
 
 
 def run_meta(config: pytest.Config, state: E2EState) -> dict:
@@ -241,16 +244,16 @@ def run_meta(config: pytest.Config, state: E2EState) -> dict:
     sharder = config.stash.get(SHARDER, None)
     return {
         "command": " ".join(sys.argv),
-        "configs": list(state.configs),
-        "shape_mode": state.shape_mode,
+        "configs": list(state.settings.configs),
+        "shape_mode": state.settings.shape_mode,
         "torch": f"{torch.__version__} ({Path(torch.__file__).parent})",
         "torch_mlir": f"{_version('torch-mlir')} ({next(iter(torch_mlir.__path__))})",
         "platform": torch_cpu_capability(),
         "cpu": cpu_description(),
         "jit_target": jit_target().name,
         **provenance(),
-        "budget_s": state.budget,
-        "memory_cap_gib": state.memory_cap / GIB if state.memory_cap else None,
+        "budget_s": state.settings.budget,
+        "memory_cap_gib": state.settings.memory_cap / GIB if state.settings.memory_cap else None,
         **({"shard": {"index": sharder.spec.index, "count": sharder.spec.count}} if sharder is not None else {}),
     }
 
@@ -271,7 +274,7 @@ def _peak_rss(state: E2EState) -> tuple[float, float, float, str]:
 
     own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    host, test = state.largest_host
+    host, test = state.hosts.largest_host
     return own, max(children, host), host, test
 
 

@@ -125,8 +125,8 @@ def pytest_collection_finish(session):
     which decides whether warming up a frontend before a fork pays off."""
     state = session.config.stash.get(STATE, None)
     if state is not None:
-        state.close_prober()
-        state.plan_hosts(session.items, getattr(session.config, "workerinput", {}).get("workercount", 1))
+        state.suite.close_prober()
+        state.hosts.plan_hosts(session.items, getattr(session.config, "workerinput", {}).get("workercount", 1))
 
 
 @pytest.hookimpl(optionalhook=True)  # xdist's hooks: the plugin also runs under -p no:xdist
@@ -149,8 +149,8 @@ def pytest_runtest_teardown(item, nextitem):
     # waits for the next test (or is closed).
     state = item.config.stash[STATE]
     next_test = getattr(nextitem, "test_name", None)
-    if state.host is not None and next_test != state.host.test.name:
+    if state.hosts.host is not None and next_test != state.hosts.host.test.name:
         if next_test is None:
-            state.close_host()
+            state.hosts.close_host()
         else:
-            state.end_host()
+            state.hosts.end_host()

@@ -23,7 +23,7 @@ from e2e.configs import load_xfails
 from e2e.framework.registry import GLOBAL_TEST_REGISTRY
 from e2e.framework.suite_files import load_suite
 from e2e.mutation import catalogue
-from e2e.mutation.report import before_after, kill_matrix, status, terminal_table, write_html, write_json
+from e2e.mutation.kill_matrix import before_after, kill_matrix, status, terminal_table, write_html, write_json
 from e2e.mutation.run import Job, run_jobs
 
 ROOT = Path(__file__).resolve().parents[2]

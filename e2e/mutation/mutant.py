@@ -34,6 +34,8 @@ from e2e.framework.trace import call_key
 from e2e.mutation.catalogue import BOUNDARIES, Mutation
 from e2e.mutation.undefined import Fill
 
+FRONTEND = "fx"  # mutation testing mutates what the FX frontend imports (its capture's IR)
+
 
 class MutationFailed(Exception):
     """The mutation's own rewrite raised: a bug of the mutation, not a catch by the test."""
@@ -62,7 +64,7 @@ def survey(prepared, backend: str) -> dict[tuple, ProgramIR]:
         key = (item.method, None if dynamic else call_key(item.inputs))
         if key in programs:
             continue
-        imported = prepared.imported(load_frontend("fx"), item, key, shapes, snapshots)
+        imported = prepared.imported(load_frontend(FRONTEND), item, key, shapes, snapshots)
         torch_ir = prepared.share(
             ("fx", *key, legal_ops), lambda: torch_backend_ir(imported.raw_ir, legal_ops, snapshots=snapshots)
         )

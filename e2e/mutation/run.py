@@ -261,10 +261,10 @@ def run_test(job: Job) -> TestRecord:
 
 def run_jobs(jobs: list[Job], workers: int, progress=None) -> list[TestRecord]:
     """`run_test` over the jobs, `workers` at a time (forked after the registry is loaded)."""
-    from e2e.framework.runner import warm_up
-    from e2e.mutation.mutant import _context
+    from compiler.frontends import load_frontend
+    from e2e.mutation.mutant import FRONTEND, _context
 
-    warm_up()
+    load_frontend(FRONTEND).warm_up()
     _context()  # every host and mutant inherits it
     records = []
     if workers <= 1:

@@ -3,7 +3,7 @@
     python -m pytest --opinfo-slice full -n 2             # the full sweep (suite and xfail sets)
     python -m pytest --opinfo-slice ci -n 2               # the CI slice: sample 0 of one op in 8
     python -m e2e.opinfo --report                         # what the sweep takes and skips, by reason
-    python -m e2e.opinfo.coverage reports/results.json    # ops x configs after a run
+    python -m e2e.opinfo.op_matrix reports/results.json    # ops x configs after a run
 
 It lives outside `e2e/test_suite` so the default run does not pay op_db's import.
 """

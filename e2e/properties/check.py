@@ -17,7 +17,7 @@ from hypothesis import note
 from hypothesis.control import _current_build_context
 from torch.utils._pytree import tree_leaves
 
-from compiler.fx_compile import fx_to_torch_backend_ir
+from compiler.frontends.fx import fx_to_torch_backend_ir
 from compiler.stages import StageError
 from e2e.framework.compare import compare_values
 from e2e.framework.registry import Tolerance

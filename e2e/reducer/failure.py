@@ -23,7 +23,6 @@ from e2e.reducer.case import CRASH, ERROR, Case, compile_signature, observe
 from e2e.reducer.finish import (
     claim_bundle,
     crashed_queries_note,
-    mismatch_bundle,
     nothing_localized,
     write_outcome,
 )
@@ -38,7 +37,7 @@ from e2e.reducer.localize import (
     stage_pipelines,
 )
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
-from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair
+from e2e.reducer.pair import DEFAULT_TIME_BOX, BundleTarget, FailingPair, LocalizedMismatch
 from e2e.reducer.reduce import STRUCTURAL_OPS, behavioural_ops, give_input_sizes, op_count, reduce_ops
 
 # At most this long to find the pass a hanging stage hangs in (the passes before it run first).
@@ -216,20 +215,8 @@ def reduce_mismatch(
             "sizes computed in the graph replaced by literals: "
             + ", ".join(f"{k} -> {v}" for k, v in found.literals.items())
         )
-    return mismatch_bundle(
-        found,
-        found.guilty_op,
-        to_executor,
-        tolerance,
-        notes,
-        original_ir,
-        found.stopped,
-        start=start,
-        test=test,
-        config=config,
-        reports_dir=reports_dir,
-        verify=verify,
-        time_box=time_box,
+    return LocalizedMismatch(found, found.guilty_op, to_executor, notes, found.stopped, original_ir).bundle(
+        BundleTarget(test, config, reports_dir, tolerance, start, time_box, verify)
     )
 
 

@@ -260,6 +260,7 @@ def reduce_frontend(result, prepared, config, reports_dir: Path, time_box: float
             reduced - start,
             stopped,
             decompositions,
+            step=frontend.reducer.repro_step_words,
         )
     )
     return ReduceOutcome(
@@ -289,13 +290,11 @@ def readme(
     seconds: float,
     stopped: str,
     decompositions: list[tuple[str, str]] | None = None,
+    *,
+    step: str,
 ) -> str:
+    """The bundle's README; `step`: what its frontend step runs, in words (`ReducerFacts.repro_step_words`)."""
     v = versions()
-    step = {
-        "ltc": "tracing on the lazy device (TorchScript LTC backend)",
-        "fx": "`torch.export` + torch-mlir's decompositions + `FxImporter`",
-        "onnx": "`torch.onnx.export` (dynamo) + torch-mlir's ONNX importer",
-    }[case.pipeline[0]]
     lines = [
         f"# {case.guilty_op}: {case.signature}",
         "",

@@ -270,7 +270,7 @@ class GraphSearch:
 
     def _compiled(self, built: GroupModule) -> tuple[str, list[torch.Tensor], list[torch.dtype]] | None:
         """(torch backend IR, compiled outputs, result dtypes), None when it does not compile or run."""
-        from compiler.fx_compile import fx_to_torch_backend_ir
+        from compiler.frontends.fx import fx_to_torch_backend_ir
         from e2e.framework import isolation
 
         try:

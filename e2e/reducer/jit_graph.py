@@ -7,7 +7,7 @@ Here TorchScript's interpreter runs a prefix of the captured graph natively, the
 config compiles the same prefix, and a binary search finds the first node whose
 value differs. That node alone, given the native values of its inputs, is the bundle.
 
-    found = localize_jit(module, inputs, to_executor, tolerance=..., deadline=...)
+    found = localize_jit(module, inputs, to_executor, frontend, tolerance=..., deadline=...)
     # JitMismatch(node="aten::scaled_dot_product_attention ...", torch_backend_ir=...)
 """
 
@@ -23,11 +23,10 @@ from torch.utils import _pytree as pytree
 
 from compiler.replay_runtime.engine import to_storage_array
 from e2e.framework.signature import Signature
-from e2e.reducer.finish import mismatch_bundle
 from e2e.reducer.graph import ONE_MINIMAL
 from e2e.reducer.localize import stage_pipelines
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
-from e2e.reducer.pair import DEFAULT_TIME_BOX, FailingPair
+from e2e.reducer.pair import DEFAULT_TIME_BOX, BundleTarget, FailingPair, LocalizedMismatch
 
 TENSOR = "TensorType"
 
@@ -73,12 +72,14 @@ def _run_native(graph: torch._C.Graph, arguments: Sequence[Any]) -> list[Any]:
 
 
 class JitSearch:
-    """The captured graph of a module, run natively and compiled prefix by prefix."""
+    """The captured graph of a module, run natively and compiled prefix by prefix, by its
+    JIT frontend (`compiler.frontends.jit_frontend.JitFrontend`: its graph and torch-backend step)."""
 
-    def __init__(self, module: torch.nn.Module, inputs: Sequence[Any], to_executor: Sequence[str], tolerance=None):
-        from compiler.frontends import torchscript
-
-        self.capture = torchscript.capture(module, inputs)
+    def __init__(
+        self, module: torch.nn.Module, inputs: Sequence[Any], to_executor: Sequence[str], frontend, tolerance=None
+    ):
+        self.frontend = frontend
+        self.capture = frontend.capture_graph(module, inputs, None, "forward", False, {})
         self.graph = self.capture.graph
         self.to_executor, self.tolerance = list(to_executor), tolerance
         self.tensors = [x for x in pytree.tree_leaves(list(inputs)) if isinstance(x, torch.Tensor)]
@@ -100,13 +101,13 @@ class JitSearch:
     def compile_and_run(self, graph: torch._C.Graph, graph_inputs, arguments) -> tuple[str, list, list] | None:
         """(torch backend IR, compiled outputs, result dtypes); None when it does not compile or run."""
         from compiler.frontends import jit
-        from compiler.jit_compile import run_torch_backend
+        from compiler.frontends.jit_frontend import run_torch_backend
         from compiler.stages import module_text
         from e2e.reducer.graph import run_torch_backend_ir
 
         try:
             imported = jit.import_graph(graph, graph_inputs)
-            torch_ir = module_text(run_torch_backend(imported.module, "torchscript"))
+            torch_ir = module_text(run_torch_backend(imported.module, self.frontend))
             actual, dtypes = run_torch_backend_ir(torch_ir, self.to_executor, arguments)
         except Exception:  # a prefix that does not compile says nothing about values
             return None
@@ -181,12 +182,12 @@ class JitSearch:
         return graph, arguments
 
 
-def localize_jit(module, inputs, to_executor, *, tolerance=None, deadline: float) -> JitMismatch | str:
+def localize_jit(module, inputs, to_executor, frontend, *, tolerance=None, deadline: float) -> JitMismatch | str:
     """The first node of the captured TorchScript graph whose compiled value differs, alone;
     or a sentence saying why there is none."""
     from compiler.frontends.jit import TensorArg
 
-    search = JitSearch(module, inputs, to_executor, tolerance)
+    search = JitSearch(module, inputs, to_executor, frontend, tolerance)
     last = len(search.candidates) - 1
     whole = search.prefix_differs(last)
     if not whole:
@@ -233,6 +234,7 @@ def reduce_jit_mismatch(
     inputs,
     to_executor,
     *,
+    frontend,
     test,
     config,
     reports_dir,
@@ -240,10 +242,11 @@ def reduce_jit_mismatch(
     time_box: float = DEFAULT_TIME_BOX,
     verify: bool = True,
 ) -> ReduceOutcome:
-    """Wrong results only the JIT path gives: the first differing node of the TorchScript graph, alone."""
+    """Wrong results only the JIT path gives: the first differing node of the TorchScript graph
+    (captured by `frontend`, a JIT frontend), alone."""
     start = time.monotonic()
     try:
-        found = localize_jit(module, inputs, to_executor, tolerance=tolerance, deadline=start + time_box)
+        found = localize_jit(module, inputs, to_executor, frontend, tolerance=tolerance, deadline=start + time_box)
     except Exception as error:
         return ReduceOutcome(
             note=f"the TorchScript graph search failed: {type(error).__name__}: {error}"[:300], stopped=NO_LOCALIZATION
@@ -256,20 +259,9 @@ def reduce_jit_mismatch(
         f"own run, here alone with the native values of its inputs: `{found.node}`",
         f"compiled vs native: {found.detail}",
     ]
-    return mismatch_bundle(
-        found,
-        "torch." + found.kind.replace("::", "."),
-        to_executor,
-        tolerance,
-        notes,
-        "",
-        ONE_MINIMAL,
-        start=start,
-        test=test,
-        config=config,
-        reports_dir=reports_dir,
-        verify=verify,
-        time_box=time_box,
+    guilty = "torch." + found.kind.replace("::", ".")
+    return LocalizedMismatch(found, guilty, to_executor, notes, ONE_MINIMAL).bundle(
+        BundleTarget(test, config, reports_dir, tolerance, start, time_box, verify)
     )
 
 
@@ -287,6 +279,7 @@ class JitGraphMismatch:
             pair.prepared.module,
             call,
             stage_pipelines(pair.config)["backend"],
+            frontend=pair.frontend,
             tolerance=pair.prepared.test.tolerance,
             **pair.where(time_box),
         )

@@ -34,7 +34,7 @@ from e2e.reducer.graph import (
     ddmin,
 )
 from e2e.reducer.outcome import NO_LOCALIZATION, ReduceOutcome
-from e2e.reducer.pair import FailingPair
+from e2e.reducer.pair import BundleTarget, FailingPair, LocalizedMismatch
 
 REFERENCE = "onnx.reference.ReferenceEvaluator"  # the oracle: ONNX's own semantics
 # Ops whose values no other run reproduces: a model with one is not compared.
@@ -245,7 +245,7 @@ def _reference_values(model, feeds: dict[str, np.ndarray], seconds: float) -> di
 
 def compile_and_run(model: bytes, to_executor: Sequence[str], tensors: Sequence[torch.Tensor]):
     """(raw torch-onnx IR, outputs, result dtypes) of an ONNX model compiled as the onnx config does."""
-    from compiler.onnx_compile import onnx_import, onnx_torch_backend_ir
+    from compiler.frontends.onnx import onnx_import, onnx_torch_backend_ir
     from e2e.reducer.graph import run_torch_backend_ir
 
     raw_ir = onnx_import(model).raw_ir
@@ -292,9 +292,9 @@ def reduce_onnx_mismatch(
     the bundle's pipeline is the onnx torch-backend pipeline followed by it. `golden_from`
     names what computed `golden` (for the notes).
     """
-    from compiler.onnx_compile import onnx_import
+    from compiler.frontends.onnx import onnx_import
     from compiler.pipelines import ONNX_TO_TORCH_BACKEND
-    from e2e.reducer.finish import crashed_queries_note, mismatch_bundle, nothing_localized
+    from e2e.reducer.finish import crashed_queries_note, nothing_localized
 
     start = time.monotonic()
     try:
@@ -325,29 +325,22 @@ def reduce_onnx_mismatch(
     ]
     if search.crashed_queries:
         notes.append(crashed_queries_note(search.crashed_queries))
-    return mismatch_bundle(
+    return LocalizedMismatch(
         found,
         found.guilty_op,
         [*ONNX_TO_TORCH_BACKEND, *to_executor],
-        tolerance,
         notes,
-        onnx_import(model).raw_ir,
         found.stopped,
-        start=start,
-        test=test,
-        config=config,
-        reports_dir=reports_dir,
-        verify=verify,
-        time_box=time_box,
+        onnx_import(model).raw_ir,
         expected_from=REFERENCE,
         files={"model.onnx": found.model},
-    )
+    ).bundle(BundleTarget(test, config, reports_dir, tolerance, start, time_box, verify))
 
 
 def reduce_onnx_result(result, prepared, config, reports_dir, time_box: float) -> ReduceOutcome:
     """A compare failure of the onnx config: the failing call's model, exported again as the
     config exports it (or the test's own ONNX model), reduced over its nodes."""
-    from compiler.onnx_compile import onnx_export
+    from compiler.frontends.onnx import onnx_export
     from e2e.configs.pipeline import tensor_leaves
     from e2e.reducer.localize import stage_pipelines
 

@@ -12,9 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, Sequence
 
 from compiler.stages import snapshot_path
+from e2e.reducer.finish import mismatch_bundle
+from e2e.reducer.outcome import ReduceOutcome
 
 DEFAULT_TIME_BOX = 60.0
 
@@ -54,3 +56,54 @@ class Strategy(Protocol):
     def applies(self, pair: FailingPair) -> bool: ...
 
     def reduce(self, pair: FailingPair, time_box: float) -> Any: ...  # a ReduceOutcome
+
+
+@dataclass(frozen=True)
+class BundleTarget:
+    """Whose bundle a search writes, and how: the pair's test and config, the reports
+    directory, the tolerance its mismatch was judged by, when the search started, its time
+    box, whether the bundle is verified."""
+
+    test: str
+    config: str
+    reports_dir: Path
+    tolerance: Any
+    start: float
+    time_box: float = DEFAULT_TIME_BOX
+    verify: bool = True
+
+
+@dataclass
+class LocalizedMismatch:
+    """A mismatch a search localized (the FX graph's, the ONNX model's, the TorchScript
+    graph's), as its bundle is written: `found` (its IR, inputs, expected values, dtypes,
+    signature, queries), the guilty op, the pass entries that compile its IR, the notes."""
+
+    found: Any
+    guilty: str
+    to_executor: Sequence[str]
+    notes: list[str]
+    stopped: str
+    original_ir: str = ""
+    expected_from: str = "native PyTorch"
+    files: dict[str, bytes] | None = None  # written into the bundle too
+
+    def bundle(self, target: BundleTarget) -> ReduceOutcome:
+        """Its bundle, or a share of the bundle of the same bug (`finish.mismatch_bundle`)."""
+        return mismatch_bundle(
+            self.found,
+            self.guilty,
+            self.to_executor,
+            target.tolerance,
+            self.notes,
+            self.original_ir,
+            self.stopped,
+            start=target.start,
+            test=target.test,
+            config=target.config,
+            reports_dir=target.reports_dir,
+            verify=target.verify,
+            time_box=target.time_box,
+            expected_from=self.expected_from,
+            files=self.files,
+        )

@@ -9,7 +9,7 @@ pending or running, and each job's result is ingested once.
 | `reduce` | the bug's first program again, alone, with the MLIR reducer at full length | ingests it: its verified bundle is offered to the bug |
 | `release-range` | a bug's bundle run on a component's releases (`e2e.service.releases`) | keeps the range on the bug: its page and issue text show it |
 | `retest` | each open or fixed bug's bundle run again (a subprocess, time and memory limits); submitted by itself when the service starts on workers whose versions differ from the last retest's | a bundle that no longer reproduces marks its bug fixed with the worker's versions; a fixed bug's that does reopens it |
-| `suite` | (a parent) the suite's shards as `shard` jobs | merges the shards (`e2e.merge`) and ingests the merged run once |
+| `suite` | (a parent) the suite's shards as `shard` jobs | merges the shards (`e2e.tools.merge`) and ingests the merged run once |
 
 A job's state: pending, running (submitted to the cluster), done, failed (its log says why).
 A worker that dies takes its attempt with it; Dask runs the task again elsewhere (twice at
@@ -303,8 +303,8 @@ class JobRunner:
         _set(self.store, finished["id"], state="done", worker=outcome.worker, finished_at=time.time())
 
     def _merge_when_done(self, suite: dict) -> None:
-        from e2e.merge import merge
         from e2e.service.reports import read_reports
+        from e2e.tools.merge import merge
 
         children = self._children(suite["id"])
         if len(children) < suite["args"]["shards"] or any(c["state"] in ACTIVE for c in children):

@@ -261,7 +261,7 @@ def pass_rate(counts: dict[str, int]) -> float | None:
 
 
 def rows_of(store: Store, run_id: int) -> list[dict]:
-    """A run's results as result rows (`e2e.framework.results_files`' form), for `e2e.diff`."""
+    """A run's results as result rows (`e2e.framework.results_files`' form), for `e2e.tools.diff`."""
     query = (
         select(
             t.pairs.c.test,
@@ -302,9 +302,9 @@ def rows_of(store: Store, run_id: int) -> list[dict]:
 
 
 def diff(store: Store, base_run: int, new_run: int) -> dict:
-    """What changed between two runs, as `python -m e2e.diff` computes it (its `compare`, over
+    """What changed between two runs, as `python -m e2e.tools.diff` computes it (its `compare`, over
     the database's rows): per kind, the pairs with their outcomes."""
-    from e2e.diff import compare
+    from e2e.tools.diff import compare
 
     changes = compare(rows_of(store, base_run), rows_of(store, new_run))
     by_kind: dict[str, list[dict]] = defaultdict(list)

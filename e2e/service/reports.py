@@ -2,7 +2,7 @@
 and the archive an upload carries it in.
 
 Any run the project makes is a reports directory: a suite run (`pytest e2e`), a merged CI
-run (`e2e.merge`), a campaign (`e2e.fuzz`) or a sweep. `read_reports` reads its rows and
+run (`e2e.tools.merge`), a campaign (`e2e.fuzz`) or a sweep. `read_reports` reads its rows and
 `run.json`, and its distinct bugs: the campaign's own triage (`bugs.json`, written by
 `e2e.fuzz`), or for any other run its failing pairs grouped by the campaign's key (config,
 signature key, guilty op: `e2e.fuzz.bugs.Failure`), a bug known when an xfail entry expected

@@ -1,5 +1,5 @@
 """The tables suites add to a run's HTML report (`html_report.ReportTable`), one builder
-each: given the run's rows, a table or None. The plugin and `e2e.merge` hand them to the page;
+each: given the run's rows, a table or None. The plugin and `e2e.tools.merge` hand them to the page;
 the framework renders them without knowing the suites."""
 
 from __future__ import annotations

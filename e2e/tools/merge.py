@@ -1,14 +1,14 @@
 """One run's reports from the reports directories of its shards (or of any runs whose
 pairs do not overlap: a config group run on another machine).
 
-    python -m e2e.merge SHARD_DIR... -o DIR [--allow-missing] [--baseline BASE]
+    python -m e2e.tools.merge SHARD_DIR... -o DIR [--allow-missing] [--baseline BASE]
 
 Writes `DIR/results.json`, `results.jsonl`, `run.json` (a new run id; `merged_from`
 names each input), `index.html` and `junit.xml`, and copies each input's saved IR and
 reproducer bundles (`ir/`, `repro/`) so the page's links work; with `--baseline`, the
-page marks the pairs that changed since that run (as `python -m e2e.diff BASE DIR` lists
+page marks the pairs that changed since that run (as `python -m e2e.tools.diff BASE DIR` lists
 them). `python -m
-e2e.configs.update_xfails DIR/results.json` and `python -m e2e.diff` read the result.
+e2e.configs.update_xfails DIR/results.json` and `python -m e2e.tools.diff` read the result.
 
 It refuses, with the pairs or shards at fault:
 - a pair (test, config) in two inputs (shards split with different items or durations,
@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
-from e2e.framework.report import hung_once
 from e2e.framework.results_files import ResultsError, load_rows, pair, results_file
 from e2e.framework.run_record import write_json_atomic
+from e2e.framework.run_summary import hung_once
 
 # Run metadata that must agree across inputs (compared without the paths they carry).
 SAME_EVERYWHERE = ("torch", "torch_mlir", "jit_target")
@@ -255,11 +255,11 @@ def merge(
     write_json_atomic(output / "run.json", run)
     write_junit(rows, output / "junit.xml")
     from e2e.framework.html_report import write_html
-    from e2e.report_tables import report_tables
+    from e2e.tools.report_tables import report_tables
 
     changes = None
     if baseline is not None:
-        from e2e.diff import compare
+        from e2e.tools.diff import compare
 
         changes = compare(load_rows(baseline)[0], rows).by_pair()
     write_html(rows, _page_run(run), output / "index.html", report_tables(rows), changes)
@@ -335,7 +335,7 @@ def write_junit(rows: list[dict], path: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m e2e.merge", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m e2e.tools.merge", description=__doc__.split("\n\n")[0])
     parser.add_argument("inputs", nargs="+", type=Path, help="reports directories (or results files) of the shards")
     parser.add_argument("-o", "--output", type=Path, required=True, help="the merged reports directory")
     parser.add_argument(
@@ -347,11 +347,11 @@ def main(argv: list[str] | None = None) -> int:
         help="an earlier run (reports dir or results file): the HTML report marks the pairs changed since",
     )
     args = parser.parse_args(argv)
-    command = shlex.join(["python", "-m", "e2e.merge", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "-m", "e2e.tools.merge", *(sys.argv[1:] if argv is None else argv)])
     try:
         run = merge(args.inputs, args.output, args.allow_missing, command, args.baseline)
     except (MergeError, ResultsError) as error:
-        print(f"e2e.merge: {error}", file=sys.stderr)
+        print(f"e2e.tools.merge: {error}", file=sys.stderr)
         return 2
     print(
         f"merged {len(run['merged_from'])} runs: {run['rows']} pairs, status {run['status']}; "

@@ -1,12 +1,10 @@
-"""Compile through the JIT IR importer: the `ltc` and `torchscript` frontends.
+"""What the JIT frontends share (`ltc`: `lazy.LtcFrontend`, `torchscript`:
+`torchscript.TorchScriptFrontend`): their base `JitFrontend` and its stages.
 
-    from compiler.jit_compile import compile_jit_module
-    compiled = compile_jit_module(model, (x,), frontend="ltc")
-    compiled(x)
-
-Stages: `capture` (lazy trace, or torch.jit.script/trace) -> `import` (JIT IR importer)
--> `torch-backend` (`JitFrontend.to_torch_backend`, pass by pass: `run_torch_backend`, the reducer's too);
-the rest is `compile_torch_backend_ir`.
+Stages: `capture` (the frontend's `capture_graph`: a lazy trace, or torch.jit.script/trace)
+-> `import` (the JIT IR importer, `compiler.frontends.jit`) -> `torch-backend`
+(`JitFrontend.to_torch_backend`, pass by pass: `run_torch_backend`, the reducer's too); the
+rest is `compile_torch_backend_ir`.
 """
 
 from __future__ import annotations
@@ -19,31 +17,10 @@ import torch.utils._pytree as pytree
 from torch_mlir import ir
 
 from compiler import pipelines
-from compiler.backend_compile import compile_torch_backend_ir
-from compiler.frontends import KEEPS_CAPTURE, ReducerFacts, StaticShapesOnly, jit, lazy, load_frontend, torchscript
-from compiler.refbackend import RefBackendProgram
+from compiler.frontends import KEEPS_CAPTURE, jit
+from compiler.frontends.base import BaseFrontend
 from compiler.replay_runtime.passes import ERASE_DEAD_ALLOCATIONS  # after the torch-backend pipeline
 from compiler.stages import Snapshots, StageError, module_text, parse_module, run_stage
-
-__all__ = [
-    "FRONTENDS",
-    "JitFrontend",
-    "LtcFrontend",
-    "TorchScriptFrontend",
-    "JitCapture",
-    "JitCompiledModule",
-    "JitImport",
-    "JitTorchBackendIR",
-    "StaticShapesOnly",
-    "compile_jit_module",
-    "jit_capture",
-    "jit_import_captured",
-    "jit_to_torch_backend_ir",
-    "jit_torch_backend",
-    "run_torch_backend",
-]
-
-FRONTENDS = ("ltc", "torchscript")
 
 
 @dataclass
@@ -121,7 +98,7 @@ class JitCapture:
 def jit_capture(
     module: torch.nn.Module,
     example_inputs: Sequence[object],
-    frontend: str | JitFrontend = "ltc",
+    frontend: JitFrontend,
     dynamic_dims: Sequence[Sequence[int] | None] | None = None,
     *,
     snapshots: Snapshots | None = None,
@@ -135,9 +112,6 @@ def jit_capture(
     `StaticShapesOnly` before anything is imported.
     """
     snapshots = snapshots if snapshots is not None else Snapshots()
-    frontend = load_frontend(frontend) if isinstance(frontend, str) else frontend
-    if not isinstance(frontend, JitFrontend):
-        raise ValueError(f"not a JIT frontend: {frontend.name!r}; known: {', '.join(FRONTENDS)}")
     notes: dict[str, Any] = {}
     dynamic = any(shape and -1 in shape for shape in dynamic_dims or [])
     snapshots.enter("capture")
@@ -183,7 +157,7 @@ def jit_import_captured(captured: JitCapture, snapshots: Snapshots | None = None
 
 
 def jit_torch_backend(
-    imported: JitImport, frontend: str | JitFrontend, snapshots: Snapshots | None = None
+    imported: JitImport, frontend: JitFrontend, snapshots: Snapshots | None = None
 ) -> JitTorchBackendIR:
     """Stage `torch-backend` of an imported JIT program (parsed from its text, so a capture
     of an earlier run gives the same result as a new one)."""
@@ -208,7 +182,7 @@ def jit_torch_backend(
 def jit_to_torch_backend_ir(
     module: torch.nn.Module,
     example_inputs: Sequence[object],
-    frontend: str = "ltc",
+    frontend: JitFrontend,
     dynamic_dims: Sequence[Sequence[int] | None] | None = None,
     *,
     snapshots: Snapshots | None = None,
@@ -224,7 +198,7 @@ def jit_to_torch_backend_ir(
     return jit_torch_backend(jit_import_captured(captured, snapshots), frontend, snapshots)
 
 
-def run_torch_backend(module: ir.Module, frontend: str | JitFrontend, snapshots: Snapshots | None = None) -> ir.Module:
+def run_torch_backend(module: ir.Module, frontend: JitFrontend, snapshots: Snapshots | None = None) -> ir.Module:
     """Stage `torch-backend` of a JIT frontend's imported module; returns the torch backend module.
 
     Run pass by pass (`run_stage(pass_by_pass=True)`): the pipeline's costly pass,
@@ -232,15 +206,12 @@ def run_torch_backend(module: ir.Module, frontend: str | JitFrontend, snapshots:
     iterations that each parse torch-mlir's shape and dtype library twice (`stages.run_pass`
     stops them at a fixed point); run whole, a failure ran it once more to be localized.
     """
-    frontend = load_frontend(frontend) if isinstance(frontend, str) else frontend
     return run_stage(module, "torch-backend", frontend.to_torch_backend(""), snapshots, pass_by_pass=True)
 
 
-class JitFrontend:
+class JitFrontend(BaseFrontend):
     """A capture as a TorchScript graph, imported by the project's JIT IR importer."""
 
-    name: str
-    imported_ir = "torch"
     keeps = KEEPS_CAPTURE  # as the importer's text: a torch-mlir rebuild parses it again
     # The modules a capture runs beyond the framework's (`JitCapture`): the trace or script,
     # the importer, and torch-mlir's generated op classes, whose names decide which ops the
@@ -248,27 +219,20 @@ class JitFrontend:
     capture_sources = (
         "compiler.frontends.jit",
         "compiler.frontends.jit_types",
+        "compiler.frontends.jit_frontend",
         "compiler.frontends.lazy",
         "compiler.frontends.torchscript",
-        "compiler.jit_compile",
         "compiler.refbackend",
         "torch_mlir.dialects._torch_ops_gen",
     )
-    reducer = ReducerFacts()
 
     def to_torch_backend(self, backend: str) -> pipelines.Pipeline:
         return (*pipelines.JIT_TO_TORCH_BACKEND, ERASE_DEAD_ALLOCATIONS)
-
-    def missing(self) -> str | None:
-        return None
 
     def capture_graph(self, module, example_inputs, dynamic_dims, method: str, static_refused: bool, notes: dict):
         """The TorchScript graph of `module.<method>`; `static_refused`: raise
         `StaticShapesOnly` when it records static shapes although dynamic dims were asked for."""
         raise NotImplementedError
-
-    def given(self, module) -> None:
-        return None
 
     def capture(self, module, inputs, dynamic_dims, method: str, snapshots: Snapshots) -> JitCapture:
         return jit_capture(module, inputs, self, dynamic_dims, snapshots=snapshots, method=method, static_ok=False)
@@ -279,54 +243,8 @@ class JitFrontend:
     def torch_backend_ir(self, imported: JitImport, pipeline: pipelines.Pipeline, snapshots: Snapshots) -> str:
         return jit_torch_backend(imported, self, snapshots).torch_backend_ir
 
-    def producer(self, ir_name: str) -> str:
-        return f"torch -> {ir_name}"
-
     def warm_up(self) -> None:
         """Nothing the FX frontend's warm-up does not pay."""
-
-    def warm_up_capture(self) -> None:
-        """Nothing: only the FX capture's initialization is paid while a collection probes."""
-
-    def check(self, module, inputs, dynamic_dims) -> None:
-        raise NotImplementedError(f"the {self.name} frontend's failures are not reduced")
-
-
-@dataclass(frozen=True)
-class LtcFrontend(JitFrontend):
-    """The module on the `lazy` device (TorchScript backend), its forward one lazy graph."""
-
-    name = "ltc"
-    reducer = ReducerFacts(repro_step="ltc", device="lazy", dynamic_graph_search=False)
-
-    def capture_graph(self, module, example_inputs, dynamic_dims, method, static_refused, notes):
-        if static_refused:
-            raise StaticShapesOnly(f"ltc traces static shapes; dynamic dims {list(dynamic_dims)} were asked for")
-        notes["capture"] = "lazy"
-        return lazy.capture(module, example_inputs, method)
-
-    def check(self, module, inputs, dynamic_dims) -> None:
-        lazy.capture(module, inputs)
-
-
-@dataclass(frozen=True)
-class TorchScriptFrontend(JitFrontend):
-    """torch.jit.script, or torch.jit.trace where scripting fails."""
-
-    name = "torchscript"
-    reducer = ReducerFacts(jit_graph_search=True)
-
-    def capture_graph(self, module, example_inputs, dynamic_dims, method, static_refused, notes):
-        captured = torchscript.capture(module, example_inputs, dynamic_dims, method)
-        notes["capture"] = captured.method
-        if captured.fallback_reason:
-            notes["fallback_reason"] = captured.fallback_reason
-        if static_refused and captured.method == "trace":
-            raise StaticShapesOnly(
-                f"torchscript fell back to torch.jit.trace, which traces static shapes; dynamic dims "
-                f"{list(dynamic_dims)} were asked for ({captured.fallback_reason})"
-            )
-        return captured
 
 
 def _shapes_text(inputs: Sequence[object]) -> str:
@@ -339,38 +257,3 @@ def _result_count(module) -> int:
         if op.operation.name == "func.func":
             return len(op.type.results)
     return 0
-
-
-@dataclass
-class JitCompiledModule:
-    """A module compiled through a JIT frontend: callable like the module."""
-
-    frontend: str
-    backend: str
-    program: RefBackendProgram
-    lowered: JitTorchBackendIR
-    snapshots: Snapshots = field(default_factory=Snapshots)
-
-    def __call__(self, *inputs: Any) -> Any:
-        flat = self.program(*self.lowered.arguments(inputs))
-        return pytree.tree_unflatten(flat, self.lowered.out_spec)
-
-    def close(self) -> None:
-        self.program.close()
-
-
-def compile_jit_module(
-    module: torch.nn.Module,
-    example_inputs: Sequence[object],
-    frontend: str = "ltc",
-    backend: str = "linalg",
-    *,
-    dynamic_dims: Sequence[Sequence[int] | None] | None = None,
-    snapshots: Snapshots | None = None,
-    opt_level: int = 0,
-) -> JitCompiledModule:
-    """Compile `module.forward` through the `ltc` or `torchscript` frontend for `backend`."""
-    snapshots = snapshots if snapshots is not None else Snapshots()
-    lowered = jit_to_torch_backend_ir(module, example_inputs, frontend, dynamic_dims, snapshots=snapshots)
-    program = compile_torch_backend_ir(lowered.torch_backend_ir, backend, snapshots=snapshots, opt_level=opt_level)
-    return JitCompiledModule(frontend, backend, program, lowered, snapshots)

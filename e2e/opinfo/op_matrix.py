@@ -1,6 +1,6 @@
 """Coverage of the OpInfo sweep after a run: ops x configs, pass or failing stage.
 
-    python -m e2e.opinfo.coverage reports/results.json [--out reports/opinfo_coverage] [--print]
+    python -m e2e.opinfo.op_matrix reports/results.json [--out reports/opinfo_coverage] [--print]
 
 Writes `<out>.json` and `<out>.md` (a table: one row per op, one column per config,
 `pass` when every sample of the op passed, else `<passed>/<samples> <most common failing
@@ -85,7 +85,7 @@ def summary(report: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m e2e.opinfo.coverage", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m e2e.opinfo.op_matrix", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("results", type=Path, nargs="?", default=Path("reports/results.json"))
     parser.add_argument("--out", type=Path, default=Path("reports/opinfo_coverage"), help="writes OUT.json and OUT.md")

@@ -1,6 +1,6 @@
 """What changed between two runs, per config.
 
-    python -m e2e.diff BASE NEW [--html PATH] [--time-factor 2.0] [--min-seconds 1.0]
+    python -m e2e.tools.diff BASE NEW [--html PATH] [--time-factor 2.0] [--min-seconds 1.0]
 
 BASE and NEW are each a reports directory, a results.json or a results.jsonl. For each
 config: pairs newly failing, newly passing, failing with another signature (their
@@ -289,7 +289,7 @@ def _detail(change: Change) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m e2e.diff", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m e2e.tools.diff", description=__doc__.split("\n\n")[0])
     parser.add_argument("base", help="reports directory, results.json or results.jsonl of the earlier run")
     parser.add_argument("new", help="the same, of the later run")
     parser.add_argument("--html", type=Path, help="also write the comparison as an HTML page")
@@ -312,7 +312,7 @@ def main(argv: list[str] | None = None) -> int:
         new_rows, new_run = load_rows(args.new)
         base_label, new_label = str(results_file(args.base)), str(results_file(args.new))
     except ResultsError as error:
-        print(f"e2e.diff: {error}", file=sys.stderr)
+        print(f"e2e.tools.diff: {error}", file=sys.stderr)
         return 2
     diff = compare(base_rows, new_rows, args.time_factor, args.min_seconds)
     print(run_lines("base", base_label, base_rows, base_run))

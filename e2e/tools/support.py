@@ -1,10 +1,10 @@
 """The op support matrix: per aten op (OpInfo entry) and config, does it compile and run right?
 
-    python -m e2e.support RESULTS... [-o docs/support.md] [--html PATH]
-    python -m e2e.support --sweep 4 -o docs/support.md --html PATH     # run the sweep first
+    python -m e2e.tools.support RESULTS... [-o docs/support.md] [--html PATH]
+    python -m e2e.tools.support --sweep 4 -o docs/support.md --html PATH     # run the sweep first
 
 RESULTS are reports directories or results files (`results.json` / `results.jsonl`) of
-OpInfo sweep runs: one run, its merged shards (`python -m e2e.merge`), or runs that share
+OpInfo sweep runs: one run, its merged shards (`python -m e2e.tools.merge`), or runs that share
 no pair. Rows whose test is not an OpInfo sample (`OpInfo_<op>[_<variant>][_int64|_bool]_<k>`)
 are left out. A cell is `pass` (every sample passes), the stage all samples fail in
 (`backend`), or `partial k/n` (k of n samples pass; `backend+compare` when all fail in
@@ -34,16 +34,20 @@ from pathlib import Path
 from typing import Sequence
 
 from e2e.configs import CONFIG_NAMES, OPT_IN_CONFIG_NAMES, RUNTIME_CONFIG_NAMES
+from e2e.configs.runtime import twin_of
 from e2e.framework.results_files import ResultsError
-from e2e.merge import MergeError, check_overlaps, check_versions, read_inputs
-from e2e.opinfo.coverage import op_of
+from e2e.opinfo.op_matrix import op_of
+from e2e.tools.merge import MergeError, check_overlaps, check_versions, read_inputs
 
 PASS, PARTIAL, FAIL = "pass", "partial", "fail"
-# The matrix's configs: the built-in ones and every runtime config fed by torch.export (onnx@iree
-# takes an ONNX export: OpInfo samples are not ONNX models).
-SWEEP_CONFIGS = (*CONFIG_NAMES, *(name for name in RUNTIME_CONFIG_NAMES if not name.startswith("onnx")))
+# The matrix's configs: the built-in ones and every runtime config whose RefBackend twin is one of
+# them (onnx@iree's is the opt-in onnx config, which the sweep does not run).
+SWEEP_CONFIGS = (
+    *CONFIG_NAMES,
+    *(name for name in RUNTIME_CONFIG_NAMES if twin_of(name.partition("@")[0]) in CONFIG_NAMES),
+)
 SWEEP_WORK = Path("reports/opinfo-sweep")
-REGENERATE = "python -m e2e.support --sweep 4 -o docs/support.md --html reports/opinfo-sweep/support.html"
+REGENERATE = "python -m e2e.tools.support --sweep 4 -o docs/support.md --html reports/opinfo-sweep/support.html"
 MAX_SIGNATURE = 300  # characters of a signature shown
 
 
@@ -125,7 +129,7 @@ def build(rows: list[dict], run: dict | None = None) -> Matrix:
 
 
 def load(paths: list[Path]) -> Matrix:
-    """The matrix of the runs at `paths` (read as `e2e.merge` reads them: no pair twice,
+    """The matrix of the runs at `paths` (read as `e2e.tools.merge` reads them: no pair twice,
     one torch, torch-mlir and JIT target)."""
     inputs = read_inputs(paths)
     check_overlaps(inputs)
@@ -218,7 +222,7 @@ def render_markdown(matrix: Matrix, page: Path) -> str:
     ]
     out += [
         "",
-        "(on N machines: one shard each, then `python -m e2e.merge` and `python -m e2e.support MERGED`;",
+        "(on N machines: one shard each, then `python -m e2e.tools.merge` and `python -m e2e.tools.support MERGED`;",
         "see [running.md](running.md#shards) and [ci.md](ci.md)).",
         "",
     ]
@@ -303,7 +307,7 @@ def sweep(count: int, configs: Sequence[str], work: Path, workers: int) -> Path:
     """Run the full sweep as `count` shards, one after another, and merge them into
     `work/merged`; returns it. A shard may fail pairs (exit 1: that is what the matrix is
     about); a shard that ran nothing or broke (any other status) stops the sweep."""
-    from e2e.merge import merge
+    from e2e.tools.merge import merge
 
     for index in range(1, count + 1):
         command = shard_command(index, count, configs, work, workers)
@@ -316,7 +320,7 @@ def sweep(count: int, configs: Sequence[str], work: Path, workers: int) -> Path:
     merged = work / "merged"
     if merged.exists():
         shutil.rmtree(merged)
-    merge(sorted(work.glob("shard-*")), merged, command=f"python -m e2e.support --sweep {count}")
+    merge(sorted(work.glob("shard-*")), merged, command=f"python -m e2e.tools.support --sweep {count}")
     return merged
 
 
@@ -331,7 +335,7 @@ def summary(matrix: Matrix) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m e2e.support", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m e2e.tools.support", description=__doc__.split("\n\n")[0])
     parser.add_argument("results", nargs="*", type=Path, help="reports directories or results files")
     parser.add_argument("-o", "--output", type=Path, help="write the matrix as markdown (e.g. docs/support.md)")
     parser.add_argument("--html", type=Path, help="write the matrix as an HTML page")
@@ -348,10 +352,10 @@ def main(argv: list[str] | None = None) -> int:
         results = [sweep(args.sweep, args.configs.split(","), args.work, args.workers)] if args.sweep else args.results
         matrix = load(results)
     except (ResultsError, MergeError) as error:
-        print(f"e2e.support: {error}", file=sys.stderr)
+        print(f"e2e.tools.support: {error}", file=sys.stderr)
         return 2
     if not matrix.ops:
-        print("e2e.support: no OpInfo_* tests in the results", file=sys.stderr)
+        print("e2e.tools.support: no OpInfo_* tests in the results", file=sys.stderr)
         return 2
     print(summary(matrix))
     for path, render in ((args.output, render_markdown), (args.html, render_html)):
