@@ -22,6 +22,7 @@ none, whether it re-verified, and its ops before -> after.
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 import sys
@@ -165,27 +166,24 @@ def run_executor(config: str, tests: list[str], reports: Path, corpus: Path, pyt
     return time.monotonic() - start
 
 
-def reducer_fields(row: dict) -> tuple[dict, str]:
-    """The key=value pairs of a row's `reducer:` note, and its text."""
-    note = next((n for n in row.get("notes", []) if n.startswith("reducer: bundle=")), None)
-    note = note or next((n for n in row.get("notes", []) if n.startswith("reducer:")), "")
-    return dict(re.findall(r"(\w+)=(\S+)", note)), note
-
-
 def bundle_cells(row: dict | None, reports: Path) -> tuple[str, str, str]:
-    """(bundle or why none, verified, ops before -> after) of a representative's result row."""
+    """(bundle or why none, verified, ops before -> after) of a representative's result row:
+    its `bundle` field and the bundle's own record (`bundle.json`)."""
     if row is None:
         return "no result (not run)", "no", ""
     if row["outcome"] == "pass":
         return "passed: no failure to reduce", "no", ""
-    fields, note = reducer_fields(row)
-    ops = f"{fields['ops_before']} -> {fields['ops_after']}" if "ops_before" in fields else ""
-    if "bundle" not in fields:
-        why = note.removeprefix("reducer: ") or "no reducer note: " + " ".join(row.get("notes", []))[:120]
-        return why.replace("|", "\\|")[:160], "no", ops
-    path = Path(fields["bundle"])
+    if not row.get("bundle"):
+        why = " ".join(row.get("notes", []))[:160] or "no bundle"
+        return why.replace("|", "\\|"), "no", ""
+    path = Path(row["bundle"])
+    try:
+        record = json.loads((path / "bundle.json").read_text())
+    except (OSError, ValueError):
+        record = {}
+    ops = f"{record['ops_before']} -> {record['ops_after']}" if "ops_before" in record else ""
     shown = path.relative_to(reports) if path.is_relative_to(reports) else path
-    shared = " (shared)" if fields.get("shared") == "True" else ""
+    shared = " (shared)" if path.parent.name != row["test"] else ""  # repro/<test>/<config>: another test's
     return f"`{shown}`{shared}", "yes" if row.get("repro_path") else "no", ops
 
 
