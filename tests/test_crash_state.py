@@ -103,3 +103,12 @@ def test_a_pass_crash_is_signed_by_its_own_native_frames():
     assert signature is not None and signature.stage == "crash", signature
     assert "Segmentation fault in " in signature.message
     assert "AtenAnyDimsOp::fold" in signature.message, signature
+
+
+def test_a_replay_without_named_frames_still_shows_the_crash():
+    # A maintainer's machine without llvm-symbolizer prints the stack unnamed.
+    recorded = Signature.parse("crash | backend | Fatal Python error: Aborted: x in a::f < b::g")
+    assert recorded.shows(Signature.parse("crash | backend | Fatal Python error: Aborted: x"))
+    assert not recorded.shows(Signature.parse("crash | backend | Fatal Python error: Aborted: y"))
+    assert not recorded.shows(Signature.parse("crash | backend | Fatal Python error: Aborted: x in c::h"))
+    assert not recorded.shows(Signature.parse("crash | lower | Fatal Python error: Aborted: x"))

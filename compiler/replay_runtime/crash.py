@@ -18,8 +18,10 @@ Like the rest of the replay runtime it imports nothing from the project.
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 import re
+import shutil
 import sys
 
 _enabled = False
@@ -39,6 +41,14 @@ def report_native_crashes() -> bool:
         libc.setvbuf(stdout, None, 2, 0)  # _IONBF
     except (OSError, ValueError, AttributeError):
         pass
+    # LLVM looks for llvm-symbolizer on PATH when it crashes: a test or a tool that narrows PATH
+    # later would leave the frames unnamed. Named once, here.
+    if "LLVM_SYMBOLIZER_PATH" not in os.environ:
+        found = shutil.which("llvm-symbolizer") or next(
+            iter(sorted(glob.glob("/usr/lib/llvm-*/bin/llvm-symbolizer"))), None
+        )
+        if found:
+            os.environ["LLVM_SYMBOLIZER_PATH"] = found
     try:
         import torch_mlir._mlir_libs as libs
 

@@ -73,6 +73,19 @@ class Signature:
         `compare.compare_tensors`): `lower | one-shot-bufferize | stablehlo.scatter`."""
         return " | ".join(part for part in (self.stage, self.where, self.op) if part is not None)
 
+    def shows(self, observed: "Signature | None") -> bool:
+        """Whether `observed` is this failure again: the same signature, or, for a crash,
+        the same crash state whose native frames one of the two could not name (a process
+        without `llvm-symbolizer` on its PATH prints the stack unnamed: a maintainer's
+        machine replaying a bundle)."""
+        if observed is None:
+            return False
+        if observed == self or self.stage != "crash" or observed.stage != "crash" or self.where != observed.where:
+            return observed == self
+        ours, theirs = (self.message or "").split(" in ")[0], (observed.message or "").split(" in ")[0]
+        unnamed = " in " not in (self.message or "") or " in " not in (observed.message or "")
+        return unnamed and ours == theirs
+
     def covers(self, observed: "Signature") -> bool:
         """Whether `observed` is the failure this recorded signature names: the same stage
         and pass or kind, and the same op, unless this one names none (an entry recorded

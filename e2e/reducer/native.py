@@ -78,4 +78,4 @@ def write_native_repro(
         return NativeRepro(runtime, written, False, "run.sh ran to the end: no crash")
     ending = process_ending(done.returncode)
     observed = crash_signature(case.stage, done.stderr, ending)
-    return NativeRepro(runtime, written, observed == case.signature, f"run.sh {ending}: {observed}")
+    return NativeRepro(runtime, written, case.signature.shows(observed), f"run.sh {ending}: {observed}")
