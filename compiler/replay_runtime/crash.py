@@ -27,9 +27,15 @@ import sys
 _enabled = False
 
 
-def report_native_crashes() -> bool:
-    """Make a fatal signal print the native stack, and C's stdout reach stderr at once.
-    True when LLVM's handler is installed (the bindings' library is there)."""
+def report_native_crashes(frames: bool = True) -> bool:
+    """Make C's stdout reach stderr at once and, with `frames`, a fatal signal print the
+    native stack. True when LLVM's handler is installed (the bindings' library is there).
+
+    Naming the frames runs llvm-symbolizer over every library on the stack: a second for a
+    pass, ten or more for compiled code that crashes under torch's and Python's frames (whose
+    own frames have no name anyway). So the suite's hosts and an execute stage's replays
+    keep the last words only; a compile stage's replay, where the frames say which pass and
+    op crashed, names them."""
     global _enabled
     if _enabled:
         return True
@@ -41,6 +47,8 @@ def report_native_crashes() -> bool:
         libc.setvbuf(stdout, None, 2, 0)  # _IONBF
     except (OSError, ValueError, AttributeError):
         pass
+    if not frames:
+        return False
     # LLVM looks for llvm-symbolizer on PATH when it crashes: a test or a tool that narrows PATH
     # later would leave the frames unnamed. Named once, here.
     if "LLVM_SYMBOLIZER_PATH" not in os.environ:

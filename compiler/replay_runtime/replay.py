@@ -217,7 +217,7 @@ def main(bundle_dir: Path) -> int:
     if case.kind == CRASH:
         from .crash import report_native_crashes
 
-        report_native_crashes()  # as the suite's processes: the crash state in its signature
+        report_native_crashes(frames=case.stage != "execute")  # as the reducer signed it
     if case.kind == HANG and case.hang_seconds:
         import math
         import signal

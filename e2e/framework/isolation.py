@@ -373,7 +373,7 @@ class Child:
                 # of a crash go to fd 2, whose tail the parent keeps in the result.
                 sys.stderr = open(2, "w", closefd=False, buffering=1)
                 faulthandler.enable(file=sys.stderr)
-                report_native_crashes()  # a crash's native stack and an assert's message, in that stderr
+                report_native_crashes(frames=False)  # an assert's message in that stderr, before its abort
                 for number in (signal.SIGINT, signal.SIGTERM, signal.SIGALRM):
                     signal.signal(number, signal.SIG_DFL)  # never the parent's handlers
                 serve(Channel(to_child_r, from_child_w))

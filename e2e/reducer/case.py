@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable
 
 from compiler.replay_runtime import replay
+from compiler.replay_runtime.crash import report_native_crashes
 from compiler.replay_runtime.pipeline import PYTHON_PASS, run_entries  # noqa: F401 - re-exported
 from compiler.replay_runtime.replay import (  # noqa: F401 - re-exported
     CRASH,
@@ -55,6 +56,7 @@ def observe(
 
     def child():
         single_threaded()
+        report_native_crashes(frames=case.stage != "execute")
         return compile_signature(text, case.stage, case.pipeline, case.pipeline[-1])[0]
 
     outcome = isolation.run_forked(child, timeout=timeout)

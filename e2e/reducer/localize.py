@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
+from compiler.replay_runtime.crash import report_native_crashes
 from compiler.stages import contract_steps, new_context
 from e2e.framework import isolation
 from e2e.framework.signature import Signature, crash_signature, ended_signature, guilty_op
@@ -103,6 +104,7 @@ def localize_crash(
 
         def child() -> None:
             single_threaded()
+            report_native_crashes(frames=stage != "execute")  # a compile stage's crash: frames name the pass, op
             from compiler.stages import module_text, parse_module, write_atomic
             from e2e.reducer.case import run_entries
 
@@ -160,6 +162,7 @@ def _ended_inside_contract(localized: Localized, timeout: float) -> Localized | 
 
         def child() -> None:
             single_threaded()
+            report_native_crashes()  # a compile stage's crash: its frames name the pass and op
             from compiler.stages import module_text, parse_module, write_atomic
             from e2e.reducer.case import run_entries
 
