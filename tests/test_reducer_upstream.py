@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
@@ -119,6 +120,7 @@ def test_a_failing_step_that_is_the_projects_own_pass_has_no_upstream_command(tm
     assert found.record()["upstream_command"] is None and not (tmp_path / UPSTREAM_IR).exists()
 
 
+@pytest.mark.skipif(shutil.which("llvm-symbolizer") is None, reason="needs llvm-symbolizer (apt install llvm)")
 def test_a_crash_bundle_runs_the_tool_in_a_process_of_its_own_and_keeps_its_frames(tmp_path):
     from e2e.reducer.case import observe
 

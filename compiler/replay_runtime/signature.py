@@ -78,13 +78,13 @@ class Signature:
         the same crash state whose native frames one of the two could not name (a process
         without `llvm-symbolizer` on its PATH prints the stack unnamed: a maintainer's
         machine replaying a bundle)."""
-        if observed is None:
+        if observed == self:
+            return True
+        if observed is None or self.stage != "crash" or (observed.stage, observed.where) != (self.stage, self.where):
             return False
-        if observed == self or self.stage != "crash" or observed.stage != "crash" or self.where != observed.where:
-            return observed == self
-        ours, theirs = (self.message or "").split(" in ")[0], (observed.message or "").split(" in ")[0]
-        unnamed = " in " not in (self.message or "") or " in " not in (observed.message or "")
-        return unnamed and ours == theirs
+        ours, _, our_frames = (self.message or "").partition(" in ")
+        theirs, _, their_frames = (observed.message or "").partition(" in ")
+        return ours == theirs and not (our_frames and their_frames)
 
     def covers(self, observed: "Signature") -> bool:
         """Whether `observed` is the failure this recorded signature names: the same stage

@@ -36,10 +36,8 @@ def op_in_frames(crash_state: str, text: str) -> str | None:
     for match in _OP_CLASS.finditer(frames):
         namespace, cls = (match[1] or "").lower(), _squashed(match[2])
         for kind in kinds:
-            dialect, _, rest = kind.partition(".")
-            if dialect == "torch" and _squashed(rest) == cls:
-                return kind
-            if dialect != "torch" and _squashed(rest) == cls and namespace in ("", dialect, "torch"):
+            dialect, _, rest = kind.partition(".")  # torch.aten.any.dims: `AtenAnyDimsOp`, any namespace
+            if _squashed(rest) == cls and (dialect == "torch" or namespace in ("", dialect)):
                 return kind
     return None
 

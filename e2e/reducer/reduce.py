@@ -25,11 +25,11 @@ from compiler.replay_runtime.passes import SIGNATURE_ATTR
 from compiler.replay_runtime.type_check import TORCH_RESULTS_ATTR, vtensor_parts
 from compiler.stages import module_text, new_context, parse_module
 
-# Ops that carry no behaviour of their own: a repro "about" them is about something else,
-# so they are never named as the guilty op.
-STRUCTURAL_OPS = frozenset(
+# Literals: never a unit of their own. Removing a used one would make it a function argument
+# (`!torch.int`, `!torch.list<int>`), which changes the code path a lowering takes (a `max.dim`
+# whose `dim` is an argument is another program); an unused one goes with its last user.
+LITERAL_OPS = frozenset(
     {
-        "func.return",
         "arith.constant",
         "torch.constant.int",
         "torch.constant.float",
@@ -37,13 +37,22 @@ STRUCTURAL_OPS = frozenset(
         "torch.constant.none",
         "torch.constant.str",
         "torch.constant.device",
-        "torch.prim.ListConstruct",
+        "torch.constant.number",
         "torch.vtensor.literal",
-        "tensor.empty",
-        "linalg.yield",
         "tosa.const",
         "tosa.const_shape",
         "stablehlo.constant",
+    }
+)
+
+# Ops that carry no behaviour of their own: a repro "about" them is about something else,
+# so they are never named as the guilty op. The literals, and:
+STRUCTURAL_OPS = LITERAL_OPS | frozenset(
+    {
+        "func.return",
+        "torch.prim.ListConstruct",
+        "tensor.empty",
+        "linalg.yield",
         # plumbing: copies, casts and terminators between the ops that compute
         "torch.copy.to_tensor",
         "torch.copy.to_vtensor",
@@ -126,27 +135,6 @@ def behavioural_ops(text: str) -> list[str]:
     kinds = [k for k in op_kinds(text) if k not in STRUCTURAL_OPS]
     inner = sorted(k for k in kinds if k not in CONTAINER_OPS)
     return inner or sorted(kinds)
-
-
-# Literals: never a unit of their own. Removing a used one would make it a function argument
-# (`!torch.int`, `!torch.list<int>`), which changes the code path a lowering takes (a `max.dim`
-# whose `dim` is an argument is another program); an unused one goes with its last user.
-LITERAL_OPS = frozenset(
-    {
-        "arith.constant",
-        "torch.constant.int",
-        "torch.constant.float",
-        "torch.constant.bool",
-        "torch.constant.none",
-        "torch.constant.str",
-        "torch.constant.device",
-        "torch.constant.number",
-        "torch.vtensor.literal",
-        "tosa.const",
-        "tosa.const_shape",
-        "stablehlo.constant",
-    }
-)
 
 
 def _nested_units(operations, whole: Collection[str]) -> Iterable:
