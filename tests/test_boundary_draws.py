@@ -4,6 +4,8 @@ of programs meets ties and zeros, still valid; the judge takes every index a con
 from __future__ import annotations
 
 import itertools
+import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -20,6 +22,8 @@ from e2e.generate.program import NAMESPACE, InputSpec, Node, Program
 from e2e.generate.register import program_test
 from e2e.generate.ties import TIE_CONTRACTS, Rule, Selects, allows, doc_text
 from e2e.generate.types import NAN, TensorType, has_nan
+
+REPO = Path(__file__).resolve().parents[1]
 
 SEEDS = range(7000, 7080)
 
@@ -228,6 +232,15 @@ def test_the_nan_contracts_come_from_the_docs():
     assert with_nan == {"maximum", "minimum", "amax", "amin", "eq", "ne", "lt", "le", "gt", "ge"}
 
 
+def test_nan_is_withheld_only_for_a_known_bug_the_suite_lists():
+    withheld = {n: s.nan_withheld for n, s in CATALOGUE.items() if s.nan_withheld}
+    assert set(withheld) == {"maximum", "minimum"}
+    linalg_xfails = (REPO / "e2e/configs/xfail/linalg.txt").read_text()
+    for reason in withheld.values():
+        test = re.search(r"xfail (\w+) on linalg", reason).group(1)
+        assert re.search(rf"^{test}\s+# fail: compare \| nan", linalg_xfails, re.M), reason
+
+
 def test_nan_reaches_only_an_op_whose_contract_says_what_it_does():
     reached = set()
     for seed in range(7000000, 7000400):
@@ -238,9 +251,10 @@ def test_nan_reaches_only_an_op_whose_contract_says_what_it_does():
         values = program.intermediates(inputs)
         for node in program.nodes:
             if any(has_nan(values[name]) for name in node.inputs):
-                assert CATALOGUE[node.op].nan is not None, (seed, node)
+                assert CATALOGUE[node.op].takes_nan, (seed, node)
                 reached.add(node.op)
-    assert {"gt", "lt", "ne", "maximum", "minimum"} <= reached  # the NaN mutations' ops all meet one
+    assert {"gt", "lt", "ne", "amax", "amin"} <= reached  # the NaN mutations' ops all meet one
+    assert not reached & {"maximum", "minimum"}  # withheld: their known bug
 
 
 def nan_program(op: str, result: str = "bool") -> Program:
@@ -257,7 +271,7 @@ def nan_program(op: str, result: str = "bool") -> Program:
 def test_a_nan_is_kept_where_the_contract_says_and_turned_away_elsewhere():
     assert invalid(nan_program("gt")) is None  # NaN > NaN is False: IEEE's answer, torch's
     assert invalid(nan_program("ne")) is None
-    assert invalid(nan_program("maximum", "float32")) is None  # "that element is returned"
+    assert invalid(nan_program("maximum", "float32")) == "domain"  # its contract holds, its NaN withheld
     assert invalid(nan_program("atan2", "float32")) == "domain"  # atan2 promises nothing of NaN
     assert invalid(nan_program("add", "float32")) == "domain"
 

@@ -6,7 +6,7 @@ away from zero, all pass. A share of programs (`BOUNDARY_SHARE`, by seed) draws 
 input from a small palette instead: 2 to 4 values a tensor, taken from the halves in
 [-2.5, 2.5], -0.0, and its op's domain edges (sqrt's 0, a divisor's +-0.25, asin's
 +-0.95), and NaN in three tensors of four where the op's contract says what a NaN does
-(an IEEE comparison, `maximum`'s propagation: `ops.OpSpec.nan`); integers from -3..3 and,
+(an IEEE comparison, `amax`'s propagation: `ops.OpSpec.takes_nan`); integers from -3..3 and,
 for one input in two, the type's extremes; the first row sometimes repeated. Ties and exact zeros then occur in most tensors.
 
 A tie is only a fact if no rounding came before it: the grower lets an op's result sit
@@ -102,11 +102,14 @@ def draw(tu: TestUtils, shape: tuple[int, ...], dtype: str, domain: Domain) -> t
         pool = torch.tensor(int_pool(dtype, domain, extremes), dtype=torch_dtype(dtype))
     size = min(len(pool), int(tu.randint(low=PALETTE[0], high=PALETTE[1] + 1).item()))
     palette = pool[torch.randperm(len(pool), generator=tu.generator)[:size]]
-    if domain.nan and is_float(dtype) and int(tu.randint(low=0, high=4).item()) != 0:
+    nan = domain.nan and is_float(dtype) and int(tu.randint(low=0, high=4).item()) != 0
+    if nan:
         palette[0] = math.nan  # an op whose contract says what a NaN does: three tensors in four hold some
     values = palette[tu.randint(*shape, low=0, high=size)]
     if len(shape) >= 1 and shape[0] > 1 and bool(tu.randint(low=0, high=2).item()):
         values[1] = values[0]  # a repeated row
+    if nan and not bool(values.isnan().any()):
+        values.view(-1)[int(tu.randint(low=0, high=values.numel()).item())] = math.nan  # a small tensor's too
     return values
 
 

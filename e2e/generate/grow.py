@@ -207,14 +207,17 @@ class Grower:
     def add_op(self, spec: OpSpec) -> str | None:
         """Add one `spec` node; None, or why not (the check that failed, or `applies`)."""
         takes = lambda t: t.dtype in spec.dtypes and spec.ranks[0] <= t.rank <= spec.ranks[1]  # noqa: E731
-        # A value that holds NaN only for an op whose contract says what a NaN does (`OpSpec.nan`).
-        candidates = [v for v in self.values if v.readable and takes(v.type) and (spec.nan or not has_nan(v.tensor))]
-        # A NaN-contract op in a boundary program reads a new input (which may hold NaN) one time in two.
-        fresh = not candidates or self.rng.random() < (
-            0.5 if spec.nan and self.values_drawn == boundary.BOUNDARY else 0.05
-        )
+        # A value that holds NaN only for an op whose contract says what a NaN does (`OpSpec.takes_nan`).
+        candidates = [
+            v for v in self.values if v.readable and takes(v.type) and (spec.takes_nan or not has_nan(v.tensor))
+        ]
+        # A NaN-contract op in a boundary program reads a new float input (which may hold NaN) three
+        # times in four: through values made by other ops a NaN reached amax/amin in 3 programs of 1,000.
+        nan_fresh = spec.takes_nan and self.values_drawn == boundary.BOUNDARY
+        fresh = not candidates or self.rng.random() < (0.75 if nan_fresh else 0.05)
         if fresh:
-            first = self.random_type(spec.dtypes, spec.ranks)
+            floats = tuple(d for d in spec.dtypes if is_float(d)) if nan_fresh else ()
+            first = self.random_type(floats or spec.dtypes, spec.ranks)
         else:
             # Values nothing reads yet first, the latest most: chains, not a forest of one-op programs.
             consumed = {name for node in self.nodes for name in node.inputs}

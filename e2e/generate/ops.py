@@ -70,8 +70,17 @@ class OpSpec:
     # What the op's contract says it does with a NaN operand (`NAN_CONTRACTS`), or None: no op
     # without one reads a value that holds NaN, and no input drawn for it holds one.
     nan: str | None = None
+    # Why a program never hands this op a NaN although its contract says what it does with one:
+    # a known bug on some config that every such program would fail on, catching nothing else.
+    nan_withheld: str = ""
     family: str = ""
     tags: tuple[str, ...] = field(default=())
+
+    @property
+    def takes_nan(self) -> bool:
+        """Whether a program may hand this op a NaN: its contract says what it does, and no known
+        bug withholds it."""
+        return self.nan is not None and not self.nan_withheld
 
     def render(self, operands: list[str], attrs: Attrs) -> str:
         """The torch expression of this op on the named operands."""
@@ -439,8 +448,18 @@ def _binary(name: str, template: str, dtypes=NUMERIC, infer=broadcast, draw=None
 _binary("add", "torch.add({0}, {1})", exact_in_f64=True, exact=ROUNDS_ONCE)
 _binary("sub", "torch.sub({0}, {1})", exact_in_f64=True, exact=ROUNDS_ONCE)
 _binary("mul", "torch.mul({0}, {1})", exact_in_f64=True, exact=ROUNDS_ONCE)
-_binary("maximum", "torch.maximum({0}, {1})", draw=binary_draw(NAN), domain=NAN, exact=MOVES, nan=PROPAGATES)
-_binary("minimum", "torch.minimum({0}, {1})", draw=binary_draw(NAN), domain=NAN, exact=MOVES, nan=PROPAGATES)
+# maximum/minimum propagate a NaN by their docstrings, but torch-mlir lowers them to `cmpf ogt`/`olt`
+# + `select`, which loses it, on linalg, torchscript and eager: a program that hands them one fails
+# there on that known bug and catches nothing else. amax/amin, their reductions, take NaN instead
+# (on linalg they reach `arith.maximumf`/`minimumf`, which the NaN mutations change).
+for _name, _test in (("maximum", "NanInfPair_Maximum"), ("minimum", "NanInfPair_Minimum")):
+    _binary(
+        _name,
+        f"torch.{_name}({{0}}, {{1}})",
+        exact=MOVES,
+        nan=PROPAGATES,
+        nan_withheld=f"known bug: NaN lost by torch-mlir's aten.{_name} lowering (xfail {_test} on linalg)",
+    )
 _binary("div", "torch.div({0}, {1})", infer=broadcast_float, draw=divisor_draw)
 for _name in ("remainder", "fmod"):
     _binary(
