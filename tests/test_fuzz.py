@@ -403,15 +403,17 @@ def test_a_block_holds_about_the_same_pairs_whatever_the_configs():
 
 def test_a_campaigns_last_block_is_cut_to_what_fits_in_its_budget():
     """A block starts with as many programs as the previous block's pace says end within the
-    budget, and not at all when less than a quarter of it would."""
+    budget, and not at all when fewer than a first block's would."""
     from e2e.fuzz.campaign import Batch, fitting
 
     last = Batch(0, 512, 3072, wall_s=320.0, cpu_s=600.0, exit_status=1, directory="b")  # 1.6 programs/s
     assert fitting(512, 400.0, last) == 512
     assert fitting(512, 200.0, last) == 320
     assert fitting(512, 100.0, last) == 160
-    assert fitting(512, 70.0, last) == 0  # 112 programs: under a quarter of the block
+    assert fitting(512, 70.0, last) == 112  # a quarter of the block: still worth a block
+    assert fitting(512, 29.0, last) == 0  # 46 programs: fewer than a first block's 48
     assert fitting(40, 70.0, last) == 40  # a --programs remainder that fits
+    assert fitting(40, 20.0, last) == 0  # 32 of its 40
 
 
 def test_a_campaign_gives_its_pairs_a_budget_of_their_own(tmp_path):

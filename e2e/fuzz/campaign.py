@@ -90,9 +90,6 @@ def cpu_seconds() -> float:
 # what fits in the budget (`Campaign.run`), so a long block wastes none of it.
 BLOCK_PAIRS = 6144
 MAX_BLOCK = 1024  # programs: one config's block (a block's programs are grown up front)
-# A block starts only if this share of it fits in what is left of the budget (a smaller one
-# would be mostly start-up); it is cut to what fits.
-LAST_BLOCK_SHARE = 0.25
 
 
 def default_block(configs: Sequence[str]) -> int:
@@ -144,10 +141,12 @@ class Batch:
 
 def fitting(count: int, left_s: float, last: Batch) -> int:
     """How many of a block's `count` programs to run with `left_s` seconds of the budget left:
-    as many as the last block's pace says end in time; 0 (stop) when fewer than
-    `LAST_BLOCK_SHARE` of the block would."""
+    as many as the last block's pace says end in time; 0 (stop) when fewer than a first
+    block's (`FIRST_TIMED_BLOCK`: a smaller one would be mostly start-up) would. (A share of
+    the block, the rule before, left 75 s of a 10-minute campaign unused after a block that a
+    hang had slowed: RESULTS, 2026-12-07.)"""
     fits = int(left_s * last.programs / max(last.wall_s, 1e-3))
-    return min(count, fits) if fits >= LAST_BLOCK_SHARE * count else 0
+    return min(count, fits) if fits >= min(count, FIRST_TIMED_BLOCK) else 0
 
 
 @dataclass
