@@ -132,6 +132,24 @@ def test_the_rounding_band_perturbs_only_what_an_op_computes_in_half_precision()
     assert torch.equal(f16, run_perturbed(Mixed(), item, seed=0)[1])
 
 
+def test_the_rounding_band_runs_a_composite_op_that_checks_its_operands_dtypes():
+    """conv1d compares its input's dtype with its bias's before any aten op runs: a computed
+    (float64) input beside a bfloat16 bias raised, and the band was never measured."""
+    from e2e.generate.oracle import run_perturbed
+
+    class PooledConv(torch.nn.Module):
+        def forward(self, x, w, b):
+            return torch.nn.functional.conv1d(torch.nn.functional.avg_pool1d(x, 1), w, b, groups=2)
+
+    bf16 = torch.bfloat16
+    x, w, b = torch.rand(4, 2, 5, dtype=bf16), torch.rand(4, 1, 3, dtype=bf16), torch.rand(4, dtype=bf16)
+    item = TraceItem("forward", [x, w, b], None)
+    exact = torch.nn.functional.conv1d(x.double(), w.double(), b.double(), groups=2)
+    perturbed = run_perturbed(PooledConv(), item, seed=0)
+    assert perturbed.dtype == torch.float64 and not torch.equal(perturbed, exact)  # the conv's bf16 result perturbed
+    assert torch.allclose(perturbed, exact, rtol=2.0**-7)
+
+
 def test_narrow_accumulation_computes_the_ops_exactly_where_nothing_rounds():
     """Small integers are exact in bfloat16: the term-by-term reductions must give torch's answers."""
     from e2e.generate.oracle import NarrowAccumulationMode

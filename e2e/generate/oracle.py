@@ -163,9 +163,19 @@ class PerturbedFloat64Mode(TorchDispatchMode):
         return pytree.tree_unflatten(leaves, spec)
 
 
+def _widen_input(value: Any) -> Any:
+    """An input in float64 that remembers its dtype (an input is given, never perturbed)."""
+    wide = _widen(value)
+    if wide is not value:
+        setattr(wide, _NOMINAL, value.dtype)
+    return wide
+
+
 def run_perturbed(module: torch.nn.Module, item: TraceItem, seed: int) -> Any:
-    """`item`'s call on a copy of `module` in float64, its half-precision values perturbed (`PerturbedFloat64Mode`)."""
-    native, inputs = copy.deepcopy(module), clone_tree(item.inputs)
+    """`item`'s call on a copy of `module` in float64, its half-precision values perturbed
+    (`PerturbedFloat64Mode`). The inputs are widened first: a composite op checks its operands'
+    dtypes before the mode sees them (`conv1d` of a float64 value with a bfloat16 bias)."""
+    native, inputs = copy.deepcopy(module), pytree.tree_map(_widen_input, clone_tree(item.inputs))
     with torch.no_grad(), PerturbedFloat64Mode(torch.Generator().manual_seed(seed)):
         return getattr(native, item.method)(*inputs)
 
