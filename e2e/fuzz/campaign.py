@@ -142,9 +142,8 @@ class Batch:
 def fitting(count: int, left_s: float, last: Batch) -> int:
     """How many of a block's `count` programs to run with `left_s` seconds of the budget left:
     as many as the last block's pace says end in time; 0 (stop) when fewer than a first
-    block's (`FIRST_TIMED_BLOCK`: a smaller one would be mostly start-up) would. (A share of
-    the block, the rule before, left 75 s of a 10-minute campaign unused after a block that a
-    hang had slowed: RESULTS, 2026-12-07.)"""
+    block's (`FIRST_TIMED_BLOCK`: a smaller one would be mostly start-up) would. A rule by
+    share of the block would leave minutes unused after a block that a hang slowed."""
     fits = int(left_s * last.programs / max(last.wall_s, 1e-3))
     return min(count, fits) if fits >= min(count, FIRST_TIMED_BLOCK) else 0
 

@@ -171,6 +171,16 @@ def _set_function_type(function) -> None:
         function.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs[: len(inputs)])
 
 
+def _verified_text(module) -> str | None:
+    """The candidate's text, or None when it does not verify."""
+    try:
+        if not module.operation.verify():
+            return None
+    except ir.MLIRError:
+        return None
+    return module_text(module)
+
+
 def _erase_dead(function) -> None:
     changed = True
     while changed:
@@ -298,12 +308,7 @@ def remove_ops(text: str, indices: Iterable[int], whole: Collection[str] = ()) -
         for owner in touched:
             _erase_dead(functions[owner])
             _set_function_type(functions[owner])
-        try:
-            if not module.operation.verify():
-                return None
-        except ir.MLIRError:
-            return None
-        return module_text(module)
+        return _verified_text(module)
 
 
 def drop_unused_arguments(text: str) -> str | None:
@@ -383,12 +388,7 @@ def drop_result(text: str, index: int) -> str | None:
                 f"{inputs.strip()} -> ({', '.join(outputs)})"
             )
         _erase_dead(main)
-        try:
-            if not module.operation.verify():
-                return None
-        except ir.MLIRError:
-            return None
-        return module_text(module)
+        return _verified_text(module)
 
 
 def _split_types(text: str) -> list[str]:
