@@ -134,11 +134,13 @@ class Pair:
 
     def _rerun_on_fresh_host(self, test, limits: Limits) -> Result:
         """The pair again, on a fresh host of its test (nothing an earlier pair ran is in it):
-        for a timeout nothing confirmed. Isolated runs only."""
+        for a timeout nothing confirmed. Isolated runs only. A second timeout is sampled
+        but not given to gdb: the first attempt's backtrace is the hang's (gdb takes 10-20 s
+        of the pair's ~45)."""
         state = self.state
         host = state.hosts.host_for(test)
         host.restart()
-        return host.run(self.config_name, state.settings.reports_dir, limits)
+        return host.run(self.config_name, state.settings.reports_dir, limits, gdb=False)
 
     def _reduce_on_host(self, test, result: Result, time_box: float):
         """The reducer's outcome for the failing pair (in its test's host), or a note saying why none."""

@@ -96,6 +96,9 @@ def test_a_pair_that_hangs_every_time_stays_a_timeout_with_its_stacks(tmp_path):
         # One thread: no tqdm monitor (the capture makes a progress bar), so the deadlock
         # watch can see a host that deadlocks.
         assert "1 thread; sleeping: no thread used CPU" in (attempt / hang_stack.FILE_NAME).read_text()
+    # gdb is asked once: the rerun, which only confirms the hang, is not given to it.
+    assert "gdb: not on PATH" in (first / hang_stack.FILE_NAME).read_text()
+    assert "gdb: not run" in (first.with_name("linalg") / hang_stack.FILE_NAME).read_text()
     assert run_info["hung_once"]["pairs"] == 0 and "hung once" not in run.stdout
 
 

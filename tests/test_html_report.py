@@ -368,8 +368,15 @@ def test_a_timed_out_pair_links_the_stacks_its_host_had_when_killed(tmp_path):
     stack = tmp_path / "ir" / "Spin" / "linalg" / "hang-stack.txt"
     stack.parent.mkdir(parents=True)
     stack.write_text("Thread 1: spinning\n")
+    # A hang confirmed by a rerun: the Result is the first attempt's, and so is its stack
+    # (the only one gdb was given), not the rerun's beside it.
+    rows.append({**rows[0], "test": "Twice"})
+    for attempt in ("linalg.first-attempt", "linalg"):
+        (tmp_path / "ir" / "Twice" / attempt).mkdir(parents=True)
+        (tmp_path / "ir" / "Twice" / attempt / "hang-stack.txt").write_text(f"{attempt}\n")
     cells = {data["tests"][cell["t"]]: cell for data in [page_data(rows, tmp_path)] for cell in data["cells"]}
     assert cells["Spin"]["hs"] == "ir/Spin/linalg/hang-stack.txt"
+    assert cells["Twice"]["hs"] == "ir/Twice/linalg.first-attempt/hang-stack.txt"
     assert cells["Wait"].get("hs") is None
     page = write_html(rows, RUN, tmp_path / "index.html")
     dom, errors = open_in_chromium(page, "#pair=Spin/linalg")

@@ -42,10 +42,11 @@ def record(
     *,
     sample_seconds: float = SAMPLE_SECONDS,
     gdb_seconds: float = GDB_SECONDS,
+    gdb: bool = True,
 ) -> HangStack:
     """The threads of `pid` and of its `descendants` (`isolation.descendants`) as /proc
     shows them, watched for `sample_seconds`; then gdb's backtrace of every thread of `pid`,
-    if gdb is on PATH."""
+    if gdb is on PATH and `gdb` (a rerun's hang has its first attempt's backtrace)."""
     tree = [pid, *descendants]
     before = {member: _thread_ticks(member) for member in tree}
     time.sleep(sample_seconds)
@@ -61,7 +62,7 @@ def record(
         lines += [f"  {thread.line()}" for thread in threads]
     if len(tree) > 1:
         summary += f"; {len(tree) - 1} child process(es) (see the file)"
-    lines += ["", *_gdb_backtrace(pid, gdb_seconds)]
+    lines += ["", *(_gdb_backtrace(pid, gdb_seconds) if gdb else ["gdb: not run (the caller has a backtrace of this hang)"])]
     return HangStack(summary, "\n".join(lines) + "\n")
 
 

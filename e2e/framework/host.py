@@ -409,14 +409,14 @@ class TestHost:
         if self.golden_failure is None and not self._child.alive:
             self._start()
 
-    def run(self, config: str, reports_dir: Path, limits: Limits, *, diagnose: bool = True) -> Result:
+    def run(self, config: str, reports_dir: Path, limits: Limits, *, diagnose: bool = True, gdb: bool = True) -> Result:
         """One pair on this host; a Result whatever happens. `diagnose`: a host that times out
-        is looked at before it is killed (`hang_stack`: a second, and gdb's time)."""
+        is looked at before it is killed (`hang_stack`: a second, and gdb's time if `gdb`)."""
         self._ensure_alive()
         if self.golden_failure is not None:
             return dataclasses.replace(copy.deepcopy(self.golden_failure), config=config, shape_mode=self.shape_mode)
         start, earlier = time.monotonic(), list(self.restarts)
-        reply = self._child.request(_Run(config, reports_dir, limits), limits, diagnose=diagnose)
+        reply = self._child.request(_Run(config, reports_dir, limits), limits, diagnose=diagnose, gdb=gdb)
         self.peak_rss = max(self.peak_rss, self._child.peak_rss)
         if isinstance(reply, _Retiring):  # the host exits by itself
             self._child.close()

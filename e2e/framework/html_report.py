@@ -170,8 +170,7 @@ def page_data(
                 cmd=rerun_command(row),
             )
             if row.get("outcome") == "timeout":  # what the host was doing when killed (`hang_stack`)
-                stack = report_dir / "ir" / row["test"] / row["config"] / hang_stack.FILE_NAME
-                cell["hs"] = _link(str(stack), report_dir) if stack.is_file() else None
+                cell["hs"] = _hang_stack_link(report_dir, row)
         elif row.get("notes"):
             cell["n"] = list(row["notes"])
         if changes and (change := changes.get((row["test"], row["config"]))):
@@ -181,6 +180,16 @@ def page_data(
     if changes is not None:
         data["baseline"] = True
     return data
+
+
+def _hang_stack_link(report_dir: Path, row: dict) -> str | None:
+    """A timed-out pair's stack: its first attempt's when it ran again (a confirmed hang's
+    Result is the first attempt's, and only that one has gdb's backtrace)."""
+    pair = report_dir / "ir" / row["test"] / row["config"]
+    for stack in (pair.with_name(f"{row['config']}.first-attempt") / hang_stack.FILE_NAME, pair / hang_stack.FILE_NAME):
+        if stack.is_file():
+            return _link(str(stack), report_dir)
+    return None
 
 
 def rerun_command(row: dict) -> str:

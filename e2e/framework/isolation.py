@@ -391,17 +391,18 @@ class Child:
     def alive(self) -> bool:
         return self.pid != 0
 
-    def request(self, message: Any, limits: Limits, *, diagnose: bool = False) -> Any:
+    def request(self, message: Any, limits: Limits, *, diagnose: bool = False, gdb: bool = True) -> Any:
         """Send `message`; the child's reply, or how the child ended (it is then reaped).
         `diagnose`: a child that overstays or deadlocks is looked at before it is killed
-        (`TimedOut.stack`, `e2e.framework.hang_stack`: a second, and gdb's time if on PATH)."""
+        (`TimedOut.stack`, `e2e.framework.hang_stack`: a second, and gdb's time if on PATH
+        and `gdb`)."""
         try:
             self._channel.send(message)
         except (BrokenPipeError, OSError):
             return self._ended(limits)
-        return self.wait_reply(limits, diagnose=diagnose)
+        return self.wait_reply(limits, diagnose=diagnose, gdb=gdb)
 
-    def wait_reply(self, limits: Limits, *, diagnose: bool = False) -> Any:
+    def wait_reply(self, limits: Limits, *, diagnose: bool = False, gdb: bool = True) -> Any:
         """The reply to the request just sent. The memory cap counts what the child adds
         during this request: to its parent's pages at first, to what it holds later on."""
         deadline = time.monotonic() + limits.seconds
@@ -421,7 +422,7 @@ class Child:
                 return OverMemory(limits.memory_bytes, self.request_peak_rss, self._stderr_tail())
             stuck = None if remaining <= 0 else deadlock.check(self.pid)
             if remaining <= 0 or stuck is not None:
-                stack = hang_stack.record(self.pid, descendants(self.pid)) if diagnose else None
+                stack = hang_stack.record(self.pid, descendants(self.pid), gdb=gdb) if diagnose else None
                 self.kill()
                 return TimedOut(limits.seconds, self._stderr_tail(), self.request_peak_rss, deadlock=stuck, stack=stack)
             ready, _, _ = select.select([self._channel.read_fd], [], [], min(remaining, _POLL_SECONDS))

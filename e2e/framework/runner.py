@@ -277,7 +277,7 @@ def after_rerun(first: Result, rerun: Result, first_dir: Path) -> Result:
     if rerun.outcome == TIMEOUT:
         first.notes.append(
             f"rerun in a fresh test host under the same limits: timeout in stage {rerun.stage} again, the hang "
-            f"reproduces (the rerun's IR and stack: {first_dir.with_name(first.config)})"
+            f"reproduces (the rerun's IR and threads: {first_dir.with_name(first.config)}; gdb's backtrace is the first attempt's)"
         )
         first.duration += rerun.duration
         return first
