@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def drawn_at_boundary(program: Program) -> bool:
-    return all(i.values == BOUNDARY for i in program.inputs)
+    return any(i.values == BOUNDARY for i in program.inputs)
 
 
 def test_the_share_of_boundary_programs_is_the_one_asked_for_and_nested():
@@ -46,25 +47,41 @@ def test_the_share_of_boundary_programs_is_the_one_asked_for_and_nested():
     assert set(s for s in range(1000) if is_boundary(s, 0.25)) <= set(s for s in range(1000) if is_boundary(s, 0.5))
     programs = {s: generate(s, boundary_share=0.5) for s in SEEDS}
     at_boundary = [s for s, p in programs.items() if drawn_at_boundary(p)]
-    uniform = [s for s, p in programs.items() if all(i.values == UNIFORM for i in p.inputs)]
-    assert sorted(at_boundary + uniform) == list(SEEDS)  # a program is one or the other
-    assert at_boundary == [s for s in SEEDS if is_boundary(s, 0.5)]
+    assert set(at_boundary) <= {s for s in SEEDS if is_boundary(s, 0.5)}
+    assert len(at_boundary) >= 0.9 * len([s for s in SEEDS if is_boundary(s, 0.5)])  # a few fall back wholly
     assert not any(drawn_at_boundary(generate(s, boundary_share=0.0)) for s in at_boundary[:5])
+
+
+def test_a_boundary_program_is_its_uniform_twin_with_other_values():
+    """The same ops, attributes and input types as the seed's uniform program; each input
+    drawn at the boundaries unless the program is invalid with it so (then uniformly)."""
+    drawn = fallen_back = 0
+    for seed in SEEDS:
+        program, twin = generate(seed, boundary_share=1.0), generate(seed, boundary_share=0.0)
+        assert program.nodes == twin.nodes and program.outputs == twin.outputs
+        assert [replace(i, values=UNIFORM) for i in program.inputs] == list(twin.inputs)
+        kinds = [i.values for i in program.inputs]
+        drawn += kinds.count(BOUNDARY)
+        if UNIFORM in kinds:  # fell back: with every input at the boundaries it would be invalid
+            fallen_back += 1
+            every = replace(program, inputs=tuple(replace(i, values=BOUNDARY) for i in program.inputs))
+            assert invalid(every) is not None, seed
+    inputs = sum(len(generate(s, boundary_share=0.0).inputs) for s in SEEDS)
+    assert drawn >= 0.85 * inputs and fallen_back >= 1
 
 
 def test_boundary_programs_meet_ties_and_zeros_deterministically_and_stay_valid():
     programs = [generate(s, boundary_share=1.0) for s in SEEDS[:40]]
     floats = tied = zeros = 0
     for program in programs:
-        assert drawn_at_boundary(program)
         assert invalid(program) is None  # the grower's own checks, replayed
         assert generate(program.seed, boundary_share=1.0) == program
         assert Program.from_json(program.to_json()) == program
         inputs = program.make_inputs(TestUtils(seed_for(program.name)))
         again = program.make_inputs(TestUtils(seed_for(program.name)))
         assert all(same(a, b) for a, b in zip(inputs, again))
-        for x in inputs:
-            if x.is_floating_point() and x.numel() > 1:
+        for spec_, x in zip(program.inputs, inputs):
+            if spec_.values == BOUNDARY and x.is_floating_point() and x.numel() > 1:
                 floats += 1
                 tied += x.unique().numel() < x.numel()
                 zeros += bool((x == 0).any())

@@ -17,6 +17,13 @@ overflow); a float to int cast in range; no shift ops (the catalogue has none, s
 none shifts past the width); no result within a rounding error of a discontinuity
 (comparisons, floor, argmax, casts). A rejected op is undone, the `TestUtils` stream
 included. If no op could be added, the next attempt (a new stream, same seed) starts over.
+
+A boundary program (`boundary`: a share of the seeds) is the seed's uniform program, the
+same ops and attributes, with its inputs drawn again at the boundaries (`at_boundary`):
+each input where the program stays valid on it, the rest as before. Boundary draws then
+change values only, never the structure a campaign covers: a seed finds every structural
+bug it would find uniformly, and a boundary program's failure whose uniform twin passes
+is one of the values.
 """
 
 from __future__ import annotations
@@ -95,12 +102,42 @@ def generate(seed: int, *, max_ops: int = 20, boundary_share: float | None = Non
     its inputs drawn at the boundaries when the seed falls in `boundary_share` (default
     `boundary.boundary_share()`: `$E2E_GENERATE_BOUNDARY_SHARE`, else `BOUNDARY_SHARE`)."""
     share = boundary.boundary_share() if boundary_share is None else boundary_share
-    at_boundary = boundary.is_boundary(seed, share)
     for attempt in range(ATTEMPTS):
-        program = Grower(seed, Random(f"e2e.generate/{seed}/{attempt}"), max_ops, at_boundary).grow()
+        grower = Grower(seed, Random(f"e2e.generate/{seed}/{attempt}"), max_ops)
+        program = grower.grow()
         if program is not None:
-            return program
+            return at_boundary(program, grower.domains) if boundary.is_boundary(seed, share) else program
     raise GenerationError(f"seed {seed}: no valid program in {ATTEMPTS} attempts")
+
+
+def at_boundary(program: Program, domains: dict[str, tuple[Domain, ...]]) -> Program:
+    """`program` with its inputs drawn at the boundaries, each one whose draw keeps the
+    program valid (`invalid`, and every operand inside the domain its op asked for:
+    `Grower.domains`): all at first; where a node fails its checks, the latest
+    boundary input it reads (through other nodes too) is drawn uniformly again, until none
+    fails. One input's draw moves the `TestUtils` stream of every later one, so the search
+    replays the whole program each time: at most one replay an input, a few ms each; all
+    inputs uniform is the program itself, valid by construction."""
+    readers = _inputs_read(program)
+    drawn = [boundary.BOUNDARY] * len(program.inputs)
+    while boundary.BOUNDARY in drawn:
+        candidate = replace(program, inputs=tuple(replace(i, values=v) for i, v in zip(program.inputs, drawn)))
+        failed = _first_failure(candidate, domains)
+        if failed is None:
+            return candidate
+        reads = [k for k in readers.get(failed[1], ()) if drawn[k] == boundary.BOUNDARY] or [
+            k for k, v in enumerate(drawn) if v == boundary.BOUNDARY
+        ]  # a node that failed on no boundary input: an earlier input's draw moved its stream
+        drawn[max(reads)] = boundary.UNIFORM
+    return program
+
+
+def _inputs_read(program: Program) -> dict[str, list[int]]:
+    """The inputs (by index) each node reads, directly or through other nodes."""
+    index = {spec.name: {k} for k, spec in enumerate(program.inputs)}
+    for node in program.nodes:
+        index[node.name] = set().union(*(index[name] for name in node.inputs))
+    return {name: sorted(found) for name, found in index.items()}
 
 
 @dataclass
@@ -116,15 +153,17 @@ class Value:
 
 
 class Grower:
-    def __init__(self, seed: int, rng: Random, max_ops: int, at_boundary: bool = False):
+    def __init__(self, seed: int, rng: Random, max_ops: int):
         self.seed, self.rng, self.max_ops = seed, rng, max_ops
-        self.values_drawn = boundary.BOUNDARY if at_boundary else boundary.UNIFORM
         self.tu = TestUtils(seed_for(program_name(seed)))
         self.values: list[Value] = []
         self.inputs: list[InputSpec] = []
         self.nodes: list[Node] = []
         self.turned_away: Counter[str] = Counter()
         self.repairs = 0
+        # The domain each node's further operands were drawn in (`GrowDraw.operand`): its
+        # boundary twin keeps them (`at_boundary`). By name; a name undone is drawn again.
+        self.domains: dict[str, tuple[Domain, ...]] = {}
 
     def grow(self) -> Program | None:
         target = self.rng.choices(range(1, self.max_ops + 1), size_weights(self.max_ops))[0]
@@ -162,7 +201,7 @@ class Grower:
         return TensorType(tuple(self.rng.randint(1, high) for _ in range(rank)), dtype)
 
     def new_input(self, kind: TensorType, domain: Domain) -> Value:
-        spec = InputSpec(f"x{len(self.inputs)}", kind, domain, values=self.values_drawn)
+        spec = InputSpec(f"x{len(self.inputs)}", kind, domain)
         self.inputs.append(spec)
         tensor = spec.draw(self.tu)
         wide = tensor.double() if tensor.is_floating_point() else tensor
@@ -211,9 +250,10 @@ class Grower:
         candidates = [
             v for v in self.values if v.readable and takes(v.type) and (spec.takes_nan or not has_nan(v.tensor))
         ]
-        # A NaN-contract op in a boundary program reads a new float input (which may hold NaN) three
-        # times in four: through values made by other ops a NaN reached amax/amin in 3 programs of 1,000.
-        nan_fresh = spec.takes_nan and self.values_drawn == boundary.BOUNDARY
+        # A NaN-contract op reads a new float input three times in four: there its boundary
+        # twin may hold NaN (`at_boundary`); through values made by other ops a NaN reached
+        # amax/amin in 3 programs of 1,000.
+        nan_fresh = spec.takes_nan
         fresh = not candidates or self.rng.random() < (0.75 if nan_fresh else 0.05)
         if fresh:
             floats = tuple(d for d in spec.dtypes if is_float(d)) if nan_fresh else ()
@@ -244,7 +284,10 @@ class Grower:
             return "applies"
         if kind.numel > MAX_ELEMENTS or 0 in kind.shape:
             return "applies"
-        return self.append(spec, operands, attrs, kind)
+        failed = self.append(spec, operands, attrs, kind)
+        if failed is None:
+            self.domains[self.nodes[-1].name] = tuple(draw.domains)
+        return failed
 
     def guard(self, value: Value, domain: Domain) -> Value | None:
         """`value` clamped into `domain` by a new `clamp` node (floats and ints)."""
@@ -313,11 +356,19 @@ def invalid(program: Program) -> str | None:
     node by node (`Grower.append`): each result of its inferred type and passing every
     check of `CHECKS`, each first operand inside its op's domain. For a program rebuilt
     from another (a shrink: a node cut into an input, smaller shapes or dtypes)."""
+    failed = _first_failure(program)
+    return None if failed is None else failed[0]
+
+
+def _first_failure(program: Program, domains: dict[str, tuple[Domain, ...]] | None = None) -> tuple[str, str | None] | None:
+    """`invalid`'s reason and the node that fails (None: an input), or None. With `domains`
+    (`Grower.domains`), every further operand is checked against its own domain too (a
+    program rebuilt from elsewhere has only its first operands')."""
     grower = Grower(program.seed, Random(0), 0)
     values: dict[str, Value] = {}
     for spec_ in program.inputs:
         if spec_.dynamic and any(spec_.type.shape[d] < 2 for d in spec_.dynamic):
-            return "applies"  # a dynamic dim of size 1 broadcasts: the suite never declares one
+            return "applies", None  # a dynamic dim of size 1 broadcasts: the suite never declares one
         tensor = spec_.draw(grower.tu)
         wide = tensor.double() if tensor.is_floating_point() else tensor
         precision = spec_.type.dtype if is_float(spec_.type.dtype) else None
@@ -328,14 +379,17 @@ def invalid(program: Program) -> str | None:
         attrs = dict(node.attrs)
         try:
             if not spec.domain(attrs, operands[0].type.dtype).holds(operands[0].tensor):
-                return "domain"
+                return "domain", node.name
+            further = (domains or {}).get(node.name, ())
+            if not all(domain.holds(v.tensor) for domain, v in zip(further, operands[1:])):
+                return "domain", node.name
             failed = grower.append(spec, operands, attrs, node.type, node.name)
         except SpecError:
-            return "applies"  # the node's recorded type is not what torch computes
+            return "applies", node.name  # the node's recorded type is not what torch computes
         except Exception:  # noqa: BLE001 - a check given shapes its op was never drawn for (a shrink's): not valid
-            return "applies"
+            return "applies", node.name
         if failed is not None:
-            return failed
+            return failed, node.name
         values[node.name] = grower.values[-1]
     return None
 
@@ -344,13 +398,15 @@ class GrowDraw(Draw):
     """An op's further operands: existing values when one fits, else new inputs."""
 
     def __init__(self, grower: Grower, x: TensorType):
-        super().__init__(grower.rng, x, grower.values_drawn == boundary.BOUNDARY)
+        super().__init__(grower.rng, x)
         self.grower = grower
         self.values: list[Value] = []
+        self.domains: list[Domain] = []
 
     def operand(self, shape: tuple[int, ...], dtype: str, domain: Domain = FREE) -> TensorType:
         kind = TensorType(tuple(shape), dtype)
         self.values.append(self.grower.operand(kind, domain))
+        self.domains.append(domain)
         return kind
 
 

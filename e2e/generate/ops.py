@@ -39,10 +39,9 @@ class Draw:
     ask for more operands. This base makes every further operand a new input (the grower's
     subclass may reuse a value)."""
 
-    def __init__(self, rng: Random, x: TensorType, boundary: bool = False):
+    def __init__(self, rng: Random, x: TensorType):
         self.rng = rng
         self.x = x
-        self.boundary = boundary  # a boundary program's: attributes on the values its inputs hold
         self.operands: list[tuple[TensorType, Domain]] = []
 
     def operand(self, shape: tuple[int, ...], dtype: str, domain: Domain = FREE) -> TensorType:
@@ -327,14 +326,12 @@ def dim_draw(d: Draw) -> Attrs | None:
 
 
 def clamp_draw(d: Draw) -> Attrs:
-    if d.boundary and not is_int(d.x.dtype):  # bounds its inputs' halves hit exactly
-        low = d.rng.choice((-1.5, -1.0, -0.5, 0.0, 0.5))
-        return {"min": low, "max": low + d.rng.choice((0.5, 1.0, 1.5, 2.0))}
     if is_int(d.x.dtype):
         low = d.rng.randint(-5, 2)
         return {"min": low, "max": low + d.rng.randint(1, 8)}
-    low = round(d.rng.uniform(-1.5, 0.5), 2)
-    return {"min": low, "max": round(low + d.rng.uniform(0.25, 2.0), 2)}
+    # Halves: a boundary program's inputs hit its bounds exactly (`boundary.HALVES`).
+    low = d.rng.choice((-1.5, -1.0, -0.5, 0.0, 0.5))
+    return {"min": low, "max": low + d.rng.choice((0.5, 1.0, 1.5, 2.0))}
 
 
 def scalar_draw(choices_float: tuple[float, ...], choices_int: tuple[int, ...]):
