@@ -202,8 +202,8 @@ def judged(program: Program, answer):
     """The generated test's oracle on a compiled trace whose output is `answer(x, golden)`."""
     test = program_test(program)
     prepared = prepare(test)
-    golden = prepared.golden[0]
-    trace = [TraceItem(golden.method, golden.inputs, answer(golden.inputs[0], golden.outputs))]
+    *twin, golden = prepared.golden  # a boundary program's test: its uniform twin's call first, then its own
+    trace = [*twin, TraceItem(golden.method, golden.inputs, answer(golden.inputs[0], golden.outputs))]
     mismatch = compare_traces(prepared.golden, trace)
     assert mismatch is not None
     oracle = test.explainers[-1]
@@ -318,3 +318,30 @@ def test_a_shift_stays_below_the_width():
             assert bool(((amount >= 0) & (amount < torch.iinfo(x.dtype).bits)).all())
             negative_shifted += bool(((x < 0) & (amount > 0)).any())  # where arithmetic and logical differ
     assert negative_shifted >= 3
+
+
+def test_a_boundary_programs_test_runs_its_uniform_twin_first_then_its_own_inputs():
+    """One compile, two calls: the seed's uniform program's inputs (what a campaign without
+    boundary draws finds there), then the boundary ones; a uniform program's test calls once."""
+    seed = next(s for s in SEEDS if is_boundary(s, 0.5) and generate(s, boundary_share=0.5).at_boundary)
+    program, twin = generate(seed, boundary_share=0.5), generate(seed, boundary_share=0.0)
+
+    class Recorder:
+        def __init__(self):
+            self.calls = []
+
+        def forward(self, *inputs):
+            self.calls.append(inputs)
+
+    def calls(p: Program) -> list[tuple[torch.Tensor, ...]]:
+        test, recorder = program_test(p), Recorder()
+        test.program_invoker(recorder, test.test_utils(0))
+        return recorder.calls
+
+    first, second = calls(program)
+    expected = (twin.make_inputs(TestUtils(seed_for(twin.name))), program.make_inputs(TestUtils(seed_for(program.name))))
+    assert all(same(a, b) for a, b in zip(first, expected[0])) and all(same(a, b) for a, b in zip(second, expected[1]))
+    assert not all(same(a, b) for a, b in zip(first, second))
+    assert len(calls(twin)) == 1
+    # Validity covers both calls: a boundary program whose twin is not valid is not either.
+    assert invalid(program) is None and invalid(twin) is None

@@ -355,8 +355,9 @@ def invalid(program: Program) -> str | None:
     drawn as the suite draws them, fail), or None: valid. Replays the grower's own checks
     node by node (`Grower.append`): each result of its inferred type and passing every
     check of `CHECKS`, each first operand inside its op's domain. For a program rebuilt
-    from another (a shrink: a node cut into an input, smaller shapes or dtypes)."""
-    failed = _first_failure(program)
+    from another (a shrink: a node cut into an input, smaller shapes or dtypes). A boundary
+    program's uniform twin too: its test runs both (`register.program_test`)."""
+    failed = _first_failure(program) or (_first_failure(program.uniform_twin()) if program.at_boundary else None)
     return None if failed is None else failed[0]
 
 

@@ -130,6 +130,16 @@ class Program:
         """The inputs, drawn from `tu` in order (the suite's invoker passes the test's seeded one)."""
         return [spec_.draw(tu) for spec_ in self.inputs]
 
+    @property
+    def at_boundary(self) -> bool:
+        """Whether some input draws at the boundaries (`boundary`, `grow.at_boundary`)."""
+        return any(i.values == boundary.BOUNDARY for i in self.inputs)
+
+    def uniform_twin(self) -> Program:
+        """The same program with every input drawn uniformly: a boundary program's seed's
+        uniform program, which its test runs first (`register.program_test`)."""
+        return replace(self, inputs=tuple(replace(i, values=boundary.UNIFORM) for i in self.inputs))
+
     def to_python(self) -> str:
         """The program as a Python module class named after it (what the suite captures)."""
         lines = ["import torch", "import torch.nn.functional as F", "", ""]

@@ -32,7 +32,10 @@ def program_test(program: Program, name: str | None = None) -> Test:
     """`program` as a suite test named `name` (default its own), not registered: its module
     class, its dynamic dims as `-1` annotations, its inputs drawn as the generator drew them
     (a `TestUtils` seeded by the program's own name, whatever the test is called), and the
-    generated programs' oracle: the spec-refusal, tie-contract and float64 distance checks (docs/fuzz.md)."""
+    generated programs' oracle: the spec-refusal, tie-contract and float64 distance checks (docs/fuzz.md).
+    A boundary program's test calls `forward` twice: on its uniform twin's inputs (trace item
+    #0: what the seed's uniform program finds, a precision bug continuous values show), then
+    on its own (#1: what only ties, zeros and NaN show), one compile for both."""
     module_class = program.module_class(name)
     annotations = program.annotations()
     if annotations:
@@ -41,6 +44,8 @@ def program_test(program: Program, name: str | None = None) -> Test:
         module_class.forward = annotate_args([None, *arguments])(module_class.forward)
 
     def invoke(module, tu: TestUtils) -> None:
+        if program.at_boundary:
+            module.forward(*program.uniform_twin().make_inputs(TestUtils(seed_for(program.name))))
         module.forward(*program.make_inputs(tu))
 
     return Test(
