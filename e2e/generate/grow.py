@@ -150,6 +150,9 @@ class Value:
     precision: str | None  # the least precise float dtype it was computed through (None: none)
     exact: bool = True  # equal to its mathematical value on every correct compiler (`boundary`)
     readable: bool = True  # False: an index an open tie contract chose (`ties.is_open`): no op reads it
+    # May hold NaN in the boundary twin (`at_boundary`): an input whose domain allows NaN, or a
+    # float result of one by an op that propagates it. Only an op that takes NaN reads it.
+    nan: bool = False
 
 
 class Grower:
@@ -206,12 +209,15 @@ class Grower:
         tensor = spec.draw(self.tu)
         wide = tensor.double() if tensor.is_floating_point() else tensor
         value = Value(spec.name, kind, tensor, True, wide, kind.dtype if is_float(kind.dtype) else None)
+        value.nan = domain.nan and is_float(kind.dtype)
         self.values.append(value)
         return value
 
     def operand(self, kind: TensorType, domain: Domain) -> Value:
         """An existing value of exactly `kind` inside `domain`, or a new input."""
-        fits = [v for v in self.values if v.readable and v.type == kind and domain.holds(v.tensor)]
+        fits = [
+            v for v in self.values if v.readable and v.type == kind and domain.holds(v.tensor) and (domain.nan or not v.nan)
+        ]
         if fits and self.rng.random() < 0.6:
             return self.rng.choice(fits)
         return self.new_input(kind, domain)
@@ -247,9 +253,7 @@ class Grower:
         """Add one `spec` node; None, or why not (the check that failed, or `applies`)."""
         takes = lambda t: t.dtype in spec.dtypes and spec.ranks[0] <= t.rank <= spec.ranks[1]  # noqa: E731
         # A value that holds NaN only for an op whose contract says what a NaN does (`OpSpec.takes_nan`).
-        candidates = [
-            v for v in self.values if v.readable and takes(v.type) and (spec.takes_nan or not has_nan(v.tensor))
-        ]
+        candidates = [v for v in self.values if v.readable and takes(v.type) and (spec.takes_nan or not v.nan)]
         # A NaN-contract op reads a new float input three times in four: there its boundary
         # twin may hold NaN (`at_boundary`); through values made by other ops a NaN reached
         # amax/amin in 3 programs of 1,000.
@@ -328,7 +332,8 @@ class Grower:
         node = Node(name or f"v{len(self.nodes)}", spec.name, tuple(names), attrs_of(attrs), kind)
         self.nodes.append(node)
         exact = exact and exact_result(spec, names, operands, attrs, result, wide)
-        self.values.append(Value(node.name, kind, result, False, wide, precision, exact, not is_open(spec.name)))
+        nan = result.is_floating_point() and any(v.nan for v in operands)  # only a NaN-taking op reads one
+        self.values.append(Value(node.name, kind, result, False, wide, precision, exact, not is_open(spec.name), nan))
         return None
 
     def check(self, spec, expression, names, tensors, attrs, result: torch.Tensor, exact: bool) -> str | None:
