@@ -36,20 +36,16 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
     return torch.equal(a.isnan(), b.isnan()) and torch.equal(a.nan_to_num(0.0), b.nan_to_num(0.0))
 
 
-def drawn_at_boundary(program: Program) -> bool:
-    return any(i.values == BOUNDARY for i in program.inputs)
-
-
 def test_the_share_of_boundary_programs_is_the_one_asked_for_and_nested():
     for share in (0.0, 0.25, 0.5, 1.0):
         boundary = [s for s in range(1000) if is_boundary(s, share)]
         assert abs(len(boundary) - 1000 * share) <= 40
     assert set(s for s in range(1000) if is_boundary(s, 0.25)) <= set(s for s in range(1000) if is_boundary(s, 0.5))
     programs = {s: generate(s, boundary_share=0.5) for s in SEEDS}
-    at_boundary = [s for s, p in programs.items() if drawn_at_boundary(p)]
+    at_boundary = [s for s, p in programs.items() if p.at_boundary]
     assert set(at_boundary) <= {s for s in SEEDS if is_boundary(s, 0.5)}
     assert len(at_boundary) >= 0.9 * len([s for s in SEEDS if is_boundary(s, 0.5)])  # a few fall back wholly
-    assert not any(drawn_at_boundary(generate(s, boundary_share=0.0)) for s in at_boundary[:5])
+    assert not any(generate(s, boundary_share=0.0).at_boundary for s in at_boundary[:5])
 
 
 def test_a_boundary_program_is_its_uniform_twin_with_other_values():

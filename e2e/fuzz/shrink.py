@@ -101,7 +101,7 @@ def cut_nodes(
 def drawn_as(program: Program) -> str:
     """How a new input of a shrunk `program` draws its values: at the boundaries when the
     program's inputs did (a tie the bug needs stays a tie), else uniformly."""
-    return BOUNDARY if any(i.values == BOUNDARY for i in program.inputs) else UNIFORM
+    return BOUNDARY if program.at_boundary else UNIFORM
 
 
 def bypass(program: Program, name: str, operand: str) -> Program:

@@ -4,7 +4,7 @@ A program drawn continuously never sees two equal floats, an exact zero or a hal
 lowered as `>=`, the last of equal maxima picked instead of the first, a half rounded
 away from zero, all pass. A share of programs (`BOUNDARY_SHARE`, by seed) draws its
 inputs from a small palette instead (the seed's uniform program, its inputs drawn again
-where it stays valid: `grow.at_boundary`): 2 to 4 values a tensor, taken from the halves in
+where it stays valid: `grow.boundary_twin`): 2 to 4 values a tensor, taken from the halves in
 [-2.5, 2.5], -0.0, and its op's domain edges (sqrt's 0, a divisor's +-0.25, asin's
 +-0.95), and NaN in three tensors of four where the op's contract says what a NaN does
 (an IEEE comparison, `amax`'s propagation: `ops.OpSpec.takes_nan`); integers from -3..3 and,
@@ -34,7 +34,7 @@ from e2e.generate.types import Domain, is_float, torch_dtype
 # Half the programs: each half finds what the other cannot. Boundary programs catch the
 # boundary miscompiles (ties, zeros, halves) no continuous draw reaches; continuous ones
 # keep every value of an op's range (a precision bug, a polynomial's error, the rounding
-# of a value no palette holds). Both are the same programs otherwise (`grow.at_boundary`).
+# of a value no palette holds). Both are the same programs otherwise (`grow.boundary_twin`).
 BOUNDARY_SHARE = 0.5
 SHARE_ENV = "E2E_GENERATE_BOUNDARY_SHARE"  # `pytest --generate-boundary-share`, `e2e.fuzz --boundary-share`
 

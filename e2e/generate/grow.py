@@ -19,7 +19,7 @@ none shifts past the width); no result within a rounding error of a discontinuit
 included. If no op could be added, the next attempt (a new stream, same seed) starts over.
 
 A boundary program (`boundary`: a share of the seeds) is the seed's uniform program, the
-same ops and attributes, with its inputs drawn again at the boundaries (`at_boundary`):
+same ops and attributes, with its inputs drawn again at the boundaries (`boundary_twin`):
 each input where the program stays valid on it, the rest as before. Boundary draws then
 change values only, never the structure a campaign covers: a seed finds every structural
 bug it would find uniformly, and a boundary program's failure whose uniform twin passes
@@ -106,11 +106,11 @@ def generate(seed: int, *, max_ops: int = 20, boundary_share: float | None = Non
         grower = Grower(seed, Random(f"e2e.generate/{seed}/{attempt}"), max_ops)
         program = grower.grow()
         if program is not None:
-            return at_boundary(program, grower.domains) if boundary.is_boundary(seed, share) else program
+            return boundary_twin(program, grower.domains) if boundary.is_boundary(seed, share) else program
     raise GenerationError(f"seed {seed}: no valid program in {ATTEMPTS} attempts")
 
 
-def at_boundary(program: Program, domains: dict[str, tuple[Domain, ...]]) -> Program:
+def boundary_twin(program: Program, domains: dict[str, tuple[Domain, ...]]) -> Program:
     """`program` with its inputs drawn at the boundaries, each one whose draw keeps the
     program valid (`invalid`, and every operand inside the domain its op asked for:
     `Grower.domains`): all at first; where a node fails its checks, the latest
@@ -150,7 +150,7 @@ class Value:
     precision: str | None  # the least precise float dtype it was computed through (None: none)
     exact: bool = True  # equal to its mathematical value on every correct compiler (`boundary`)
     readable: bool = True  # False: an index an open tie contract chose (`ties.is_open`): no op reads it
-    # May hold NaN in the boundary twin (`at_boundary`): an input whose domain allows NaN, or a
+    # May hold NaN in the boundary twin (`boundary_twin`): an input whose domain allows NaN, or a
     # float result of one by an op that propagates it. Only an op that takes NaN reads it.
     nan: bool = False
 
@@ -165,7 +165,7 @@ class Grower:
         self.turned_away: Counter[str] = Counter()
         self.repairs = 0
         # The domain each node's further operands were drawn in (`GrowDraw.operand`): its
-        # boundary twin keeps them (`at_boundary`). By name; a name undone is drawn again.
+        # boundary twin keeps them (`boundary_twin`). By node name (a node undone is never recorded).
         self.domains: dict[str, tuple[Domain, ...]] = {}
 
     def grow(self) -> Program | None:
@@ -208,8 +208,8 @@ class Grower:
         self.inputs.append(spec)
         tensor = spec.draw(self.tu)
         wide = tensor.double() if tensor.is_floating_point() else tensor
-        value = Value(spec.name, kind, tensor, True, wide, kind.dtype if is_float(kind.dtype) else None)
-        value.nan = domain.nan and is_float(kind.dtype)
+        precision = kind.dtype if is_float(kind.dtype) else None
+        value = Value(spec.name, kind, tensor, True, wide, precision, nan=domain.nan and is_float(kind.dtype))
         self.values.append(value)
         return value
 
@@ -255,12 +255,11 @@ class Grower:
         # A value that holds NaN only for an op whose contract says what a NaN does (`OpSpec.takes_nan`).
         candidates = [v for v in self.values if v.readable and takes(v.type) and (spec.takes_nan or not v.nan)]
         # A NaN-contract op reads a new float input three times in four: there its boundary
-        # twin may hold NaN (`at_boundary`); through values made by other ops a NaN reached
+        # twin may hold NaN (`boundary_twin`); through values made by other ops a NaN reached
         # amax/amin in 3 programs of 1,000.
-        nan_fresh = spec.takes_nan
-        fresh = not candidates or self.rng.random() < (0.75 if nan_fresh else 0.05)
+        fresh = not candidates or self.rng.random() < (0.75 if spec.takes_nan else 0.05)
         if fresh:
-            floats = tuple(d for d in spec.dtypes if is_float(d)) if nan_fresh else ()
+            floats = tuple(d for d in spec.dtypes if is_float(d)) if spec.takes_nan else ()
             first = self.random_type(floats or spec.dtypes, spec.ranks)
         else:
             # Values nothing reads yet first, the latest most: chains, not a forest of one-op programs.
@@ -290,7 +289,7 @@ class Grower:
             return "applies"
         failed = self.append(spec, operands, attrs, kind)
         if failed is None:
-            self.domains[self.nodes[-1].name] = tuple(draw.domains)
+            self.domains[self.nodes[-1].name] = tuple(domain for _, domain in draw.operands)
         return failed
 
     def guard(self, value: Value, domain: Domain) -> Value | None:
@@ -407,12 +406,11 @@ class GrowDraw(Draw):
         super().__init__(grower.rng, x)
         self.grower = grower
         self.values: list[Value] = []
-        self.domains: list[Domain] = []
 
     def operand(self, shape: tuple[int, ...], dtype: str, domain: Domain = FREE) -> TensorType:
         kind = TensorType(tuple(shape), dtype)
         self.values.append(self.grower.operand(kind, domain))
-        self.domains.append(domain)
+        self.operands.append((kind, domain))
         return kind
 
 

@@ -132,7 +132,7 @@ class Program:
 
     @property
     def at_boundary(self) -> bool:
-        """Whether some input draws at the boundaries (`boundary`, `grow.at_boundary`)."""
+        """Whether some input draws at the boundaries (`boundary`, `grow.boundary_twin`)."""
         return any(i.values == boundary.BOUNDARY for i in self.inputs)
 
     def uniform_twin(self) -> Program:
