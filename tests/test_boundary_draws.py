@@ -335,7 +335,10 @@ def test_a_boundary_programs_test_runs_its_uniform_twin_first_then_its_own_input
         return recorder.calls
 
     first, second = calls(program)
-    expected = (twin.make_inputs(TestUtils(seed_for(twin.name))), program.make_inputs(TestUtils(seed_for(program.name))))
+    expected = (
+        twin.make_inputs(TestUtils(seed_for(twin.name))),
+        program.make_inputs(TestUtils(seed_for(program.name))),
+    )
     assert all(same(a, b) for a, b in zip(first, expected[0])) and all(same(a, b) for a, b in zip(second, expected[1]))
     assert not all(same(a, b) for a, b in zip(first, second))
     assert len(calls(twin)) == 1

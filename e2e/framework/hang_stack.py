@@ -62,7 +62,10 @@ def record(
         lines += [f"  {thread.line()}" for thread in threads]
     if len(tree) > 1:
         summary += f"; {len(tree) - 1} child process(es) (see the file)"
-    lines += ["", *(_gdb_backtrace(pid, gdb_seconds) if gdb else ["gdb: not run (the caller has a backtrace of this hang)"])]
+    lines += [
+        "",
+        *(_gdb_backtrace(pid, gdb_seconds) if gdb else ["gdb: not run (the caller has a backtrace of this hang)"]),
+    ]
     return HangStack(summary, "\n".join(lines) + "\n")
 
 

@@ -216,7 +216,9 @@ class Grower:
     def operand(self, kind: TensorType, domain: Domain) -> Value:
         """An existing value of exactly `kind` inside `domain`, or a new input."""
         fits = [
-            v for v in self.values if v.readable and v.type == kind and domain.holds(v.tensor) and (domain.nan or not v.nan)
+            v
+            for v in self.values
+            if v.readable and v.type == kind and domain.holds(v.tensor) and (domain.nan or not v.nan)
         ]
         if fits and self.rng.random() < 0.6:
             return self.rng.choice(fits)
@@ -365,7 +367,9 @@ def invalid(program: Program) -> str | None:
     return None if failed is None else failed[0]
 
 
-def _first_failure(program: Program, domains: dict[str, tuple[Domain, ...]] | None = None) -> tuple[str, str | None] | None:
+def _first_failure(
+    program: Program, domains: dict[str, tuple[Domain, ...]] | None = None
+) -> tuple[str, str | None] | None:
     """`invalid`'s reason and the node that fails (None: an input), or None. With `domains`
     (`Grower.domains`), every further operand is checked against its own domain too (a
     program rebuilt from elsewhere has only its first operands')."""
