@@ -16,13 +16,13 @@ from e2e.framework.judge import Outcome
 from e2e.framework.prepared import prepare
 from e2e.framework.testutils import TestUtils, seed_for
 from e2e.framework.trace import TraceItem
-from e2e.generate.boundary import BOUNDARY, UNIFORM, is_boundary
+from e2e.generate.boundary import BOUNDARY, SHARED, UNIFORM, draw, float_pool, is_boundary, ranking
 from e2e.generate.grow import generate, invalid
 from e2e.generate.ops import CATALOGUE, PROPAGATES, defined_shift, shift_amount
 from e2e.generate.program import NAMESPACE, InputSpec, Node, Program
 from e2e.generate.register import program_test
 from e2e.generate.ties import TIE_CONTRACTS, Rule, Selects, allows, doc_text
-from e2e.generate.types import NAN, TensorType, has_nan
+from e2e.generate.types import NAN, Domain, TensorType, has_nan
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -86,6 +86,22 @@ def test_boundary_programs_meet_ties_and_zeros_deterministically_and_stay_valid(
     for x in uniform.make_inputs(TestUtils(seed_for(uniform.name))):
         if x.is_floating_point():
             assert x.unique().numel() == x.numel() and not bool((x == 0).any())
+
+
+def test_the_tensors_of_a_program_share_its_first_ranked_value_and_tie_across_operands():
+    """Every boundary palette opens with the program's first ranked value its domain holds
+    (`boundary.ranking`), so two operands of a comparison tie, not only a tensor with itself."""
+    assert len({ranking(seed) for seed in range(20)}) >= 15 and sorted(ranking(0)) == sorted(SHARED)
+    for seed in range(20):
+        order = ranking(seed)
+        tu = TestUtils(seed)
+        a, b = (draw(tu, (64,), "float32", Domain(), order) for _ in range(2))
+        first = torch.tensor(next(v for v in order if v in float_pool("float32", Domain())))  # not +-3
+        assert all(bool(((x == first) & (x.signbit() == first.signbit())).any()) for x in (a, b))
+        assert bool((a == b).any())
+    sqrt_domain = Domain(low=0.0)  # -1.5 is not in it: the first ranked value it holds opens the palette
+    order = (-1.5, 0.5, *(v for v in SHARED if v not in (-1.5, 0.5)))
+    assert bool((draw(TestUtils(0), (64,), "float32", sqrt_domain, order) == 0.5).any())
 
 
 def one_op(op: str, values: str, attrs=(), shape=(4,), first: str = "sin") -> Program:

@@ -6,9 +6,12 @@ away from zero, all pass. A share of programs (`BOUNDARY_SHARE`, by seed) draws 
 inputs from a small palette instead (the seed's uniform program, its inputs drawn again
 where it stays valid: `grow.boundary_twin`): 2 to 4 values a tensor, taken from the halves in
 [-2.5, 2.5], -0.0, and its op's domain edges (sqrt's 0, a divisor's +-0.25, asin's
-+-0.95), and NaN in three tensors of four where the op's contract says what a NaN does
-(an IEEE comparison, `amax`'s propagation: `ops.OpSpec.takes_nan`); integers from -3..3 and,
-for one input in two, the type's extremes; the first row sometimes repeated. Ties and exact zeros then occur in most tensors.
++-0.95), opening with the program's own first values (`ranking`, so that two operands tie,
+not only a tensor with itself), and NaN besides in three tensors of four where the op's
+contract says what a NaN does (an IEEE comparison, `amax`'s propagation:
+`ops.OpSpec.takes_nan`); integers from -3..3 and, for one input in two, the type's
+extremes; the first row sometimes repeated. Ties and exact zeros then occur in most
+tensors, and across the two operands of half the comparisons.
 
 A tie is only a fact if no rounding came before it: the grower lets an op's result sit
 on a discontinuity (`stable`: a comparison of equal values, argmax of a tie, floor of an
@@ -40,6 +43,7 @@ SHARE_ENV = "E2E_GENERATE_BOUNDARY_SHARE"  # `pytest --generate-boundary-share`,
 
 UNIFORM, BOUNDARY = "uniform", "boundary"  # how an input's values are drawn (`InputSpec.values`)
 HALVES = tuple(k / 2 for k in range(-5, 6))
+SHARED = (*HALVES, -0.0, -3.0, 3.0)  # the values every tensor of a program may share (`ranking`)
 PALETTE = (2, 4)  # values a tensor draws from, at least and at most
 # Exact operands: how an op's result keeps exactness (`OpSpec.exact`).
 MOVES, ROUNDS_ONCE, ACCUMULATES = "moves", "rounds once", "accumulates"
@@ -91,9 +95,27 @@ def int_pool(dtype: str, domain: Domain, extremes: bool) -> list[int]:
     return pool or [max(low, min(high, 0))]
 
 
-def draw(tu: TestUtils, shape: tuple[int, ...], dtype: str, domain: Domain) -> torch.Tensor:
+def ranking(seed: int) -> tuple[float, ...]:
+    """A program's own order of the values its tensors share (`SHARED`): each tensor's
+    palette opens with the first ones in it that its domain holds, so two operands of a
+    comparison tie where uniformly drawn palettes would miss each other. By the seed alone:
+    the ranking moves no input's stream."""
+    shared = list(SHARED)
+    Random(f"e2e.generate/{seed}/ranking").shuffle(shared)
+    return tuple(shared)
+
+
+def _rank(value: float, order: tuple[float, ...]) -> int:
+    return next((k for k, v in enumerate(order) if _same(float(value), v)), len(order))
+
+
+def draw(
+    tu: TestUtils, shape: tuple[int, ...], dtype: str, domain: Domain, order: tuple[float, ...] = ()
+) -> torch.Tensor:
     """A boundary input: values from a palette of the pool (NaN one of them in three tensors
-    of four, where `domain` allows NaN), the first row sometimes repeated."""
+    of four, where `domain` allows NaN), the first row sometimes repeated. The palette's
+    first 1 to all values are the pool's first in the program's `order` (`ranking`), the
+    rest drawn from the others."""
     if dtype == "bool":
         return tu.bools(*shape)
     if is_float(dtype):
@@ -102,14 +124,18 @@ def draw(tu: TestUtils, shape: tuple[int, ...], dtype: str, domain: Domain) -> t
         extremes = bool(tu.randint(low=0, high=2).item())
         pool = torch.tensor(int_pool(dtype, domain, extremes), dtype=torch_dtype(dtype))
     size = min(len(pool), int(tu.randint(low=PALETTE[0], high=PALETTE[1] + 1).item()))
-    palette = pool[torch.randperm(len(pool), generator=tu.generator)[:size]]
+    shared = int(tu.randint(low=1, high=size + 1).item())
+    ranked = sorted(range(len(pool)), key=lambda k: _rank(pool[k].item(), order))
+    rest = ranked[shared:]
+    rest = [rest[k] for k in torch.randperm(len(rest), generator=tu.generator)[: size - shared].tolist()]
+    palette = pool[ranked[:shared] + rest]
     nan = domain.nan and is_float(dtype) and int(tu.randint(low=0, high=4).item()) != 0
-    if nan:
-        palette[0] = math.nan  # an op whose contract says what a NaN does: three tensors in four hold some
-    values = palette[tu.randint(*shape, low=0, high=size)]
+    if nan:  # an op whose contract says what a NaN does: three tensors in four hold some
+        palette = torch.cat([palette, palette.new_full((1,), math.nan)])  # besides the shared values
+    values = palette[tu.randint(*shape, low=0, high=len(palette))]
     if len(shape) >= 1 and shape[0] > 1 and bool(tu.randint(low=0, high=2).item()):
         values[1] = values[0]  # a repeated row
-    if nan and not bool(values.isnan().any()):
+    if nan and values.numel() > 1 and not bool(values.isnan().any()):
         values.view(-1)[int(tu.randint(low=0, high=values.numel()).item())] = math.nan  # a small tensor's too
     return values
 

@@ -375,10 +375,9 @@ def _first_failure(
     program rebuilt from elsewhere has only its first operands')."""
     grower = Grower(program.seed, Random(0), 0)
     values: dict[str, Value] = {}
-    for spec_ in program.inputs:
-        if spec_.dynamic and any(spec_.type.shape[d] < 2 for d in spec_.dynamic):
-            return "applies", None  # a dynamic dim of size 1 broadcasts: the suite never declares one
-        tensor = spec_.draw(grower.tu)
+    if any(i.dynamic and any(i.type.shape[d] < 2 for d in i.dynamic) for i in program.inputs):
+        return "applies", None  # a dynamic dim of size 1 broadcasts: the suite never declares one
+    for spec_, tensor in zip(program.inputs, program.make_inputs(grower.tu)):
         wide = tensor.double() if tensor.is_floating_point() else tensor
         precision = spec_.type.dtype if is_float(spec_.type.dtype) else None
         values[spec_.name] = Value(spec_.name, spec_.type, tensor, True, wide, precision)

@@ -43,11 +43,12 @@ class InputSpec:
     dynamic: tuple[int, ...] = ()  # dims declared dynamic (-1 in the test's annotation)
     values: str = boundary.UNIFORM  # how its values are drawn: uniformly, or `boundary.BOUNDARY`
 
-    def draw(self, tu: TestUtils) -> torch.Tensor:
-        """This input's values from `tu`, inside its domain."""
+    def draw(self, tu: TestUtils, order: tuple[float, ...] = ()) -> torch.Tensor:
+        """This input's values from `tu`, inside its domain (at the boundaries: palettes
+        opening in the program's `order`, `boundary.ranking`)."""
         shape, dtype, d = self.type.shape, self.type.dtype, self.domain
         if self.values == boundary.BOUNDARY:
-            return boundary.draw(tu, shape, dtype, d)
+            return boundary.draw(tu, shape, dtype, d, order)
         if dtype == "bool":
             return tu.bools(*shape)
         if is_float(dtype):
@@ -128,7 +129,8 @@ class Program:
 
     def make_inputs(self, tu: TestUtils) -> list[torch.Tensor]:
         """The inputs, drawn from `tu` in order (the suite's invoker passes the test's seeded one)."""
-        return [spec_.draw(tu) for spec_ in self.inputs]
+        order = boundary.ranking(self.seed) if self.at_boundary else ()
+        return [spec_.draw(tu, order) for spec_ in self.inputs]
 
     @property
     def at_boundary(self) -> bool:
