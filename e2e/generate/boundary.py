@@ -110,12 +110,17 @@ def _rank(value: float, order: tuple[float, ...]) -> int:
 
 
 def draw(
-    tu: TestUtils, shape: tuple[int, ...], dtype: str, domain: Domain, order: tuple[float, ...] = ()
+    tu: TestUtils,
+    shape: tuple[int, ...],
+    dtype: str,
+    domain: Domain,
+    order: tuple[float, ...] = (),
+    points: tuple[float, ...] = (),
 ) -> torch.Tensor:
     """A boundary input: values from a palette of the pool (NaN one of them in three tensors
     of four, where `domain` allows NaN), the first row sometimes repeated. The palette's
     first 1 to all values are the pool's first in the program's `order` (`ranking`), the
-    rest drawn from the others."""
+    rest drawn from the others; one of `points` (`OpSpec.points`) is in it too."""
     if dtype == "bool":
         return tu.bools(*shape)
     if is_float(dtype):
@@ -129,6 +134,10 @@ def draw(
     rest = ranked[shared:]
     rest = [rest[k] for k in torch.randperm(len(rest), generator=tu.generator)[: size - shared].tolist()]
     palette = pool[ranked[:shared] + rest]
+    points = [p for p in points if is_float(dtype) and domain.holds(torch.tensor([p]))]
+    if points and not any(_same(v, p) for v in palette.tolist() for p in points):
+        point = points[int(tu.randint(low=0, high=len(points)).item())]
+        palette = torch.cat([palette, palette.new_full((1,), point)])  # where an op reading it rounds
     nan = domain.nan and is_float(dtype) and int(tu.randint(low=0, high=4).item()) != 0
     if nan:  # an op whose contract says what a NaN does: three tensors in four hold some
         palette = torch.cat([palette, palette.new_full((1,), math.nan)])  # besides the shared values

@@ -72,6 +72,10 @@ class OpSpec:
     # Why a program never hands this op a NaN although its contract says what it does with one:
     # a known bug on some config that every such program would fail on, catching nothing else.
     nan_withheld: str = ""
+    # Values of its first operand where a rounding rule alone decides the result (`round`'s
+    # halves with an even integer part: to even, not away from zero). A boundary palette of an
+    # input the op reads holds one (`boundary.draw`): a palette of 2-4 of the halves misses them.
+    points: tuple[float, ...] = ()
     family: str = ""
     tags: tuple[str, ...] = field(default=())
 
@@ -401,7 +405,11 @@ _unary("leaky_relu", "F.leaky_relu({0}, {slope})", draw=lambda d: {"slope": d.rn
 _unary("hardtanh", "F.hardtanh({0}, {min}, {max})", draw=clamp_draw, exact=MOVES)
 for _name, _offset in [("floor", 0.0), ("ceil", 0.0), ("trunc", 0.0), ("frac", 0.0), ("round", 0.5)]:
     _unary(
-        _name, f"torch.{_name}({{0}})", check=stable_rounding(_offset), exact=ROUNDS_ONCE if _name == "frac" else MOVES
+        _name,
+        f"torch.{_name}({{0}})",
+        check=stable_rounding(_offset),
+        exact=ROUNDS_ONCE if _name == "frac" else MOVES,
+        points=(0.5, -0.5, 2.5, -2.5) if _name == "round" else (),
     )
 _unary("sign", "torch.sign({0})", NUMERIC, check=stable_sign, exact=MOVES)
 _unary("abs", "torch.abs({0})", NUMERIC, exact_in_f64=True, exact=MOVES)

@@ -43,12 +43,13 @@ class InputSpec:
     dynamic: tuple[int, ...] = ()  # dims declared dynamic (-1 in the test's annotation)
     values: str = boundary.UNIFORM  # how its values are drawn: uniformly, or `boundary.BOUNDARY`
 
-    def draw(self, tu: TestUtils, order: tuple[float, ...] = ()) -> torch.Tensor:
+    def draw(self, tu: TestUtils, order: tuple[float, ...] = (), points: tuple[float, ...] = ()) -> torch.Tensor:
         """This input's values from `tu`, inside its domain (at the boundaries: palettes
-        opening in the program's `order`, `boundary.ranking`)."""
+        opening in the program's `order`, `boundary.ranking`, holding one of `points`, the
+        values where an op reading it rounds: `OpSpec.points`)."""
         shape, dtype, d = self.type.shape, self.type.dtype, self.domain
         if self.values == boundary.BOUNDARY:
-            return boundary.draw(tu, shape, dtype, d, order)
+            return boundary.draw(tu, shape, dtype, d, order, points)
         if dtype == "bool":
             return tu.bools(*shape)
         if is_float(dtype):
@@ -129,8 +130,14 @@ class Program:
 
     def make_inputs(self, tu: TestUtils) -> list[torch.Tensor]:
         """The inputs, drawn from `tu` in order (the suite's invoker passes the test's seeded one)."""
-        order = boundary.ranking(self.seed) if self.at_boundary else ()
-        return [spec_.draw(tu, order) for spec_ in self.inputs]
+        if not self.at_boundary:
+            return [spec_.draw(tu) for spec_ in self.inputs]
+        points: dict[str, tuple[float, ...]] = {}
+        for node in self.nodes:
+            if node.inputs and spec(node.op).points:
+                points[node.inputs[0]] = points.get(node.inputs[0], ()) + spec(node.op).points
+        order = boundary.ranking(self.seed)
+        return [spec_.draw(tu, order, points.get(spec_.name, ())) for spec_ in self.inputs]
 
     @property
     def at_boundary(self) -> bool:
