@@ -104,18 +104,27 @@ def test_the_tensors_of_a_program_share_its_first_ranked_value_and_tie_across_op
     assert bool((draw(TestUtils(0), (64,), "float32", sqrt_domain, order) == 0.5).any())
 
 
-def test_an_input_that_round_reads_holds_a_half_it_rounds_to_even():
-    """`round`'s points (`OpSpec.points`: halves with an even integer part, where rounding to
-    even and away from zero differ) are in the palette of a boundary input it reads, and
-    only there (the same input read by `floor` draws from the halves as any other)."""
-    for op, expected in (("round", True), ("floor", False)):
-        hits = 0
-        for seed in range(20):
-            x = InputSpec("x0", TensorType((64,), "float32"), values=BOUNDARY)
-            program = Program(seed, (x,), (Node("v0", op, ("x0",), (), x.type),), ("v0",))
-            value = program.make_inputs(TestUtils(seed_for(program.name)))[0]
-            hits += bool(((value == 0.5) | (value == -0.5) | (value.abs() == 2.5)).any())
-        assert hits == 20 if expected else hits < 20
+def even_half(v: torch.Tensor) -> torch.Tensor:
+    return (v.abs() == 0.5) | (v.abs() == 2.5)  # rounded to even, not away from zero
+
+
+@pytest.mark.parametrize(
+    "op, at_point, always",
+    [
+        ("round", even_half, True),
+        ("sign", lambda v: v == 0, True),  # neither > 0 nor < 0
+        ("floor", even_half, False),  # no points: it draws from the halves as any op
+    ],
+)
+def test_an_input_an_op_with_points_reads_holds_one(op, at_point, always):
+    """An op's points (`OpSpec.points`: where its rule alone decides the result) are in the
+    palette of a boundary input it reads, and only there."""
+    hits = 0
+    for seed in range(20):
+        x = InputSpec("x0", TensorType((64,), "float32"), values=BOUNDARY)
+        program = Program(seed, (x,), (Node("v0", op, ("x0",), (), x.type),), ("v0",))
+        hits += bool(at_point(program.make_inputs(TestUtils(seed_for(program.name)))[0]).any())
+    assert hits == 20 if always else hits < 20
 
 
 def one_op(op: str, values: str, attrs=(), shape=(4,), first: str = "sin") -> Program:

@@ -7,7 +7,8 @@ inputs from a small palette instead (the seed's uniform program, its inputs draw
 where it stays valid: `grow.boundary_twin`): 2 to 4 values a tensor, taken from the halves in
 [-2.5, 2.5], -0.0, and its op's domain edges (sqrt's 0, a divisor's +-0.25, asin's
 +-0.95), opening with the program's own first values (`ranking`, so that two operands tie,
-not only a tensor with itself), and NaN besides in three tensors of four where the op's
+not only a tensor with itself), holding one of the points of an op that reads it (where its
+rule alone decides: `ops.OpSpec.points`, round's even halves, sign's zero), and NaN besides in three tensors of four where the op's
 contract says what a NaN does (an IEEE comparison, `amax`'s propagation:
 `ops.OpSpec.takes_nan`); integers from -3..3 and, for one input in two, the type's
 extremes; the first row sometimes repeated. Ties and exact zeros then occur in most

@@ -72,9 +72,10 @@ class OpSpec:
     # Why a program never hands this op a NaN although its contract says what it does with one:
     # a known bug on some config that every such program would fail on, catching nothing else.
     nan_withheld: str = ""
-    # Values of its first operand where a rounding rule alone decides the result (`round`'s
-    # halves with an even integer part: to even, not away from zero). A boundary palette of an
-    # input the op reads holds one (`boundary.draw`): a palette of 2-4 of the halves misses them.
+    # Values of its first operand where the op's rule alone decides the result (`round`'s
+    # halves with an even integer part: to even, not away from zero; `sign`'s zeros: neither
+    # `>` nor `<`). A boundary palette of an input the op reads holds one (`boundary.draw`):
+    # a palette of 2-4 of the halves misses them.
     points: tuple[float, ...] = ()
     family: str = ""
     tags: tuple[str, ...] = field(default=())
@@ -411,7 +412,7 @@ for _name, _offset in [("floor", 0.0), ("ceil", 0.0), ("trunc", 0.0), ("frac", 0
         exact=ROUNDS_ONCE if _name == "frac" else MOVES,
         points=(0.5, -0.5, 2.5, -2.5) if _name == "round" else (),
     )
-_unary("sign", "torch.sign({0})", NUMERIC, check=stable_sign, exact=MOVES)
+_unary("sign", "torch.sign({0})", NUMERIC, check=stable_sign, exact=MOVES, points=(0.0, -0.0))
 _unary("abs", "torch.abs({0})", NUMERIC, exact_in_f64=True, exact=MOVES)
 _unary("neg", "torch.neg({0})", NUMERIC, exact_in_f64=True, exact=MOVES)
 _unary("square", "torch.square({0})", NUMERIC, exact_in_f64=True, exact=ROUNDS_ONCE)
