@@ -45,8 +45,8 @@ class InputSpec:
 
     def draw(self, tu: TestUtils, order: tuple[float, ...] = (), points: tuple[float, ...] = ()) -> torch.Tensor:
         """This input's values from `tu`, inside its domain (at the boundaries: palettes
-        opening in the program's `order`, `boundary.ranking`, holding one of `points`, the
-        values where an op reading it rounds: `OpSpec.points`)."""
+        opening in the program's `order`, `boundary.ranking`, holding one of `points`, where
+        an op reading it decides by its rule alone: `OpSpec.points`)."""
         shape, dtype, d = self.type.shape, self.type.dtype, self.domain
         if self.values == boundary.BOUNDARY:
             return boundary.draw(tu, shape, dtype, d, order, points)
