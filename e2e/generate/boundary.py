@@ -8,10 +8,10 @@ where it stays valid: `grow.boundary_twin`): 2 to 4 values a tensor, taken from 
 [-2.5, 2.5], -0.0, and its op's domain edges (sqrt's 0, a divisor's +-0.25, asin's
 +-0.95), opening with the program's own first values (`ranking`, so that two operands tie,
 not only a tensor with itself), holding one of the points of an op that reads it (where its
-rule alone decides: `ops.OpSpec.points`, round's even halves, sign's zero), and NaN besides in three tensors of four where the op's
-contract says what a NaN does (an IEEE comparison, `amax`'s propagation:
-`ops.OpSpec.takes_nan`); integers from -3..3 and, for one input in two, the type's
-extremes; the first row sometimes repeated. Ties and exact zeros then occur in most
+rule alone decides: `ops.OpSpec.points`, round's even halves, sign's zero), and NaN besides
+in three tensors of four where the op's contract says what a NaN does (an IEEE comparison,
+`amax`'s propagation: `ops.OpSpec.takes_nan`); integers from -3..3 and, for one input in
+two, the type's extremes; the first row sometimes repeated. Ties and exact zeros then occur in most
 tensors, and across the two operands of half the comparisons.
 
 A tie is only a fact if no rounding came before it: the grower lets an op's result sit
@@ -44,7 +44,9 @@ SHARE_ENV = "E2E_GENERATE_BOUNDARY_SHARE"  # `pytest --generate-boundary-share`,
 
 UNIFORM, BOUNDARY = "uniform", "boundary"  # how an input's values are drawn (`InputSpec.values`)
 HALVES = tuple(k / 2 for k in range(-5, 6))
-SHARED = (*HALVES, -0.0, -3.0, 3.0)  # the values every tensor of a program may share (`ranking`)
+# The values every tensor of a program may share (`ranking`): a float pool's halves and -0.0,
+# an integer pool's -3..3.
+SHARED = (*HALVES, -0.0, -3.0, 3.0)
 PALETTE = (2, 4)  # values a tensor draws from, at least and at most
 # Exact operands: how an op's result keeps exactness (`OpSpec.exact`).
 MOVES, ROUNDS_ONCE, ACCUMULATES = "moves", "rounds once", "accumulates"
@@ -132,13 +134,13 @@ def draw(
     size = min(len(pool), int(tu.randint(low=PALETTE[0], high=PALETTE[1] + 1).item()))
     shared = int(tu.randint(low=1, high=size + 1).item())
     ranked = sorted(range(len(pool)), key=lambda k: _rank(pool[k].item(), order))
-    rest = ranked[shared:]
-    rest = [rest[k] for k in torch.randperm(len(rest), generator=tu.generator)[: size - shared].tolist()]
-    palette = pool[ranked[:shared] + rest]
+    others = ranked[shared:]
+    picked = torch.randperm(len(others), generator=tu.generator)[: size - shared].tolist()
+    palette = pool[ranked[:shared] + [others[k] for k in picked]]
     points = [p for p in points if is_float(dtype) and domain.holds(torch.tensor([p]))]
     if points and not any(_same(v, p) for v in palette.tolist() for p in points):
         point = points[int(tu.randint(low=0, high=len(points)).item())]
-        palette = torch.cat([palette, palette.new_full((1,), point)])  # where an op reading it rounds
+        palette = torch.cat([palette, palette.new_full((1,), point)])  # where an op reading it decides
     nan = domain.nan and is_float(dtype) and int(tu.randint(low=0, high=4).item()) != 0
     if nan:  # an op whose contract says what a NaN does: three tensors in four hold some
         palette = torch.cat([palette, palette.new_full((1,), math.nan)])  # besides the shared values

@@ -258,8 +258,8 @@ class Grower:
         candidates = [v for v in self.values if v.readable and takes(v.type) and (spec.takes_nan or not v.nan)]
         # A NaN-contract op reads a new float input three times in four: there its boundary
         # twin may hold NaN (`boundary_twin`); through values made by other ops a NaN reached
-        # amax/amin in 3 programs of 1,000. So does an op with points (`OpSpec.points`, round's, sign's):
-        # a value made by other ops is rarely exactly at one.
+        # amax/amin in 3 programs of 1,000. So does an op with points (`OpSpec.points`: round,
+        # sign): a value made by other ops is rarely exactly at one.
         at_edges = spec.takes_nan or bool(spec.points)
         fresh = not candidates or self.rng.random() < (0.75 if at_edges else 0.05)
         if fresh:

@@ -132,9 +132,9 @@ class Program:
         """The inputs, drawn from `tu` in order (the suite's invoker passes the test's seeded one)."""
         if not self.at_boundary:
             return [spec_.draw(tu) for spec_ in self.inputs]
-        points: dict[str, tuple[float, ...]] = {}
+        points: dict[str, tuple[float, ...]] = {}  # by input: the points of the ops reading it first
         for node in self.nodes:
-            if node.inputs and spec(node.op).points:
+            if node.inputs:
                 points[node.inputs[0]] = points.get(node.inputs[0], ()) + spec(node.op).points
         order = boundary.ranking(self.seed)
         return [spec_.draw(tu, order, points.get(spec_.name, ())) for spec_ in self.inputs]
